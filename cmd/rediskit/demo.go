@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+// demo is the guided tour's shared state: one lab, the output, and whether
+// to keep it short (CI runs the quick tour).
+type demo struct {
+	out   io.Writer
+	quick bool
+	lab   *lab.Lab
+}
+
+// demoStep is one stop of the tour. Steps print what happened and the
+// figure they measured.
+type demoStep struct {
+	title string
+	run   func(d *demo, ctx context.Context) error
+}
+
+func demoSteps() []demoStep {
+	return []demoStep{
+		{"The lab", (*demo).describeLab},
+		{"A PING round through every node", (*demo).pingRound},
+		{"Every sentinel names the master", (*demo).askSentinels},
+	}
+}
+
+func newDemoCommand() *cobra.Command {
+	var quick bool
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "A guided tour of rediskit on a local lab",
+		Long: `Start a local lab (1 master, 2 replicas, 3 sentinels; the master and
+replica node1 6 ms away, replica node2 42 ms away) and walk through what
+rediskit does with it, printing what happened and the figures measured.
+Ctrl-C stops the tour and the lab cleanly.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), quick)
+		},
+	}
+	cmd.Flags().BoolVar(&quick, "quick", false, "a short tour (fewer samples), as CI runs it")
+	return cmd
+}
+
+func runDemo(ctx context.Context, out io.Writer, quick bool) error {
+	cfg := lab.Sentinel(2)
+	cfg.Nodes = []lab.NodeConfig{
+		{Latency: 6 * time.Millisecond},
+		{Latency: 6 * time.Millisecond},
+		{Latency: 42 * time.Millisecond},
+	}
+	began := time.Now()
+	l, err := lab.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "started 1 master, 2 replicas and 3 sentinels in %v\n", time.Since(began).Round(time.Millisecond))
+	d := &demo{out: out, quick: quick, lab: l}
+	defer func() {
+		began := time.Now()
+		pids := len(l.PIDs())
+		if err := l.Close(); err != nil {
+			fmt.Fprintf(out, "close: %v\n", err)
+		}
+		fmt.Fprintf(out, "\nstopped %d processes in %v\n", pids, time.Since(began).Round(time.Millisecond))
+	}()
+
+	for i, step := range demoSteps() {
+		fmt.Fprintf(out, "\n== %d. %s\n", i+1, step.title)
+		if err := step.run(d, ctx); err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintln(out, "interrupted")
+				return nil // Ctrl-C ends the tour cleanly
+			}
+			return fmt.Errorf("%s: %w", step.title, err)
+		}
+	}
+	return nil
+}
+
+func (d *demo) describeLab(ctx context.Context) error {
+	return d.lab.Describe(ctx, d.out)
+}
+
+func (d *demo) pingRound(ctx context.Context) error {
+	samples := 20
+	if d.quick {
+		samples = 5
+	}
+	for _, n := range d.lab.Nodes() {
+		c := n.NewClient()
+		rtts, err := pingSamples(ctx, c.Ping, samples)
+		_ = c.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name(), err)
+		}
+		fmt.Fprintf(d.out, "%s %s: PING median %v (injected %v, %d samples)\n",
+			n.Name(), n.Addr(), median(rtts).Round(10*time.Microsecond), n.Latency(), samples)
+	}
+	return nil
+}
+
+func (d *demo) askSentinels(ctx context.Context) error {
+	for _, s := range d.lab.Sentinels() {
+		addr, err := s.MasterAddr(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name(), err)
+		}
+		name := "unknown node"
+		if n := d.lab.NodeByAddr(addr); n != nil {
+			name = n.Name()
+		}
+		fmt.Fprintf(d.out, "sentinel %s names %s (%s) as the master of %q\n", s.Addr(), addr, name, d.lab.MasterName())
+	}
+	return nil
+}
+
+// pingSamples connects once, then times n PINGs.
+func pingSamples[T interface{ Err() error }](ctx context.Context, ping func(context.Context) T, n int) ([]time.Duration, error) {
+	if err := ping(ctx).Err(); err != nil {
+		return nil, err
+	}
+	rtts := make([]time.Duration, 0, n)
+	for range n {
+		start := time.Now()
+		if err := ping(ctx).Err(); err != nil {
+			return nil, err
+		}
+		rtts = append(rtts, time.Since(start))
+	}
+	if len(rtts) == 0 {
+		return nil, errors.New("no samples")
+	}
+	return rtts, nil
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,67 @@
+// Package lab starts real Redis topologies on loopback for tests, demos and
+// failover drills: a standalone server, a master with replicas, and the same
+// monitored by Sentinel, with latency and fault injection.
+//
+// It runs the redis-server and redis-sentinel binaries found on PATH (Redis
+// 7.0 or newer; on Debian: apt-get install redis-server redis-sentinel
+// redis-tools). Each lab lives in its own temporary directory with its own
+// free ports, so tests can run in parallel; nothing relies on a system Redis
+// service.
+//
+// # Starting a lab
+//
+// In a test, New starts the lab, fails the test when it cannot, and stops
+// every process when the test ends (printing the servers' logs first if the
+// test failed):
+//
+//	l := lab.New(t, lab.Sentinel(2)) // master, 2 replicas, 3 sentinels
+//	client := l.Node(0).NewClient()
+//
+// Outside tests, Start and Close do the same. Config describes the topology:
+// replicas, sentinels (default name "mymaster", quorum a majority), a data
+// node password or ACL user, a separate sentinel password, TLS with a
+// throwaway CA (TLSFiles), extra redis.conf lines for every node or one.
+//
+// # Latency and faults
+//
+// With Config.Proxy (implied by any NodeConfig.Latency) every data node sits
+// behind its own TCP proxy and announces the proxy's address
+// (replica-announce-ip/port), and the sentinels monitor the master through
+// its proxy. What Sentinel hands to clients, what replicas replicate
+// through, and what a test's client dials is therefore the proxied address,
+// so injected faults affect everyone the way a network fault would:
+//
+//	l.Node(2).SetLatency(42 * time.Millisecond) // added round trip
+//	l.Node(1).BlackHole()                       // accepts, never answers
+//	l.Node(1).Restore()
+//	l.Node(1).ResetConnections()                // TCP resets
+//
+// Process faults are sent by PID: Kill (its proxy then refuses connections,
+// as a dead server would), Restart, Pause (SIGSTOP) and Resume.
+//
+// # Failovers and their timelines
+//
+// Failover sends SENTINEL FAILOVER and returns once every sentinel names the
+// new master and ROLE on it says master. The lab subscribes to every
+// sentinel's events, so a test can see the whole timeline (Events,
+// WaitEvent, FailoverResult.SwitchMaster). Two facts of Sentinel a failover
+// test must reckon with, and which the lab shows rather than hides:
+//
+//   - the sentinel that leads a manual failover publishes +switch-master
+//     about one second after the others;
+//   - the old master keeps accepting writes until Sentinel demotes it,
+//     after the new master was announced. WaitSettled waits for that.
+//
+// The lab's sentinels use short timings so failovers take seconds: see
+// DefaultDownAfter, DefaultFailoverTimeout, DefaultSentinelInfoPeriod and
+// DefaultSentinelPublishPeriod; set Redis's own values in Config to
+// reproduce production timelines.
+//
+// # Clients
+//
+// Node.Options gives go-redis options for a node with the lab's credentials
+// and TLS settings and no retries of any kind; Lab.URL a redis:// or
+// redis+sentinel:// URL. Node.Do runs admin commands on the node's own port,
+// bypassing its proxy, so injected faults do not disturb a test's
+// bookkeeping.
+package lab

@@ -1,0 +1,596 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// Lab is a running topology of real redis-server and redis-sentinel
+// processes on loopback. Create it with Start (or New in a test) and stop
+// it with Close.
+type Lab struct {
+	cfg       Config
+	dir       string
+	ownDir    bool
+	tlsFiles  *TLSFiles
+	tlsConfig *tls.Config
+
+	nodes     []*Node
+	sentinels []*SentinelNode
+	events    *eventLog
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New starts a lab for a test. It fails the test if the lab cannot start,
+// logs the lab's actions to the test's output, and on cleanup prints the
+// tail of every server's log if the test failed, then stops everything.
+func New(t testing.TB, cfg Config) *Lab {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.withDefaults().StartTimeout)
+	defer cancel()
+	l, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("lab logs:\n%s", l.LogTails(30))
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("lab: close: %v", err)
+		}
+	})
+	return l
+}
+
+// Start starts the topology cfg describes and returns when every node
+// answers, every replica has synced, and every sentinel knows the master,
+// its replicas and its peers. On error, whatever was started is stopped.
+func Start(ctx context.Context, cfg Config) (*Lab, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+
+	l := &Lab{cfg: cfg, dir: cfg.Dir, events: newEventLog()}
+	if l.dir == "" {
+		dir, err := os.MkdirTemp("", "rediskit-lab-")
+		if err != nil {
+			return nil, fmt.Errorf("lab: %w", err)
+		}
+		l.dir, l.ownDir = dir, true
+	}
+	began := time.Now()
+	if err := l.start(ctx); err != nil {
+		if cerr := l.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return nil, err
+	}
+	cfg.Logger.Info("lab: ready", "nodes", len(l.nodes), "sentinels", len(l.sentinels), "took", time.Since(began))
+	return l, nil
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Replicas < 0 || c.Sentinels < 0:
+		return errors.New("lab: Replicas and Sentinels cannot be negative")
+	case c.Sentinels > 0 && (c.Quorum < 1 || c.Quorum > c.Sentinels):
+		return fmt.Errorf("lab: Quorum %d is not between 1 and Sentinels (%d)", c.Quorum, c.Sentinels)
+	case c.Username != "" && c.Password == "":
+		return errors.New("lab: Username needs a Password")
+	case c.SentinelUsername != "" && c.SentinelPassword == "":
+		return errors.New("lab: SentinelUsername needs a SentinelPassword")
+	case c.TLSClientAuth && !c.TLS:
+		return errors.New("lab: TLSClientAuth needs TLS")
+	}
+	for _, bin := range []string{c.RedisServer, c.RedisSentinel} {
+		if bin == c.RedisSentinel && c.Sentinels == 0 {
+			continue
+		}
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("lab: %s not found (install Redis: apt-get install -y redis-server redis-sentinel redis-tools, or run make redis): %w", bin, err)
+		}
+	}
+	return nil
+}
+
+func (l *Lab) start(ctx context.Context) error {
+	c := l.cfg
+	if c.TLS {
+		files, err := GenerateTLS(l.dir)
+		if err != nil {
+			return err
+		}
+		l.tlsFiles = &files
+		if l.tlsConfig, err = files.ClientConfig(); err != nil {
+			return err
+		}
+	}
+
+	for i := 0; i <= c.Replicas; i++ {
+		n := &Node{index: i}
+		n.Server = l.newServer(fmt.Sprintf("node%d", i), c.RedisServer, c.Username, c.Password)
+		l.nodes = append(l.nodes, n)
+		if err := n.allocatePort(); err != nil {
+			return err
+		}
+		if c.Proxy {
+			p, err := NewProxy("127.0.0.1:0", n.DirectAddr())
+			if err != nil {
+				return err
+			}
+			p.SetLatency(c.node(i).Latency)
+			n.proxy = p
+		}
+	}
+	master := l.nodes[0]
+	if err := parallel(l.nodes, func(n *Node) error {
+		masterAddr := ""
+		if n != master {
+			masterAddr = master.Addr()
+		}
+		return n.startFresh(ctx, func() string { return l.renderNodeConfig(n, masterAddr) })
+	}); err != nil {
+		return err
+	}
+	if err := l.waitReplicasSynced(ctx); err != nil {
+		return err
+	}
+	if c.Sentinels == 0 {
+		return nil
+	}
+
+	for i := 0; i < c.Sentinels; i++ {
+		s := &SentinelNode{index: i, myID: newSentinelID()}
+		s.Server = l.newServer(fmt.Sprintf("sentinel%d", i), c.RedisSentinel, c.SentinelUsername, c.SentinelPassword)
+		if err := s.allocatePort(); err != nil {
+			return err
+		}
+		l.sentinels = append(l.sentinels, s)
+	}
+	if err := parallel(l.sentinels, func(s *SentinelNode) error {
+		if err := s.startFresh(ctx, func() string { return l.renderSentinelConfig(s, master, l.nodes[1:]) }); err != nil {
+			return err
+		}
+		return s.applyTiming(ctx)
+	}); err != nil {
+		return err
+	}
+	if err := l.waitSentinelsReady(ctx); err != nil {
+		return err
+	}
+	return l.events.watch(ctx, l)
+}
+
+func (l *Lab) newServer(name, binary, user, pass string) *Server {
+	return &Server{
+		lab:      l,
+		name:     name,
+		binary:   binary,
+		dir:      filepath.Join(l.dir, name),
+		conf:     filepath.Join(l.dir, name, "redis.conf"),
+		username: user,
+		password: pass,
+	}
+}
+
+func (s *Server) allocatePort() error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("lab: find a free port: %w", err)
+	}
+	s.port = port
+	return nil
+}
+
+// startFresh writes the config rendered for the current port and starts
+// the server, picking a new port if another process took this one first.
+func (s *Server) startFresh(ctx context.Context, render func() string) error {
+	for attempt := 0; ; attempt++ {
+		if err := os.WriteFile(s.conf, []byte(render()), 0o600); err != nil {
+			return fmt.Errorf("lab: write %s: %w", s.conf, err)
+		}
+		err := s.start(ctx)
+		if !errors.Is(err, errPortInUse) || attempt == 3 {
+			return err
+		}
+		if err := s.allocatePort(); err != nil {
+			return err
+		}
+	}
+}
+
+// startFresh keeps the node's proxy pointed at the node's current port.
+func (n *Node) startFresh(ctx context.Context, render func() string) error {
+	return n.Server.startFresh(ctx, func() string {
+		if n.proxy != nil {
+			n.proxy.setUpstream(n.DirectAddr())
+		}
+		return render()
+	})
+}
+
+func parallel[T any](items []T, f func(T) error) error {
+	errs := make([]error, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Go(func() { errs[i] = f(it) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (l *Lab) waitReplicasSynced(ctx context.Context) error {
+	return poll(ctx, "replicas to sync", func() error {
+		for _, n := range l.nodes[1:] {
+			r, err := n.Role(ctx)
+			if err != nil {
+				return err
+			}
+			if r.Role != "slave" || r.LinkState != "connected" {
+				return fmt.Errorf("%s: role %s, link %s", n.name, r.Role, r.LinkState)
+			}
+		}
+		return nil
+	})
+}
+
+func (l *Lab) waitSentinelsReady(ctx context.Context) error {
+	master := l.nodes[0].Addr()
+	return poll(ctx, "sentinels to see the topology", func() error {
+		for _, s := range l.sentinels {
+			addr, err := s.MasterAddr(ctx)
+			if err != nil {
+				return err
+			}
+			if addr != master {
+				return fmt.Errorf("%s names %s, not %s", s.name, addr, master)
+			}
+			if err := s.checkReplicas(ctx, master, l.nodes[1:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// checkReplicas verifies that the sentinel sees exactly the given replicas,
+// healthy and linked to master.
+func (s *SentinelNode) checkReplicas(ctx context.Context, master string, want []*Node) error {
+	seen, err := s.Replicas(ctx)
+	if err != nil {
+		return err
+	}
+	byAddr := map[string]map[string]string{}
+	for _, r := range seen {
+		byAddr[net.JoinHostPort(r["ip"], r["port"])] = r
+	}
+	for _, n := range want {
+		r, ok := byAddr[n.Addr()]
+		if !ok {
+			return fmt.Errorf("%s does not list replica %s", s.name, n.name)
+		}
+		if r["flags"] != "slave" || r["master-link-status"] != "ok" ||
+			net.JoinHostPort(r["master-host"], r["master-port"]) != master {
+			return fmt.Errorf("%s sees replica %s as flags=%s link=%s master=%s:%s",
+				s.name, n.name, r["flags"], r["master-link-status"], r["master-host"], r["master-port"])
+		}
+	}
+	return nil
+}
+
+// poll runs check every 10 ms until it returns nil or ctx ends.
+func poll(ctx context.Context, what string, check func() error) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lab: waiting for %s: %w (last: %v)", what, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// WaitSettled waits until the topology is quiet: every running sentinel
+// names the same master, which answers ROLE master; every other running
+// node is its connected replica; and every sentinel sees those replicas
+// healthy. Paused and killed servers are left out. Use it between
+// failovers: Sentinel refuses a failover while no replica qualifies.
+func (l *Lab) WaitSettled(ctx context.Context) error {
+	return poll(ctx, "the topology to settle", func() error {
+		var master *Node
+		if len(l.sentinels) > 0 {
+			n, ok := l.agreedMaster(ctx)
+			if !ok {
+				return errors.New("sentinels do not agree on the master")
+			}
+			master = n
+		} else {
+			n, err := l.Master(ctx)
+			if err != nil {
+				return err
+			}
+			master = n
+		}
+		if r, err := master.Role(ctx); err != nil || r.Role != "master" {
+			return fmt.Errorf("%s is named master but ROLE says %q (%v)", master.name, r.Role, err)
+		}
+		var replicas []*Node
+		for _, n := range l.nodes {
+			if n == master || !n.Running() || n.Paused() {
+				continue
+			}
+			r, err := n.Role(ctx)
+			if err != nil {
+				return err
+			}
+			if r.Role != "slave" || r.MasterAddr != master.Addr() || r.LinkState != "connected" {
+				return fmt.Errorf("%s: role %s of %s, link %s", n.name, r.Role, r.MasterAddr, r.LinkState)
+			}
+			replicas = append(replicas, n)
+		}
+		for _, s := range l.runningSentinels() {
+			if err := s.checkReplicas(ctx, master.Addr(), replicas); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Nodes returns the data nodes; index 0 started as the master.
+func (l *Lab) Nodes() []*Node { return l.nodes }
+
+// Node returns data node i.
+func (l *Lab) Node(i int) *Node { return l.nodes[i] }
+
+// Sentinels returns the sentinels (none without Config.Sentinels).
+func (l *Lab) Sentinels() []*SentinelNode { return l.sentinels }
+
+// SentinelAddrs returns the sentinels' addresses in order.
+func (l *Lab) SentinelAddrs() []string {
+	out := make([]string, len(l.sentinels))
+	for i, s := range l.sentinels {
+		out[i] = s.Addr()
+	}
+	return out
+}
+
+// MasterName is the name the sentinels monitor the master under.
+func (l *Lab) MasterName() string { return l.cfg.MasterName }
+
+// Config returns the configuration the lab runs with, defaults filled in.
+func (l *Lab) Config() Config { return l.cfg }
+
+// Dir is the lab's directory (configs, logs, certificates).
+func (l *Lab) Dir() string { return l.dir }
+
+// TLS returns the certificate files when the lab runs with TLS, else nil.
+func (l *Lab) TLS() *TLSFiles { return l.tlsFiles }
+
+// TLSConfig is a client TLS configuration for the lab (nil without TLS).
+func (l *Lab) TLSConfig() *tls.Config { return l.clientTLS() }
+
+func (l *Lab) clientTLS() *tls.Config {
+	if l.tlsConfig == nil {
+		return nil
+	}
+	return l.tlsConfig.Clone()
+}
+
+// NodeByAddr finds the data node with the given address (its proxy's or
+// its own), or nil.
+func (l *Lab) NodeByAddr(addr string) *Node {
+	for _, n := range l.nodes {
+		if n.Addr() == addr || n.DirectAddr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// Master returns the current master: the node the first answering sentinel
+// names, or, without sentinels, the one node whose ROLE says master.
+func (l *Lab) Master(ctx context.Context) (*Node, error) {
+	if len(l.sentinels) > 0 {
+		var errs []error
+		for _, s := range l.runningSentinels() {
+			addr, err := s.MasterAddr(ctx)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+				continue
+			}
+			if n := l.NodeByAddr(addr); n != nil {
+				return n, nil
+			}
+			errs = append(errs, fmt.Errorf("%s names %s, which is not a lab node", s.name, addr))
+		}
+		return nil, fmt.Errorf("lab: no sentinel named the master: %w", errors.Join(errs...))
+	}
+	var masters []*Node
+	for _, n := range l.nodes {
+		if !n.Running() || n.Paused() {
+			continue
+		}
+		if r, err := n.Role(ctx); err == nil && r.Role == "master" {
+			masters = append(masters, n)
+		}
+	}
+	if len(masters) != 1 {
+		return nil, fmt.Errorf("lab: %d nodes answer ROLE master", len(masters))
+	}
+	return masters[0], nil
+}
+
+// URL is a connection URL for the lab, with its credentials:
+// redis+sentinel:// (rediss+sentinel:// with TLS) listing the sentinels and
+// the master name when the lab has sentinels, else redis:// (rediss://) to
+// node 0. With TLS it carries caFile (and certFile/keyFile when servers
+// require client certificates). Use Redacted to print it.
+func (l *Lab) URL() string { return l.url(true) }
+
+// Redacted is URL with every password replaced by "xxxxx".
+func (l *Lab) Redacted() string { return l.url(false) }
+
+func (l *Lab) url(secrets bool) string {
+	c := l.cfg
+	u := url.URL{Scheme: "redis"}
+	if c.TLS {
+		u.Scheme = "rediss"
+	}
+	pass := func(p string) string {
+		if secrets {
+			return p
+		}
+		return "xxxxx"
+	}
+	if c.Password != "" {
+		u.User = url.UserPassword(c.Username, pass(c.Password))
+	}
+	q := url.Values{}
+	if len(l.sentinels) > 0 {
+		u.Scheme += "+sentinel"
+		u.Host = strings.Join(l.SentinelAddrs(), ",")
+		u.Path = "/" + c.MasterName
+		if c.SentinelUsername != "" {
+			q.Set("sentinelUser", c.SentinelUsername)
+		}
+		if c.SentinelPassword != "" {
+			q.Set("sentinelPassword", pass(c.SentinelPassword))
+		}
+	} else {
+		u.Host = l.nodes[0].Addr()
+	}
+	if l.tlsFiles != nil {
+		q.Set("caFile", l.tlsFiles.CAFile)
+		if c.TLSClientAuth {
+			q.Set("certFile", l.tlsFiles.CertFile)
+			q.Set("keyFile", l.tlsFiles.KeyFile)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Describe writes a table of the lab's servers: name, current role,
+// address (the proxy's when there is one), own address, PID and injected
+// latency, then the sentinels.
+func (l *Lab) Describe(ctx context.Context, w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tADDR\tSERVER\tPID\tLATENCY")
+	for _, n := range l.nodes {
+		role := "down"
+		if n.Paused() {
+			role = "paused"
+		} else if r, err := n.Role(ctx); err == nil {
+			role = r.Role
+			if role == "slave" {
+				role = "replica"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", n.name, role, n.Addr(), n.DirectAddr(), n.PID(), n.Latency())
+	}
+	for _, s := range l.sentinels {
+		fmt.Fprintf(tw, "%s\tsentinel\t%s\t%s\t%d\t-\n", s.name, s.Addr(), s.DirectAddr(), s.PID())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "URL: %s\n", l.Redacted())
+	return err
+}
+
+// PIDs returns the PIDs of every running server.
+func (l *Lab) PIDs() []int {
+	var pids []int
+	for _, s := range l.servers() {
+		if pid := s.PID(); pid != 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// LogTails returns the last lines of every server's log.
+func (l *Lab) LogTails(lines int) string {
+	var b strings.Builder
+	for _, s := range l.servers() {
+		b.WriteString(s.LogTail(lines))
+	}
+	return b.String()
+}
+
+func (l *Lab) servers() []*Server {
+	var out []*Server
+	for _, n := range l.nodes {
+		out = append(out, n.Server)
+	}
+	for _, s := range l.sentinels {
+		out = append(out, s.Server)
+	}
+	return out
+}
+
+// Close stops every process by its PID (SIGKILL: the lab keeps no data),
+// closes the proxies and removes the lab's directory if Start created it.
+// It is safe to call more than once.
+func (l *Lab) Close() error {
+	l.closeOnce.Do(func() {
+		began := time.Now()
+		l.events.close()
+		var errs []error
+		var mu sync.Mutex
+		_ = parallel(l.servers(), func(s *Server) error {
+			if err := s.Kill(); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			s.closeAdmin()
+			return nil
+		})
+		for _, n := range l.nodes {
+			if n.proxy != nil {
+				_ = n.proxy.Close()
+			}
+		}
+		if l.ownDir {
+			if err := os.RemoveAll(l.dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		l.closeErr = errors.Join(errs...)
+		l.cfg.Logger.Info("lab: closed", "took", time.Since(began))
+	})
+	return l.closeErr
+}

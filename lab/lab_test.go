@@ -1,0 +1,408 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func pingNode(ctx context.Context, t *testing.T, n *Node) {
+	t.Helper()
+	c := n.NewClient()
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING %s at %s: %v", n.Name(), n.Addr(), err)
+	}
+}
+
+func TestTopologiesStartAndAnswer(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"standalone", Standalone()},
+		{"replicated", Replicated(2)},
+		{"sentinel", Sentinel(2)},
+		{"sentinel-proxied", Config{Replicas: 1, Sentinels: 3, Proxy: true}},
+		{"password", Config{Replicas: 1, Sentinels: 1, Password: "data-secret", SentinelPassword: "sentinel-secret"}},
+		{"acl-user", Config{Replicas: 1, Sentinels: 1, Username: "app", Password: "app-secret",
+			SentinelUsername: "watcher", SentinelPassword: "watcher-secret"}},
+		{"tls", Config{Replicas: 1, Sentinels: 3, TLS: true, Proxy: true}},
+		{"tls-client-auth", Config{Replicas: 1, TLS: true, TLSClientAuth: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testContext(t, 30*time.Second)
+			l := New(t, tt.cfg)
+			if got, want := len(l.Nodes()), tt.cfg.Replicas+1; got != want {
+				t.Fatalf("%d nodes, want %d", got, want)
+			}
+			for _, n := range l.Nodes() {
+				pingNode(ctx, t, n)
+			}
+			master, err := l.Master(ctx)
+			if err != nil || master != l.Node(0) {
+				t.Fatalf("Master() = %v, %v; want node0", master, err)
+			}
+			for _, n := range l.Nodes()[1:] {
+				r, err := n.Role(ctx)
+				if err != nil || r.Role != "slave" || r.MasterAddr != master.Addr() || r.LinkState != "connected" {
+					t.Fatalf("%s ROLE = %+v, %v", n.Name(), r, err)
+				}
+			}
+			if len(l.Sentinels()) != tt.cfg.Sentinels {
+				t.Fatalf("%d sentinels, want %d", len(l.Sentinels()), tt.cfg.Sentinels)
+			}
+			for _, s := range l.Sentinels() {
+				addr, err := s.MasterAddr(ctx)
+				if err != nil || addr != master.Addr() {
+					t.Fatalf("%s names %q (%v), want %s", s.Name(), addr, err, master.Addr())
+				}
+			}
+			var b strings.Builder
+			if err := l.Describe(ctx, &b); err != nil {
+				t.Fatal(err)
+			}
+			for _, secret := range []string{tt.cfg.Password, tt.cfg.SentinelPassword} {
+				if secret != "" && strings.Contains(b.String()+l.Redacted(), secret) {
+					t.Fatalf("Describe or Redacted shows a password:\n%s", b.String())
+				}
+			}
+		})
+	}
+}
+
+func TestCredentialsAreEnforced(t *testing.T) {
+	ctx := testContext(t, 20*time.Second)
+	l := New(t, Config{Replicas: 0, Sentinels: 1, Username: "app", Password: "app-secret",
+		SentinelPassword: "sentinel-secret"})
+
+	// The default user is disabled: a password without the username fails.
+	opts := l.Node(0).Options()
+	opts.Username = ""
+	c := redis.NewClient(opts)
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING without the ACL username succeeded")
+	}
+	// A sentinel refuses a client without its password.
+	sc := redis.NewClient(&redis.Options{Addr: l.SentinelAddrs()[0], MaxRetries: -1})
+	defer sc.Close()
+	if err := sc.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Fatalf("sentinel without password: %v, want NOAUTH", err)
+	}
+}
+
+func TestTLSWithoutCAFails(t *testing.T) {
+	ctx := testContext(t, 20*time.Second)
+	l := New(t, Config{TLS: true})
+	opts := l.Node(0).Options()
+	opts.TLSConfig.RootCAs = nil // trust the system roots only
+	c := redis.NewClient(opts)
+	defer c.Close()
+	err := c.Ping(ctx).Err()
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("PING without the lab CA: %v, want a certificate error", err)
+	}
+}
+
+func TestExtraConfig(t *testing.T) {
+	ctx := testContext(t, 20*time.Second)
+	l := New(t, Config{
+		ExtraConfig: []string{"maxmemory 1mb", "maxmemory-policy noeviction"},
+		Nodes:       []NodeConfig{{ExtraConfig: []string{"hz 20"}}},
+	})
+	c := l.Node(0).NewClient()
+	defer c.Close()
+	cfg, err := c.ConfigGet(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"maxmemory": "1048576", "maxmemory-policy": "noeviction", "hz": "20"} {
+		if cfg[k] != want {
+			t.Errorf("CONFIG GET %s = %q, want %q", k, cfg[k], want)
+		}
+	}
+}
+
+// The injected delay shows in the measured PING round trip (±20%).
+func TestInjectedLatencyShowsInPing(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l := New(t, Config{Replicas: 1, Nodes: []NodeConfig{{Latency: 20 * time.Millisecond}}})
+	master, replica := l.Node(0), l.Node(1)
+	replica.SetLatency(42 * time.Millisecond)
+
+	for _, tc := range []struct {
+		node *Node
+		rtt  time.Duration
+	}{{master, 20 * time.Millisecond}, {replica, 42 * time.Millisecond}} {
+		c := tc.node.NewClient()
+		if err := c.Ping(ctx).Err(); err != nil { // connect first
+			t.Fatal(err)
+		}
+		best := time.Hour
+		for i := 0; i < 10; i++ {
+			start := time.Now()
+			if err := c.Ping(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			best = min(best, time.Since(start))
+		}
+		_ = c.Close()
+		lo, hi := tc.rtt*8/10, tc.rtt*12/10
+		if best < lo || best > hi {
+			t.Errorf("%s: PING RTT %v with %v injected, want within ±20%%", tc.node.Name(), best, tc.rtt)
+		}
+	}
+}
+
+func TestBlackHoledNodeTimesOut(t *testing.T) {
+	ctx := testContext(t, 20*time.Second)
+	l := New(t, Config{Proxy: true})
+	n := l.Node(0)
+	opts := n.Options()
+	opts.ReadTimeout = 200 * time.Millisecond
+	c := redis.NewClient(opts)
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	n.BlackHole()
+	start := time.Now()
+	err := c.Ping(ctx).Err()
+	if !isTimeout(err) {
+		t.Fatalf("PING to a black-holed node: %v, want a timeout", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("timed out after %v, want about the 200ms read timeout", took)
+	}
+	n.Restore()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after Restore: %v", err)
+	}
+}
+
+func TestKillRestartPauseResume(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l := New(t, Config{Proxy: true})
+	n := l.Node(0)
+	c := n.NewClient()
+	defer c.Close()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	oldPID := n.PID()
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(oldPID, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("pid %d still exists after Kill: %v", oldPID, err)
+	}
+	if err := c.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("PING to a killed node: %v, want connection refused", err)
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n.PID() == oldPID || n.PID() == 0 {
+		t.Fatalf("PID after restart = %d (was %d)", n.PID(), oldPID)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after restart: %v", err)
+	}
+
+	if err := n.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := c.Ping(short).Err()
+	cancel()
+	if err == nil {
+		t.Fatal("a paused node answered")
+	}
+	if err := n.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// The timed-out connection was dropped; a new one works.
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING after resume: %v", err)
+	}
+}
+
+func TestReplicaOfAndPriority(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l := New(t, Config{Replicas: 2, Sentinels: 3,
+		Nodes: []NodeConfig{{}, {ReplicaPriority: 100}, {ReplicaPriority: 10}}})
+
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NewMaster != l.Node(2) {
+		t.Fatalf("Sentinel promoted %s, want node2 (lowest replica-priority)", res.NewMaster.Name())
+	}
+	if err := l.WaitSettled(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without sentinels, ReplicaOf and Promote rewire a replicated lab.
+	r := New(t, Replicated(1))
+	if err := r.Node(1).Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Node(0).ReplicaOf(ctx, r.Node(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitSettled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.Master(ctx); err != nil || m != r.Node(1) {
+		t.Fatalf("Master() = %v, %v; want node1", m, err)
+	}
+	info, err := r.Node(0).ReplicationInfo(ctx)
+	if err != nil || info["role"] != "slave" || info["master_link_status"] != "up" {
+		t.Fatalf("INFO replication of node0 = %v, %v", info, err)
+	}
+}
+
+func TestFailoverMovesMasterAndSentinelsAgree(t *testing.T) {
+	ctx := testContext(t, 60*time.Second)
+	l := New(t, Config{Replicas: 1, Sentinels: 3, Proxy: true, Password: "pw", SentinelPassword: "spw"})
+	old := l.Node(0)
+
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OldMaster != old || res.NewMaster != l.Node(1) {
+		t.Fatalf("failover %v -> %v, want node0 -> node1", res.OldMaster.Name(), res.NewMaster.Name())
+	}
+	for _, s := range l.Sentinels() {
+		addr, err := s.MasterAddr(ctx)
+		if err != nil || addr != res.NewMaster.Addr() {
+			t.Fatalf("%s names %s (%v), want %s", s.Name(), addr, err, res.NewMaster.Addr())
+		}
+		if _, ok := res.SwitchMaster[s.Addr()]; !ok {
+			t.Fatalf("no +switch-master from %s in %v", s.Addr(), res.SwitchMaster)
+		}
+	}
+	if r, err := res.NewMaster.Role(ctx); err != nil || r.Role != "master" {
+		t.Fatalf("new master ROLE = %+v, %v", r, err)
+	}
+	t.Logf("failover took %v; +switch-master per sentinel: %v", res.Duration(), res.SwitchMaster)
+
+	// Sentinel then demotes the old master; the lab waits for that.
+	if err := l.WaitSettled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := old.Role(ctx); err != nil || r.Role != "slave" || r.MasterAddr != res.NewMaster.Addr() {
+		t.Fatalf("old master ROLE = %+v, %v; want replica of the new master", r, err)
+	}
+	ev, err := l.WaitEvent(ctx, res.Requested, EventType("+convert-to-slave"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ev.Payload, old.Addr()) {
+		t.Fatalf("+convert-to-slave names %q, want the old master %s", ev.Payload, old.Addr())
+	}
+
+	// A second failover right after goes back.
+	res2, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.NewMaster != old {
+		t.Fatalf("second failover promoted %s, want node0", res2.NewMaster.Name())
+	}
+}
+
+func TestSentinelKillAndRestart(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l := New(t, Sentinel(1))
+	s := l.Sentinels()[0]
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MasterAddr(ctx); err == nil {
+		t.Fatal("a killed sentinel answered")
+	}
+	if m, err := l.Master(ctx); err != nil || m != l.Node(0) {
+		t.Fatalf("Master() with one sentinel down = %v, %v", m, err)
+	}
+	if err := s.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if addr, err := s.MasterAddr(ctx); err != nil || addr != l.Node(0).Addr() {
+		t.Fatalf("restarted sentinel names %q, %v", addr, err)
+	}
+	// Events from the restarted sentinel are still recorded.
+	since := time.Now()
+	if err := l.Node(1).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.WaitEvent(ctx, since, func(ev SentinelEvent) bool {
+		return ev.Sentinel == s.Addr() && ev.Type == "+sdown"
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseStopsEveryProcess(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l, err := Start(ctx, Config{Replicas: 2, Sentinels: 3, Proxy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := l.PIDs()
+	if len(pids) != 6 {
+		t.Fatalf("%d PIDs, want 6", len(pids))
+	}
+	if err := l.Node(1).Pause(); err != nil { // a stopped process must die too
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Close took %v", time.Since(start))
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("pid %d still exists after Close: %v", pid, err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	ctx := testContext(t, 10*time.Second)
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Replicas: -1}, "negative"},
+		{Config{Sentinels: 3, Quorum: 4}, "Quorum"},
+		{Config{Username: "u"}, "Password"},
+		{Config{TLSClientAuth: true}, "TLS"},
+		{Config{RedisServer: "/nonexistent/redis-server"}, "not found"},
+	} {
+		_, err := Start(ctx, tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start(%+v) = %v, want an error about %q", tc.cfg, err, tc.want)
+		}
+	}
+}

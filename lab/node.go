@@ -1,0 +1,319 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Node is a data node: a redis-server that starts as the master or as a
+// replica. When the lab runs with proxies, Addr is the proxy's address and
+// the node announces it, so it is also the address Sentinel hands out.
+type Node struct {
+	*Server
+	index int
+	proxy *Proxy // nil when the lab runs without proxies
+}
+
+// Index is the node's position in the topology: 0 started as the master.
+func (n *Node) Index() int { return n.index }
+
+// Addr is the address clients use: the proxy's when there is one, else the
+// server's own.
+func (n *Node) Addr() string {
+	if n.proxy != nil {
+		return n.proxy.Addr()
+	}
+	return n.DirectAddr()
+}
+
+// Proxy is the node's latency proxy, or nil when the lab runs without.
+func (n *Node) Proxy() *Proxy { return n.proxy }
+
+// Options are go-redis options for a client of this node through its proxy,
+// with the lab's credentials and TLS settings and without retries of any
+// kind (no command retries, one dial attempt).
+func (n *Node) Options() *redis.Options {
+	return &redis.Options{
+		Addr:            n.Addr(),
+		Username:        n.lab.cfg.Username,
+		Password:        n.lab.cfg.Password,
+		TLSConfig:       n.lab.clientTLS(),
+		MaxRetries:      -1,
+		DialerRetries:   1, // go-redis treats 0 as 5 attempts
+		DialTimeout:     2 * time.Second,
+		ReadTimeout:     2 * time.Second,
+		WriteTimeout:    2 * time.Second,
+		DisableIdentity: true,
+	}
+}
+
+// NewClient returns a go-redis client for Options. The caller closes it.
+func (n *Node) NewClient() *redis.Client { return redis.NewClient(n.Options()) }
+
+// SetLatency sets the round-trip delay the node's proxy adds. It panics
+// when the lab runs without proxies (Config.Proxy), a programming error in
+// the test.
+func (n *Node) SetLatency(rtt time.Duration) {
+	n.mustProxy().SetLatency(rtt)
+	n.lab.cfg.Logger.Info("lab: latency", "node", n.name, "rtt", rtt)
+}
+
+// Latency is the round-trip delay the node's proxy adds (0 without proxy).
+func (n *Node) Latency() time.Duration {
+	if n.proxy == nil {
+		return 0
+	}
+	return n.proxy.Latency()
+}
+
+// BlackHole makes the node's proxy swallow all traffic (see Proxy.BlackHole).
+func (n *Node) BlackHole() {
+	n.mustProxy().BlackHole()
+	n.lab.cfg.Logger.Info("lab: black hole", "node", n.name)
+}
+
+// ResetConnections resets every connection through the node's proxy.
+func (n *Node) ResetConnections() {
+	n.mustProxy().ResetConnections()
+	n.lab.cfg.Logger.Info("lab: reset connections", "node", n.name)
+}
+
+// Restore ends a black hole (see Proxy.Restore). Latency stays as set.
+func (n *Node) Restore() {
+	n.mustProxy().Restore()
+	n.lab.cfg.Logger.Info("lab: restore", "node", n.name)
+}
+
+func (n *Node) mustProxy() *Proxy {
+	if n.proxy == nil {
+		panic("lab: " + n.name + " has no proxy; start the lab with Config.Proxy")
+	}
+	return n.proxy
+}
+
+// Kill stops the server with SIGKILL. Its proxy stops listening too, so
+// clients get "connection refused" as they would from a dead server.
+func (n *Node) Kill() error {
+	if n.proxy != nil {
+		n.proxy.Suspend()
+	}
+	return n.Server.Kill()
+}
+
+// Restart starts a killed node again on the same addresses.
+func (n *Node) Restart(ctx context.Context) error {
+	if err := n.Server.Restart(ctx); err != nil {
+		return err
+	}
+	if n.proxy != nil {
+		return n.proxy.Resume()
+	}
+	return nil
+}
+
+// Role is a parsed ROLE reply.
+type Role struct {
+	// Role is "master", "slave" or "sentinel".
+	Role string
+	// Offset is the replication offset: the master's own, or the offset a
+	// replica has processed.
+	Offset int64
+	// Replicas lists, on a master, each connected replica's announced
+	// address and acknowledged offset.
+	Replicas []ReplicaOffset
+	// MasterAddr is, on a replica, the address of its master.
+	MasterAddr string
+	// LinkState is, on a replica, the state of the link to the master:
+	// "connect", "connecting", "sync" or "connected".
+	LinkState string
+}
+
+// ReplicaOffset is one replica in a master's ROLE reply.
+type ReplicaOffset struct {
+	Addr   string
+	Offset int64
+}
+
+// Role runs ROLE on the node's own port.
+func (n *Node) Role(ctx context.Context) (Role, error) {
+	return ParseRole(n.Do(ctx, "ROLE"))
+}
+
+// ParseRole parses the reply of ROLE as go-redis returns it.
+func ParseRole(cmd *redis.Cmd) (Role, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return Role{}, err
+	}
+	if len(v) == 0 {
+		return Role{}, fmt.Errorf("lab: empty ROLE reply")
+	}
+	r := Role{Role: fmt.Sprint(v[0])}
+	switch r.Role {
+	case "master":
+		if len(v) < 3 {
+			return r, fmt.Errorf("lab: short ROLE reply %v", v)
+		}
+		r.Offset = toInt64(v[1])
+		list, _ := v[2].([]any)
+		for _, item := range list {
+			fields, ok := item.([]any)
+			if !ok || len(fields) < 3 {
+				continue
+			}
+			r.Replicas = append(r.Replicas, ReplicaOffset{
+				Addr:   net.JoinHostPort(fmt.Sprint(fields[0]), fmt.Sprint(fields[1])),
+				Offset: toInt64(fields[2]),
+			})
+		}
+	case "slave":
+		if len(v) < 5 {
+			return r, fmt.Errorf("lab: short ROLE reply %v", v)
+		}
+		r.MasterAddr = net.JoinHostPort(fmt.Sprint(v[1]), fmt.Sprint(toInt64(v[2])))
+		r.LinkState = fmt.Sprint(v[3])
+		r.Offset = toInt64(v[4])
+	}
+	return r, nil
+}
+
+func toInt64(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		i, _ := strconv.ParseInt(x, 10, 64)
+		return i
+	}
+	return 0
+}
+
+// ReplicationInfo returns the fields of INFO replication.
+func (n *Node) ReplicationInfo(ctx context.Context) (map[string]string, error) {
+	s, err := n.Do(ctx, "INFO", "replication").Text()
+	if err != nil {
+		return nil, err
+	}
+	return ParseInfo(s), nil
+}
+
+// ParseInfo parses an INFO reply into its key:value fields.
+func ParseInfo(s string) map[string]string {
+	fields := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields
+}
+
+// ReplicaOf makes the node a replica of master (REPLICAOF with master's
+// announced address).
+func (n *Node) ReplicaOf(ctx context.Context, master *Node) error {
+	host, port, _ := net.SplitHostPort(master.Addr())
+	if err := n.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		return fmt.Errorf("lab: %s REPLICAOF %s: %w", n.name, master.name, err)
+	}
+	n.lab.cfg.Logger.Info("lab: replicaof", "node", n.name, "master", master.name)
+	return nil
+}
+
+// Promote makes the node a master (REPLICAOF NO ONE) behind Sentinel's
+// back, for split-brain tests.
+func (n *Node) Promote(ctx context.Context) error {
+	if err := n.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		return fmt.Errorf("lab: %s REPLICAOF NO ONE: %w", n.name, err)
+	}
+	return nil
+}
+
+// SetReplicaPriority sets replica-priority at run time: Sentinel promotes
+// the replica with the lowest non-zero priority; 0 means never.
+func (n *Node) SetReplicaPriority(ctx context.Context, priority int) error {
+	if err := n.Do(ctx, "CONFIG", "SET", "replica-priority", strconv.Itoa(priority)).Err(); err != nil {
+		return fmt.Errorf("lab: %s replica-priority: %w", n.name, err)
+	}
+	return nil
+}
+
+// renderNodeConfig writes the redis.conf of data node i.
+func (l *Lab) renderNodeConfig(n *Node, masterAddr string) string {
+	c := l.cfg
+	nc := c.node(n.index)
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	line("bind 127.0.0.1")
+	if c.TLS {
+		line("port 0")
+		line("tls-port %d", n.port)
+		l.tlsLines(&b)
+	} else {
+		line("port %d", n.port)
+	}
+	line("protected-mode no")
+	line("daemonize no")
+	line("dir %s", n.dir)
+	line("logfile %s/server.log", n.dir)
+	line(`save ""`)
+	line("appendonly no")
+	// Replicas sync at once instead of waiting for more replicas to share
+	// one transfer (the default waits 5 s).
+	line("repl-diskless-sync yes")
+	line("repl-diskless-sync-delay 0")
+	if n.proxy != nil {
+		host, port, _ := net.SplitHostPort(n.proxy.Addr())
+		line("replica-announce-ip %s", host)
+		line("replica-announce-port %s", port)
+	}
+	switch {
+	case nc.NeverPromote:
+		line("replica-priority 0")
+	case nc.ReplicaPriority > 0:
+		line("replica-priority %d", nc.ReplicaPriority)
+	}
+	if c.Username != "" {
+		line("user default off")
+		line("user %s on >%s ~* &* +@all", c.Username, c.Password)
+		line("masteruser %s", c.Username)
+		line("masterauth %s", c.Password)
+	} else if c.Password != "" {
+		line("requirepass %s", c.Password)
+		line("masterauth %s", c.Password)
+	}
+	if masterAddr != "" {
+		host, port, _ := net.SplitHostPort(masterAddr)
+		line("replicaof %s %s", host, port)
+	}
+	for _, extra := range c.ExtraConfig {
+		line("%s", extra)
+	}
+	for _, extra := range nc.ExtraConfig {
+		line("%s", extra)
+	}
+	return b.String()
+}
+
+func (l *Lab) tlsLines(b *strings.Builder) {
+	fmt.Fprintf(b, "tls-cert-file %s\n", l.tlsFiles.CertFile)
+	fmt.Fprintf(b, "tls-key-file %s\n", l.tlsFiles.KeyFile)
+	fmt.Fprintf(b, "tls-ca-cert-file %s\n", l.tlsFiles.CAFile)
+	fmt.Fprintf(b, "tls-replication yes\n")
+	if l.cfg.TLSClientAuth {
+		fmt.Fprintf(b, "tls-auth-clients yes\n")
+	} else {
+		fmt.Fprintf(b, "tls-auth-clients no\n")
+	}
+}

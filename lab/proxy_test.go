@@ -1,0 +1,279 @@
+package lab
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// echoServer answers every line with the same line.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = io.Copy(c, c)
+				_ = c.Close()
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+func newTestProxy(t *testing.T) *Proxy {
+	t.Helper()
+	p, err := NewProxy("127.0.0.1:0", echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+type lineConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialLine(t *testing.T, addr string) *lineConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &lineConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// roundTrip sends a line and reads the echo, with a deadline.
+func (c *lineConn) roundTrip(line string, timeout time.Duration) (string, time.Duration, error) {
+	start := time.Now()
+	_ = c.SetDeadline(start.Add(timeout))
+	if _, err := fmt.Fprintf(c, "%s\n", line); err != nil {
+		return "", 0, err
+	}
+	got, err := c.r.ReadString('\n')
+	return got, time.Since(start), err
+}
+
+func TestProxyRelays(t *testing.T) {
+	p := newTestProxy(t)
+	c := dialLine(t, p.Addr())
+	got, _, err := c.roundTrip("hello", time.Second)
+	if err != nil || got != "hello\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if n := p.Connections(); n != 1 {
+		t.Fatalf("Connections() = %d, want 1", n)
+	}
+}
+
+func TestProxyLatencyIsRoundTrip(t *testing.T) {
+	for _, rtt := range []time.Duration{10 * time.Millisecond, 40 * time.Millisecond} {
+		t.Run(rtt.String(), func(t *testing.T) {
+			p := newTestProxy(t)
+			p.SetLatency(rtt)
+			c := dialLine(t, p.Addr())
+			var best time.Duration
+			for i := 0; i < 5; i++ {
+				_, took, err := c.roundTrip("x", 2*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if best == 0 || took < best {
+					best = took
+				}
+			}
+			if best < rtt || best > rtt+rtt/5 {
+				t.Fatalf("round trip %v with %v injected; want within +20%%", best, rtt)
+			}
+		})
+	}
+}
+
+// Pipelined writes are each delayed from the moment they were read, not
+// queued behind each other's delays.
+func TestProxyLatencyDoesNotSerialise(t *testing.T) {
+	p := newTestProxy(t)
+	rtt := 50 * time.Millisecond
+	p.SetLatency(rtt)
+	c := dialLine(t, p.Addr())
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	const n = 20
+	for i := 0; i < n; i++ {
+		if _, err := fmt.Fprintf(c, "%d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 0; i < n; i++ {
+		got, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("reply %d = %q: order not preserved", i, got)
+		}
+	}
+	if took := time.Since(start); took > 3*rtt {
+		t.Fatalf("%d pipelined lines took %v with %v RTT: delays add up", n, took, rtt)
+	}
+}
+
+func TestProxyBlackHoleAndRestore(t *testing.T) {
+	p := newTestProxy(t)
+	before := dialLine(t, p.Addr())
+	if _, _, err := before.roundTrip("a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p.BlackHole()
+
+	// An open connection gets no answer.
+	if _, _, err := before.roundTrip("b", 200*time.Millisecond); !isTimeout(err) {
+		t.Fatalf("open connection: got %v, want a timeout", err)
+	}
+	// A new connection is accepted but never answered.
+	during := dialLine(t, p.Addr())
+	if _, _, err := during.roundTrip("c", 200*time.Millisecond); !isTimeout(err) {
+		t.Fatalf("new connection: got %v, want a timeout", err)
+	}
+
+	p.Restore()
+	// Connections that lost bytes are reset; new ones work.
+	if _, _, err := before.roundTrip("d", time.Second); err == nil {
+		t.Fatal("a connection that lost bytes in the black hole still works after Restore")
+	}
+	after := dialLine(t, p.Addr())
+	if got, _, err := after.roundTrip("e", time.Second); err != nil || got != "e\n" {
+		t.Fatalf("after Restore: %q, %v", got, err)
+	}
+}
+
+func TestProxyRestoreKeepsCleanConnections(t *testing.T) {
+	p := newTestProxy(t)
+	c := dialLine(t, p.Addr())
+	p.BlackHole()
+	p.Restore() // nothing was lost: nothing to reset
+	if got, _, err := c.roundTrip("x", time.Second); err != nil || got != "x\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+func TestProxyResetConnections(t *testing.T) {
+	p := newTestProxy(t)
+	c := dialLine(t, p.Addr())
+	if _, _, err := c.roundTrip("a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p.ResetConnections()
+	_, _, err := c.roundTrip("b", time.Second)
+	if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("after reset: %v, want connection reset", err)
+	}
+	c2 := dialLine(t, p.Addr())
+	if _, _, err := c2.roundTrip("c", time.Second); err != nil {
+		t.Fatalf("new connection after reset: %v", err)
+	}
+}
+
+func TestProxySuspendRefusesThenResumes(t *testing.T) {
+	p := newTestProxy(t)
+	addr := p.Addr()
+	p.Suspend()
+	if _, err := net.DialTimeout("tcp", addr, time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial suspended proxy: %v, want connection refused", err)
+	}
+	if err := p.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Addr() != addr {
+		t.Fatalf("address changed from %s to %s", addr, p.Addr())
+	}
+	c := dialLine(t, addr)
+	if _, _, err := c.roundTrip("x", time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProxyUpstreamDownClosesClient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	_ = ln.Close()
+	p, err := NewProxy("127.0.0.1:0", dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	raw, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		return // reset before the handshake completed: closed, as wanted
+	}
+	defer raw.Close()
+	c := &lineConn{Conn: raw, r: bufio.NewReader(raw)}
+	if _, _, err := c.roundTrip("x", time.Second); err == nil || isTimeout(err) {
+		t.Fatalf("got %v, want the connection closed", err)
+	}
+}
+
+func TestProxyCloseEndsConnections(t *testing.T) {
+	p, err := NewProxy("127.0.0.1:0", echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialLine(t, p.Addr())
+	if _, _, err := c.roundTrip("a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = p.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if _, _, err := c.roundTrip("b", time.Second); err == nil {
+		t.Fatal("connection still relayed after Close")
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,291 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one redis-server or redis-sentinel process owned by a lab. It is
+// embedded in Node and SentinelNode. Every signal is sent to the process by
+// its PID.
+type Server struct {
+	lab    *Lab
+	name   string // node0, sentinel1, ...
+	binary string
+	dir    string
+	conf   string // path of the config file
+	port   int    // the port the process listens on
+
+	username, password string // credentials for the lab's admin client
+
+	mu     sync.Mutex
+	proc   *process
+	paused bool
+	admin  *redis.Client
+}
+
+// process is one run of a server binary.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	exited chan struct{} // closed once the process has been reaped
+}
+
+// Name is the lab's name for the server: node0, node1, ..., sentinel0, ...
+func (s *Server) Name() string { return s.name }
+
+// DirectAddr is the address the process itself listens on, bypassing any
+// proxy.
+func (s *Server) DirectAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Dir is the server's working directory (config, log).
+func (s *Server) Dir() string { return s.dir }
+
+// PID is the process id, or 0 while the server is not running.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.pid
+}
+
+// Running reports whether the process is running (paused counts as running).
+func (s *Server) Running() bool { return s.PID() != 0 }
+
+// Paused reports whether the process is stopped by Pause.
+func (s *Server) Paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
+}
+
+// Kill stops the process at once with SIGKILL and waits until it is gone.
+// The server keeps its config, so Restart brings it back.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	p := s.proc
+	s.proc = nil
+	s.paused = false
+	s.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	s.lab.cfg.Logger.Info("lab: kill", "server", s.name, "pid", p.pid)
+	return p.kill()
+}
+
+// Pause freezes the process with SIGSTOP: its port still accepts
+// connections but nothing is answered, like a server stuck in a long
+// command or a VM that stalls.
+func (s *Server) Pause() error {
+	return s.signal(syscall.SIGSTOP, true)
+}
+
+// Resume continues a paused process with SIGCONT.
+func (s *Server) Resume() error {
+	return s.signal(syscall.SIGCONT, false)
+}
+
+func (s *Server) signal(sig syscall.Signal, paused bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return fmt.Errorf("lab: %s is not running", s.name)
+	}
+	if err := syscall.Kill(s.proc.pid, sig); err != nil {
+		return fmt.Errorf("lab: signal %v to %s (pid %d): %w", sig, s.name, s.proc.pid, err)
+	}
+	s.paused = paused
+	s.lab.cfg.Logger.Info("lab: signal", "server", s.name, "pid", s.proc.pid, "signal", sig.String())
+	return nil
+}
+
+// Restart starts a killed server again with its config file as it is now
+// (Sentinel rewrites the files of the nodes it reconfigures, so a former
+// master comes back as whatever Sentinel last made it) and waits until it
+// answers.
+func (s *Server) Restart(ctx context.Context) error {
+	if s.Running() {
+		return fmt.Errorf("lab: %s is running; Kill it first", s.name)
+	}
+	return s.start(ctx)
+}
+
+// Do runs a command on the server's own port (never through a proxy) with
+// the lab's credentials.
+func (s *Server) Do(ctx context.Context, args ...any) *redis.Cmd {
+	return s.adminClient().Do(ctx, args...)
+}
+
+// LogTail returns the last n lines the server logged (its log file and
+// anything it wrote to stdout/stderr).
+func (s *Server) LogTail(n int) string {
+	var b strings.Builder
+	for _, f := range []string{"server.log", "stdout.log"} {
+		data, err := os.ReadFile(filepath.Join(s.dir, f))
+		if err != nil || len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(&b, "--- %s %s (last %d lines)\n%s\n", s.name, f, len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+// adminOptions are the options of the lab's own clients of this server:
+// its own port, no retries (the lab's waits poll instead).
+func (s *Server) adminOptions() *redis.Options {
+	return &redis.Options{
+		Addr:            s.DirectAddr(),
+		Username:        s.username,
+		Password:        s.password,
+		TLSConfig:       s.lab.clientTLS(),
+		MaxRetries:      -1,
+		DialerRetries:   1, // go-redis treats 0 as 5 attempts
+		DialTimeout:     time.Second,
+		ReadTimeout:     2 * time.Second,
+		WriteTimeout:    2 * time.Second,
+		PoolSize:        4,
+		DisableIdentity: true,
+	}
+}
+
+func (s *Server) adminClient() *redis.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admin == nil {
+		s.admin = redis.NewClient(s.adminOptions())
+	}
+	return s.admin
+}
+
+func (s *Server) closeAdmin() {
+	s.mu.Lock()
+	c := s.admin
+	s.admin = nil
+	s.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+// start runs the binary on the config file and waits until the server
+// answers PING, the process exits, or ctx ends.
+func (s *Server) start(ctx context.Context) error {
+	out, err := os.OpenFile(filepath.Join(s.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(s.binary, s.conf)
+	cmd.Dir = s.dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	// Pdeathsig: if the test binary dies without running Close, the kernel
+	// kills the server instead of leaving it running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("lab: start %s (%s): %w", s.name, s.binary, err)
+	}
+	p := &process{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		_ = out.Close()
+		close(p.exited)
+	}()
+	s.mu.Lock()
+	s.proc = p
+	s.paused = false
+	s.mu.Unlock()
+	s.closeAdmin() // pooled connections to a previous run are dead
+	s.lab.cfg.Logger.Info("lab: started", "server", s.name, "pid", p.pid, "addr", s.DirectAddr())
+
+	if err := s.waitReady(ctx, p); err != nil {
+		_ = s.Kill()
+		return err
+	}
+	return nil
+}
+
+// errPortInUse tells start's caller to pick another port.
+var errPortInUse = errors.New("port in use")
+
+var errPortClosed = errors.New("port not open yet")
+
+func (s *Server) waitReady(ctx context.Context, p *process) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var d net.Dialer
+	for {
+		// Wait for the port with a bare dial first: go-redis logs every
+		// failed dial to stderr, which would litter test output.
+		err := errPortClosed
+		if c, derr := d.DialContext(ctx, "tcp", s.DirectAddr()); derr == nil {
+			_ = c.Close()
+			pingCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			err = s.adminClient().Ping(pingCtx).Err()
+			cancel()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			tail := s.LogTail(10)
+			if strings.Contains(tail, "Address already in use") {
+				return errPortInUse
+			}
+			return fmt.Errorf("lab: %s exited during start-up:\n%s", s.name, tail)
+		case <-ctx.Done():
+			return fmt.Errorf("lab: %s did not answer PING on %s: %w (last error: %v)\n%s",
+				s.name, s.DirectAddr(), ctx.Err(), err, s.LogTail(10))
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *process) kill() error {
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("lab: kill pid %d: %w", p.pid, err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("lab: pid %d still running 5s after SIGKILL", p.pid)
+	}
+}
+
+// freePort asks the kernel for a free loopback port. Another process can
+// take it before the server binds it; start detects that and retries.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
