@@ -139,6 +139,10 @@ func (n *Node) ReplicationInfo(ctx context.Context) (map[string]string, error) {
 	return redisinfo.ParseInfo(s), nil
 }
 
+// ParseInfo parses an INFO reply into its key:value fields, e.g.
+// ParseInfo(info)["master_link_status"].
+func ParseInfo(s string) map[string]string { return redisinfo.ParseInfo(s) }
+
 // ReplicaOf makes the node a replica of master (REPLICAOF with master's
 // announced address).
 func (n *Node) ReplicaOf(ctx context.Context, master *Node) error {

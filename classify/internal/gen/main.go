@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/classify/internal/cmdinfo"
+	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -47,7 +48,7 @@ func run(out, server string) (err error) {
 	if err != nil {
 		return fmt.Errorf("INFO server: %w", err)
 	}
-	version := lab.ParseInfo(info)["redis_version"]
+	version := redisinfo.ParseInfo(info)["redis_version"]
 	if version == "" {
 		return fmt.Errorf("INFO server has no redis_version")
 	}
