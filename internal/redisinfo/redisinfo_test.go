@@ -1,0 +1,64 @@
+package redisinfo
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func cmdWith(v any) *redis.Cmd {
+	c := redis.NewCmd(context.Background())
+	c.SetVal(v)
+	return c
+}
+
+func TestParseRole(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply any
+		want  Role
+		err   bool
+	}{
+		{"master", []any{"master", int64(3129), []any{[]any{"127.0.0.1", "9001", "3129"}, []any{"::1", "9002", "3100"}}},
+			Role{Role: "master", Offset: 3129, Replicas: []ReplicaOffset{{"127.0.0.1:9001", 3129}, {"[::1]:9002", 3100}}}, false},
+		{"master without replicas", []any{"master", int64(0), []any{}}, Role{Role: "master"}, false},
+		{"replica", []any{"slave", "127.0.0.1", int64(9000), "connected", int64(3167)},
+			Role{Role: "slave", MasterAddr: "127.0.0.1:9000", LinkState: "connected", Offset: 3167}, false},
+		{"sentinel", []any{"sentinel", []any{"mymaster"}}, Role{Role: "sentinel"}, false},
+		{"short master", []any{"master"}, Role{Role: "master"}, true},
+		{"short replica", []any{"slave", "h"}, Role{Role: "slave"}, true},
+		{"empty", []any{}, Role{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseRole(cmdWith(tt.reply))
+		if (err != nil) != tt.err || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: ParseRole = %+v, %v; want %+v (error %v)", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestParseInfo(t *testing.T) {
+	got := ParseInfo("# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nslave0:ip=1.2.3.4,port=6380\r\n\r\n# Other\r\nbad line\r\n")
+	want := map[string]string{"role": "slave", "master_host": "127.0.0.1", "slave0": "ip=1.2.3.4,port=6380"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseInfo = %v, want %v", got, want)
+	}
+}
+
+func TestParseTableBothProtocols(t *testing.T) {
+	resp2 := []any{[]any{"ip", "127.0.0.1", "port", "6380", "flags", "slave,s_down"}}
+	resp3 := []any{map[any]any{"ip": "127.0.0.1", "port": "6380", "flags": "slave,s_down"}}
+	for _, reply := range []any{resp2, resp3} {
+		rows, err := ParseTable(cmdWith(reply))
+		if err != nil || len(rows) != 1 || Addr(rows[0]) != "127.0.0.1:6380" ||
+			!HasFlag(rows[0]["flags"], "s_down") || HasFlag(rows[0]["flags"], "down") {
+			t.Fatalf("ParseTable(%v) = %v, %v", reply, rows, err)
+		}
+	}
+	fields, err := ParseFields(cmdWith(map[any]any{"config-epoch": "3"}))
+	if err != nil || fields["config-epoch"] != "3" {
+		t.Fatalf("ParseFields = %v, %v", fields, err)
+	}
+}

@@ -1,0 +1,162 @@
+package sentinel
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+// benchClients starts a lab and returns our client and a plain go-redis
+// client to the same master (no retries either), both connected.
+func benchClients(b *testing.B) (*Client, *redis.Client) {
+	b.Helper()
+	ctx := context.Background()
+	l, err := lab.Start(ctx, lab.Sentinel(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	ours, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ours.Close() })
+	plain := redis.NewClient(&redis.Options{Addr: l.Node(0).Addr(), MaxRetries: -1, DialerRetries: 1, DisableIdentity: true})
+	b.Cleanup(func() { _ = plain.Close() })
+	for _, c := range []redis.UniversalClient{ours, plain} {
+		if err := c.Set(ctx, "bench", "value", 0).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ours, plain
+}
+
+var benchOps = map[string]func(ctx context.Context, c redis.UniversalClient) error{
+	"GET": func(ctx context.Context, c redis.UniversalClient) error { return c.Get(ctx, "bench").Err() },
+	"SET": func(ctx context.Context, c redis.UniversalClient) error { return c.Set(ctx, "bench", "value", 0).Err() },
+}
+
+// BenchmarkRouting runs GET and SET in parallel through our client (to the
+// master) and through a plain go-redis client to the same master.
+func BenchmarkRouting(b *testing.B) {
+	ours, plain := benchClients(b)
+	for _, op := range []string{"GET", "SET"} {
+		for _, target := range []struct {
+			name   string
+			client redis.UniversalClient
+		}{{"rediskit", ours}, {"go-redis", plain}} {
+			b.Run(op+"/"+target.name, func(b *testing.B) {
+				ctx := context.Background()
+				do := benchOps[op]
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := do(ctx, target.client); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkRoutingRatio interleaves our client and plain go-redis in the
+// same goroutines (8 of them, alternating per operation) so both see the
+// same machine, and reports each one's time per operation and the
+// throughput ratio (go-redis time / rediskit time; 1 means equal).
+func BenchmarkRoutingRatio(b *testing.B) {
+	ours, plain := benchClients(b)
+	for _, op := range []string{"GET", "SET"} {
+		b.Run(op, func(b *testing.B) {
+			ctx := context.Background()
+			do := benchOps[op]
+			const workers = 8
+			var mu sync.Mutex
+			var oursTotal, plainTotal time.Duration
+			var wg sync.WaitGroup
+			per := b.N/workers + 1
+			b.ResetTimer()
+			for range workers {
+				wg.Go(func() {
+					var o, p time.Duration
+					for i := range per {
+						first, second := redis.UniversalClient(ours), redis.UniversalClient(plain)
+						if i%2 == 1 {
+							first, second = second, first
+						}
+						t0 := time.Now()
+						err1 := do(ctx, first)
+						t1 := time.Now()
+						err2 := do(ctx, second)
+						t2 := time.Now()
+						if err1 != nil || err2 != nil {
+							b.Error(err1, err2)
+							return
+						}
+						if i%2 == 0 {
+							o, p = o+t1.Sub(t0), p+t2.Sub(t1)
+						} else {
+							p, o = p+t1.Sub(t0), o+t2.Sub(t1)
+						}
+					}
+					mu.Lock()
+					oursTotal, plainTotal = oursTotal+o, plainTotal+p
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			n := float64(per * workers)
+			b.ReportMetric(float64(oursTotal.Nanoseconds())/n, "rediskit-ns/op")
+			b.ReportMetric(float64(plainTotal.Nanoseconds())/n, "go-redis-ns/op")
+			b.ReportMetric(float64(plainTotal)/float64(oursTotal), "throughput-ratio")
+		})
+	}
+}
+
+// BenchmarkDurableWrite measures what durable mode costs: SET acknowledged
+// by the master alone, and SET followed by WAIT for both replicas (same
+// round trip), on a lab with a master and two replicas, each node 1 ms
+// away (so replication crosses a link, as in production).
+func BenchmarkDurableWrite(b *testing.B) {
+	ctx := context.Background()
+	cfg := lab.Sentinel(2)
+	cfg.Nodes = []lab.NodeConfig{{Latency: time.Millisecond}, {Latency: time.Millisecond}, {Latency: time.Millisecond}}
+	l, err := lab.Start(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for deadline := time.Now().Add(5 * time.Second); len(c.Stats().Replicas) < 2; {
+		if time.Now().After(deadline) {
+			b.Fatal("replicas not seen")
+		}
+		_ = c.Ping(ctx)
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, mode := range []struct {
+		name    string
+		durable bool
+	}{{"acknowledged", false}, {"durable", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			wctx := WithDurable(ctx, mode.durable)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.Set(wctx, "k", "v", 0).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,557 @@
+package sentinel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/redisurl"
+)
+
+// front is the go-redis client whose command methods Client exposes. It
+// never dials: its first hook routes every command, pipeline and
+// transaction to the data nodes' clients.
+type front = redis.Client
+
+// Client is a go-redis client for a Sentinel-managed deployment. It has
+// every go-redis command method; each command, pipeline or transaction is
+// classified as read-only or not and sent to the master or a replica, and
+// failovers are followed with the rules in the package documentation.
+//
+// Client satisfies redis.UniversalClient. Create it with NewClient or
+// NewClientFromURL and Close it when done.
+type Client struct {
+	*front
+
+	opts       Options
+	classifier *classify.Classifier
+	selector   ReplicaSelector
+	log        *slog.Logger
+
+	snap      atomic.Pointer[snapshot]
+	nodes     *nodeSet
+	sentinels *sentinelSet
+	pubsub    *pubsubRouter
+	stats     counters
+
+	// lastFailure holds the attempts of the last discovery round that
+	// found no master (nil after a success), for callers who time out
+	// waiting.
+	lastFailure atomic.Pointer[DiscoveryError]
+
+	topo          topoState // owned by the topology goroutine
+	events        chan sentinelEvent
+	kickCh        chan struct{}
+	refreshDone   chan refreshResult
+	switchDone    chan switchResult
+	promotionDone chan promotionResult
+
+	mu           sync.Mutex
+	pendingRound chan struct{}
+	watchers     []*redis.PubSub
+	closed       bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewClient returns a client for the master named opts.MasterName. It
+// validates the options and returns at once; the first discovery runs in
+// the background, and calls made before it completes wait for it (within
+// their context).
+func NewClient(opts Options) (*Client, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Durable || opts.DurableTimeout != DefaultDurableTimeout {
+		if opts.DurableTimeout >= opts.ReadTimeout {
+			return nil, fmt.Errorf("sentinel: DurableTimeout (%v) must be shorter than ReadTimeout (%v), which bounds the WAIT reply", opts.DurableTimeout, opts.ReadTimeout)
+		}
+	}
+	c := &Client{
+		opts:          opts,
+		classifier:    opts.Classifier,
+		selector:      opts.ReplicaSelector,
+		log:           opts.Logger.With("master_name", opts.MasterName),
+		events:        make(chan sentinelEvent, 256),
+		kickCh:        make(chan struct{}, 1),
+		refreshDone:   make(chan refreshResult),
+		switchDone:    make(chan switchResult),
+		promotionDone: make(chan promotionResult),
+		topo:          topoState{knownEpoch: -1, formerMasters: map[string]int64{}},
+	}
+	if c.selector == nil {
+		c.selector = NewRoundRobinSelector()
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.nodes = newNodeSet(&c.opts)
+	c.sentinels = newSentinelSet(&c.opts)
+	c.pubsub = newPubsubRouter(c)
+	c.snap.Store(&snapshot{superseded: make(chan struct{}), epoch: -1})
+
+	c.front = redis.NewClient(&redis.Options{
+		Addr:            "sentinel/" + opts.MasterName,
+		MaxRetries:      -1,
+		DialerRetries:   1,
+		DisableIdentity: true,
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errors.New("sentinel: the routing client never dials")
+		},
+	})
+	c.front.AddHook(routingHook{c})
+
+	for _, addr := range c.sentinels.list() {
+		c.startWatcher(addr)
+	}
+	c.wg.Add(1)
+	go c.run()
+	return c, nil
+}
+
+// NewClientFromURL parses a redis+sentinel:// or rediss+sentinel:// URL
+// (see package redisurl) and returns a client for it. opts, when not nil,
+// supplies the settings a URL cannot carry (Logger, Observer,
+// ReplicaSelector, ...); the URL's fields take precedence.
+func NewClientFromURL(rawURL string, opts *Options) (*Client, error) {
+	cfg, err := redisurl.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Sentinels) == 0 {
+		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// URL", cfg.Redacted())
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.MasterName = cfg.MasterName
+	o.SentinelAddrs = cfg.Sentinels
+	o.SentinelUsername, o.SentinelPassword = cfg.SentinelUsername, cfg.SentinelPassword
+	o.Username, o.Password = cfg.Username, cfg.Password
+	o.DB = cfg.DB
+	o.ClientName = cfg.ClientName
+	if cfg.ReadFrom != "" {
+		o.ReadFrom = cfg.ReadFrom
+	}
+	if cfg.DialTimeout != 0 {
+		o.DialTimeout = cfg.DialTimeout
+	}
+	if cfg.ReadTimeout != 0 {
+		o.ReadTimeout = cfg.ReadTimeout
+	}
+	if cfg.WriteTimeout != 0 {
+		o.WriteTimeout = cfg.WriteTimeout
+	}
+	tlsCfg, err := cfg.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	if tlsCfg != nil {
+		o.TLSConfig = tlsCfg
+		o.SentinelTLSConfig = tlsCfg
+	}
+	return NewClient(o)
+}
+
+func (c *Client) startWatcher(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.opts.deaf {
+		return
+	}
+	c.wg.Add(1)
+	go c.watchSentinel(addr)
+}
+
+// String describes the client without secrets.
+func (c *Client) String() string {
+	master := "(not yet discovered)"
+	if s := c.snap.Load(); s != nil && s.master != nil {
+		master = s.master.addr
+	}
+	return fmt.Sprintf("sentinel.Client<%s master=%s sentinels=%v readFrom=%s>", c.opts.MasterName, master, c.sentinels.list(), c.opts.ReadFrom)
+}
+
+// Close stops the client's goroutines and closes every connection. It is
+// safe to call more than once.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	watchers := c.watchers
+	c.watchers = nil
+	c.mu.Unlock()
+
+	// Closing the connections first unblocks workers waiting on the
+	// network; then wait for every goroutine.
+	c.cancel()
+	for _, ps := range watchers {
+		_ = ps.Close()
+	}
+	c.nodes.closeAll()
+	c.sentinels.close()
+	c.pubsub.close()
+	c.wg.Wait()
+	err := c.selector.Close()
+	if ferr := c.front.Close(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// AddHook adds a go-redis hook to every data-node client, present and
+// future, so it sees each command on the node that runs it.
+func (c *Client) AddHook(h redis.Hook) {
+	c.nodes.addHook(h)
+	c.pubsub.addHook(h)
+}
+
+// PoolStats sums the pool statistics of every data-node client.
+func (c *Client) PoolStats() *redis.PoolStats {
+	return c.nodes.poolStats()
+}
+
+// Master returns the address writes currently go to ("" before the first
+// discovery).
+func (c *Client) Master() string {
+	if s := c.snap.Load(); s.master != nil {
+		return s.master.addr
+	}
+	return ""
+}
+
+// AutoPipeline is not supported: go-redis's auto-pipeliners send on their
+// own connections, past per-command routing. Use Pipeline.
+func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return nil, ErrUnsupported }
+
+// AutoPipelineWithOptions is not supported; see AutoPipeline.
+func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, ErrUnsupported
+}
+
+// AsyncAutoPipeline is not supported; see AutoPipeline.
+func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) { return nil, ErrUnsupported }
+
+// AsyncAutoPipelineWithOptions is not supported; see AutoPipeline.
+func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, ErrUnsupported
+}
+
+// Watch runs fn in a WATCH transaction on the master. It waits while a
+// failover is under way, like any write, and is never re-run: a failover
+// during fn fails it with the error go-redis reports.
+func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+	snap, err := c.writableSnapshot(ctx)
+	if err != nil {
+		return err
+	}
+	n := snap.master
+	n.acquire()
+	defer n.release()
+	return n.client.Watch(ctx, fn, keys...)
+}
+
+// Conn returns a connection to the current master. It is pinned to that
+// node and does not follow failovers (after one, its writes fail with
+// READONLY or a connection error); prefer the client's own methods.
+func (c *Client) Conn() *redis.Conn {
+	snap, err := c.current(context.Background())
+	if err != nil || snap.master == nil {
+		// No master known yet: a Conn on the routing client fails every
+		// call with a clear error.
+		return c.front.Conn()
+	}
+	return snap.master.client.Conn()
+}
+
+// routingHook sends every command to the node the classifier and the read
+// preference choose. It is the front client's only hook and never calls
+// next.
+type routingHook struct{ c *Client }
+
+func (h routingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h routingHook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return h.c.process
+}
+
+func (h routingHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	// The same hook serves pipelines and transactions: go-redis hands
+	// transactions over wrapped in MULTI ... EXEC.
+	return h.c.processPipeline
+}
+
+// current returns the routing snapshot, waiting for the first discovery.
+func (c *Client) current(ctx context.Context) (*snapshot, error) {
+	snap := c.snap.Load()
+	for snap.master == nil {
+		if c.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		select {
+		case <-snap.superseded:
+			snap = c.snap.Load()
+		case <-c.requestResolve():
+			next := c.snap.Load()
+			if next.master == nil {
+				return nil, c.noMasterError(nil)
+			}
+			snap = next
+		case <-ctx.Done():
+			return nil, c.noMasterError(ctx.Err())
+		case <-c.ctx.Done():
+			return nil, ErrClosed
+		}
+	}
+	return snap, nil
+}
+
+// noMasterError explains why no master is known: the last discovery
+// round's attempts, when there was one.
+func (c *Client) noMasterError(cause error) error {
+	if last := c.lastFailure.Load(); last != nil {
+		return &DiscoveryError{MasterName: last.MasterName, Attempts: last.Attempts, Cause: cause}
+	}
+	if cause != nil {
+		return fmt.Errorf("sentinel: waiting for the master of %q: %w", c.opts.MasterName, cause)
+	}
+	return fmt.Errorf("sentinel: the master of %q is not known yet", c.opts.MasterName)
+}
+
+// writableSnapshot returns a snapshot whose master may take writes: while a
+// failover is under way, it waits for the new master (up to FailoverHold).
+func (c *Client) writableSnapshot(ctx context.Context) (*snapshot, error) {
+	snap, err := c.current(ctx)
+	if err != nil || !snap.fenced {
+		return snap, err
+	}
+	c.stats.writesHeld.Add(1)
+	timer := time.NewTimer(c.opts.FailoverHold)
+	defer timer.Stop()
+	for snap.fenced {
+		select {
+		case <-snap.superseded:
+			snap = c.snap.Load()
+		case <-timer.C:
+			return nil, ErrFailoverInProgress
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (%v)", ErrFailoverInProgress, ctx.Err())
+		case <-c.ctx.Done():
+			return nil, ErrClosed
+		}
+	}
+	return snap, nil
+}
+
+// resolveAfter returns a snapshot newer than seen: at once if the topology
+// goroutine already moved on, else after a refresh that starts now (shared
+// with concurrent callers).
+func (c *Client) resolveAfter(ctx context.Context, seen *snapshot) (*snapshot, error) {
+	if cur := c.snap.Load(); cur.gen != seen.gen {
+		return cur, nil
+	}
+	select {
+	case <-c.requestResolve():
+	case <-seen.superseded:
+	case <-ctx.Done():
+		return seen, ctx.Err()
+	case <-c.ctx.Done():
+		return seen, ErrClosed
+	}
+	return c.snap.Load(), nil
+}
+
+// target picks the node for one call.
+func (c *Client) target(snap *snapshot, readOnly bool, rf ReadFrom) (*node, func(), error) {
+	if !readOnly || rf == Master {
+		return snap.master, nil, nil
+	}
+	addr, done := c.selector.Pick(rf)
+	if addr != "" {
+		if n := snap.replica(addr); n != nil {
+			return n, done, nil
+		}
+		if done != nil {
+			done()
+		}
+	}
+	if rf == Replica {
+		if len(snap.replicas) == 0 {
+			return nil, nil, ErrNoReplica
+		}
+		// The selector's view lags the snapshot: take any healthy replica.
+		return snap.replicas[0], nil, nil
+	}
+	return snap.master, nil, nil
+}
+
+// process runs one command (the front client's process hook).
+func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
+	if c.classifier.ReadOnly(cmd) {
+		return c.read(ctx, cmd, nil)
+	}
+	return c.write(ctx, cmd, nil)
+}
+
+// processPipeline runs a pipeline, or a transaction (wrapped in MULTI ...
+// EXEC by go-redis), as a whole on one node.
+func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
+	if isTx(cmds) {
+		return c.write(ctx, nil, cmds)
+	}
+	if c.classifier.ReadOnlyPipeline(cmds) {
+		return c.read(ctx, nil, cmds)
+	}
+	return c.write(ctx, nil, cmds)
+}
+
+func isTx(cmds []redis.Cmder) bool {
+	return len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
+}
+
+// work is one call: a single command, or a pipeline/transaction.
+type work struct {
+	cmd  redis.Cmder
+	cmds []redis.Cmder
+}
+
+// runOn sends the work to n and returns the error go-redis reports.
+func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []redis.Cmder) error {
+	n.acquire()
+	defer n.release()
+	switch {
+	case cmd != nil:
+		return n.client.Process(ctx, cmd)
+	case isTx(cmds):
+		_, err := n.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, q := range cmds[1 : len(cmds)-1] {
+				_ = p.Process(ctx, q)
+			}
+			return nil
+		})
+		return err
+	default:
+		_, err := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, q := range cmds {
+				_ = p.Process(ctx, q)
+			}
+			return nil
+		})
+		return err
+	}
+}
+
+// read runs read-only work where the read preference allows, and re-runs
+// it once on the re-resolved target after a failure signal.
+func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
+	snap, err := c.current(ctx)
+	if err != nil {
+		return err
+	}
+	rf := c.readFrom(ctx)
+	n, done, err := c.target(snap, true, rf)
+	if err != nil {
+		return err
+	}
+	err = c.runOn(ctx, n, cmd, cmds)
+	if done != nil {
+		done()
+	}
+	if err == nil || !c.failureSignal(cmd, cmds, err) {
+		return err
+	}
+	next, rerr := c.resolveAfter(ctx, snap)
+	if rerr != nil {
+		return err
+	}
+	if isTimeout(err) && next.master == snap.master && next.replica(n.addr) == n {
+		return err // the node is still the right one: a timeout is not re-run
+	}
+	n2, done2, terr := c.target(next, true, rf)
+	if terr != nil {
+		return err
+	}
+	c.stats.readsRetried.Add(1)
+	c.emit(Event{Kind: EventReadRetried, Master: n.addr, Err: err})
+	resetErrs(cmd, cmds)
+	err = c.runOn(ctx, n2, cmd, cmds)
+	if done2 != nil {
+		done2()
+	}
+	return err
+}
+
+// write runs work that writes on the master, holding it while a failover
+// is under way. After a failure signal it is re-run once on the new master
+// only if it provably did not execute; otherwise a master change is
+// reported as a *MasterChangedError.
+func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
+	snap, err := c.writableSnapshot(ctx)
+	if err != nil {
+		return err
+	}
+	durable := c.durable(ctx)
+	err = c.writeOn(ctx, snap, cmd, cmds, durable)
+	if err == nil || !c.failureSignal(cmd, cmds, err) {
+		return err
+	}
+	notExecuted := c.provablyNotExecuted(cmd, cmds, err)
+	next, rerr := c.resolveAfter(ctx, snap)
+	if rerr == nil && next.fenced {
+		next, rerr = c.writableSnapshot(ctx)
+	}
+	if rerr != nil || next.master == snap.master {
+		return err // no master change: the error stands as it is
+	}
+	if notExecuted && !c.opts.StrictWrites {
+		c.stats.writesRerun.Add(1)
+		c.emit(Event{Kind: EventWriteRerun, Master: next.master.addr, OldMaster: snap.master.addr, Err: err})
+		resetErrs(cmd, cmds)
+		return c.writeOn(ctx, next, cmd, cmds, durable)
+	}
+	mce := &MasterChangedError{
+		MasterName:      c.opts.MasterName,
+		Sentinel:        next.sentinel,
+		NewMaster:       next.master.addr,
+		OldMaster:       snap.master.addr,
+		MayHaveExecuted: !notExecuted,
+		Cause:           err,
+	}
+	c.stats.writesRefused.Add(1)
+	c.emit(Event{Kind: EventWriteRefused, Master: mce.NewMaster, OldMaster: mce.OldMaster, Sentinel: mce.Sentinel, Err: mce})
+	setErrs(cmd, cmds, mce)
+	return mce
+}
+
+// writeOn runs writing work on the snapshot's master, and with durable
+// confirms it with WAIT on the same connection.
+func (c *Client) writeOn(ctx context.Context, snap *snapshot, cmd redis.Cmder, cmds []redis.Cmder, durable bool) error {
+	if !durable {
+		return c.runOn(ctx, snap.master, cmd, cmds)
+	}
+	return c.durableWrite(ctx, snap, cmd, cmds)
+}
+
+func resetErrs(cmd redis.Cmder, cmds []redis.Cmder) { setErrs(cmd, cmds, nil) }
+
+func setErrs(cmd redis.Cmder, cmds []redis.Cmder, err error) {
+	if cmd != nil {
+		cmd.SetErr(err)
+	}
+	for _, q := range cmds {
+		q.SetErr(err)
+	}
+}

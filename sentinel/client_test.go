@@ -1,0 +1,474 @@
+package sentinel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+var _ redis.UniversalClient = (*Client)(nil)
+
+func TestDiscoverySkipsDownSentinel(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	if err := l.Sentinels()[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c, events := newTestClient(t, l, nil)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Master() != l.Node(0).Addr() {
+		t.Fatalf("master %s, want %s", c.Master(), l.Node(0).Addr())
+	}
+	st := c.Stats()
+	if st.Sentinels[0] == l.SentinelAddrs()[0] {
+		t.Fatalf("the dead sentinel is still asked first: %v", st.Sentinels)
+	}
+	var skipped bool
+	for _, ev := range events.all() {
+		if ev.Kind == EventSentinelSkipped && ev.Sentinel == l.SentinelAddrs()[0] && strings.Contains(ev.Err.Error(), "down") {
+			skipped = true
+		}
+	}
+	if !skipped {
+		t.Fatalf("no 'down' skip event for the dead sentinel: %v", events.all())
+	}
+}
+
+// A sentinel that names a replica as the master is skipped after ROLE.
+func TestDiscoverySkipsSentinelNamingAReplica(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	s0 := l.Sentinels()[0]
+	replica := l.Node(1)
+	host, port, _ := strings.Cut(replica.Addr(), ":")
+	if err := s0.Do(ctx, "SENTINEL", "REMOVE", l.MasterName()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s0.Do(ctx, "SENTINEL", "MONITOR", l.MasterName(), host, port, 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, events := newTestClient(t, l, nil)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Master() != l.Node(0).Addr() {
+		t.Fatalf("master %s, want %s (the sentinel naming the replica must be skipped)", c.Master(), l.Node(0).Addr())
+	}
+	var mismatch *RoleMismatchError
+	for _, ev := range events.all() {
+		if ev.Kind == EventSentinelSkipped && ev.Sentinel == s0.Addr() && errors.As(ev.Err, &mismatch) {
+			if mismatch.Addr != replica.Addr() || mismatch.Role != "slave" {
+				t.Fatalf("mismatch %+v", mismatch)
+			}
+			return
+		}
+	}
+	t.Fatalf("no ROLE-mismatch skip for %s: %v", s0.Addr(), events.all())
+}
+
+func TestAllSentinelsDownErrorListsEach(t *testing.T) {
+	l := lab.New(t, lab.Sentinel(0))
+	for _, s := range l.Sentinels() {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := newTestClient(t, l, func(o *Options) { o.DiscoveryTimeout = 5 * time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.Get(ctx, "k").Err()
+	took := time.Since(start)
+	var de *DiscoveryError
+	if !errors.As(err, &de) {
+		t.Fatalf("got %v, want a *DiscoveryError", err)
+	}
+	if took > 1500*time.Millisecond+250*time.Millisecond {
+		t.Fatalf("returned after %v, past the 1.5s deadline", took)
+	}
+	for _, s := range l.SentinelAddrs() {
+		if !strings.Contains(err.Error(), s+": down") {
+			t.Errorf("error does not say %s is down: %v", s, err)
+		}
+	}
+}
+
+func TestUnknownMasterName(t *testing.T) {
+	l := lab.New(t, lab.Sentinel(0))
+	c, _ := newTestClient(t, l, func(o *Options) { o.MasterName = "nosuchmaster" })
+	ctx := testCtx(t, 10*time.Second)
+	err := c.Ping(ctx).Err()
+	if err == nil || !strings.Contains(err.Error(), "does not monitor a master by that name") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestReadFromRoutesReadsAndWrites(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	master, replica := l.Node(0), l.Node(1)
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+
+	getsM, getsR := calls(t, master, "get"), calls(t, replica, "get")
+	for range 10 {
+		if err := c.Get(ctx, "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+	}
+	if d := calls(t, replica, "get") - getsR; d != 10 {
+		t.Fatalf("%d GETs on the replica, want 10", d)
+	}
+	// Per-call override: read your own write on the master.
+	for range 3 {
+		if err := c.Get(WithReadFrom(ctx, Master), "k").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := calls(t, master, "get") - getsM; d != 3 {
+		t.Fatalf("%d GETs on the master with WithReadFrom(Master), want 3", d)
+	}
+	// Writes, server commands and blocking commands stay on the master.
+	setsM := calls(t, master, "set")
+	_ = c.Set(ctx, "k2", "v", 0).Err()
+	_ = c.Info(ctx, "server").Err()
+	if calls(t, master, "set")-setsM != 1 || calls(t, master, "info") == 0 {
+		t.Fatal("writes or INFO did not run on the master")
+	}
+}
+
+func TestPipelinesAndTransactionsRouteAsAWhole(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	master, replica := l.Node(0), l.Node(1)
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = ReplicaPreferred })
+	if err := c.Set(ctx, "a", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+
+	// Read-only pipeline: the replica.
+	getsM, getsR := calls(t, master, "get"), calls(t, replica, "get")
+	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "a")
+		p.Get(ctx, "b")
+		p.Exists(ctx, "a")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	if len(cmds) != 3 || calls(t, replica, "get")-getsR != 2 || calls(t, master, "get") != getsM {
+		t.Fatalf("read-only pipeline did not run on the replica as a whole")
+	}
+	// A pipeline with one write: all of it on the master.
+	getsM, getsR = calls(t, master, "get"), calls(t, replica, "get")
+	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "a")
+		p.Incr(ctx, "visits")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls(t, master, "get")-getsM != 1 || calls(t, replica, "get") != getsR {
+		t.Fatal("mixed pipeline did not run on the master as a whole")
+	}
+	// A transaction of reads: the master, in MULTI/EXEC.
+	execs := calls(t, master, "exec")
+	tx, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "a")
+		p.Incr(ctx, "visits")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls(t, master, "exec")-execs != 1 {
+		t.Fatal("transaction did not run on the master")
+	}
+	if v := tx[1].(*redis.IntCmd).Val(); v != 2 {
+		t.Fatalf("INCR in transaction = %d, want 2", v)
+	}
+
+	// WATCH: optimistic increment.
+	err = c.Watch(ctx, func(tx *redis.Tx) error {
+		n, err := tx.Get(ctx, "a").Int()
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "a", n+1, 0)
+			return nil
+		})
+		return err
+	}, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Get(WithReadFrom(ctx, Master), "a").Int(); v != 2 {
+		t.Fatalf("after WATCH increment a = %d, want 2", v)
+	}
+}
+
+func TestReplicaOnlyWithoutReplica(t *testing.T) {
+	ctx := testCtx(t, 20*time.Second)
+	l := lab.New(t, lab.Sentinel(0))
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
+	if err := c.Get(ctx, "k").Err(); !errors.Is(err, ErrNoReplica) {
+		t.Fatalf("GET with ReadFrom replica and no replica: %v, want ErrNoReplica", err)
+	}
+	if err := c.Get(WithReadFrom(ctx, ReplicaPreferred), "k").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET with ReplicaPreferred and no replica: %v, want redis.Nil from the master", err)
+	}
+}
+
+func TestSubscribeResumesAfterFailover(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	c, _ := newTestClient(t, l, nil)
+	sub := c.Subscribe(ctx, "news")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch := sub.Channel()
+	publishUntilReceived := func(payload string) {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case msg := <-ch:
+				if msg.Payload == payload {
+					return
+				}
+			case <-tick.C:
+				_ = c.Publish(ctx, "news", payload).Err()
+			case <-deadline:
+				t.Fatalf("no message %q received", payload)
+			}
+		}
+	}
+	publishUntilReceived("before")
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the client to follow the failover", func() bool { return c.Master() == res.NewMaster.Addr() })
+	publishUntilReceived("after")
+}
+
+func TestDurableWrites(t *testing.T) {
+	ctx := testCtx(t, 40*time.Second)
+	l := lab.New(t, lab.Sentinel(2))
+	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true; o.DurableTimeout = 300 * time.Millisecond })
+	waitFor(t, 5*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("durable SET with both replicas up: %v", err)
+	}
+	for _, n := range l.Nodes()[1:] {
+		if v, err := n.Do(ctx, "GET", "k").Text(); err != nil || v != "v" {
+			t.Fatalf("%s has %q, %v after a durable write", n.Name(), v, err)
+		}
+	}
+	// A replica that stops acknowledging makes durable writes fail (they
+	// ran on the master but are not confirmed) until the client drops it.
+	if err := l.Node(2).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Node(2).Resume() }()
+	err := c.Set(ctx, "k", "v2", 0).Err()
+	var nde *NotDurableError
+	if !errors.As(err, &nde) || nde.Acked != 1 || nde.Required != 2 || !errors.Is(err, ErrNotDurable) {
+		t.Fatalf("durable SET with a replica paused: %v, want NotDurableError 1 of 2", err)
+	}
+	// Without Durable for this call, the write is acknowledged.
+	if err := c.Set(WithDurable(ctx, false), "k", "v3", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Pipelines are confirmed as a whole.
+	if err := l.Node(2).Resume(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "p1", "1", 0)
+		p.Set(ctx, "p2", "2", 0)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("durable pipeline: %v", err)
+	}
+}
+
+func TestDurableWithoutReplicaIsRefusedUnsent(t *testing.T) {
+	ctx := testCtx(t, 20*time.Second)
+	l := lab.New(t, lab.Sentinel(0))
+	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true })
+	err := c.Set(ctx, "k", "v", 0).Err()
+	var nde *NotDurableError
+	if !errors.As(err, &nde) || !nde.NotSent {
+		t.Fatalf("got %v, want NotDurableError with NotSent", err)
+	}
+	if n, _ := l.Node(0).Do(ctx, "EXISTS", "k").Int(); n != 0 {
+		t.Fatal("a refused durable write reached the master")
+	}
+}
+
+// The credentials provider is asked for every new connection, so the new
+// master after a failover gets the current token.
+func TestCredentialsProviderPerConnection(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Username: "app", Password: "token-1"})
+	var asked atomic.Int32
+	var current atomic.Value
+	current.Store("token-1")
+	c, _ := newTestClient(t, l, func(o *Options) {
+		o.Username, o.Password = "", ""
+		o.CredentialsProvider = func(context.Context) (string, string, error) {
+			asked.Add(1)
+			return "app", current.Load().(string), nil
+		}
+	})
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := asked.Load()
+	if before == 0 {
+		t.Fatal("provider never asked")
+	}
+	// Rotate the password on every node; existing connections stay
+	// authenticated, new ones need the new token.
+	for _, n := range l.Nodes() {
+		if err := n.Do(ctx, "ACL", "SETUSER", "app", ">token-2").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	current.Store("token-2")
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the client to follow the failover", func() bool { return c.Master() == res.NewMaster.Addr() })
+	if err := c.Set(ctx, "k", "v2", 0).Err(); err != nil {
+		t.Fatalf("write on the new master with the rotated token: %v", err)
+	}
+	if asked.Load() == before {
+		t.Fatal("no new credentials were asked for the new master")
+	}
+}
+
+func TestTLSAndSentinelAuth(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	if err := c.Get(ctx, "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	for _, s := range []string{c.String(), fmt.Sprint(c.Stats())} {
+		if strings.Contains(s, "-pw") {
+			t.Fatalf("secret in %q", s)
+		}
+	}
+}
+
+func TestCloseIsPromptAndIdempotent(t *testing.T) {
+	ctx := testCtx(t, 20*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sub := c.Subscribe(ctx, "x")
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Close took %v", took)
+	}
+	_ = sub.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Ping after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A client given one sentinel learns the others, and watches them.
+func TestLearnsSentinels(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	c, events := newTestClient(t, l, func(o *Options) { o.SentinelAddrs = l.SentinelAddrs()[:1] })
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "three known sentinels", func() bool { return len(c.Stats().Sentinels) == 3 })
+	if n := events.count(EventSentinelAdded); n != 2 {
+		t.Fatalf("%d sentinel-added events, want 2", n)
+	}
+	// With the configured sentinel dead, discovery uses the learned ones.
+	if err := l.Sentinels()[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
+}
+
+func TestNewClientFromURL(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
+	c, err := NewClientFromURL(l.URL()+"&readFrom=replica&clientName=urltest", &Options{RefreshInterval: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	gets := calls(t, l.Node(1), "get")
+	if err := c.Get(ctx, "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if calls(t, l.Node(1), "get") != gets+1 {
+		t.Fatal("readFrom=replica from the URL was not applied")
+	}
+	if name, err := c.Do(WithReadFrom(ctx, Master), "CLIENT", "GETNAME").Text(); err != nil || name != "urltest" {
+		t.Fatalf("CLIENT GETNAME = %q, %v", name, err)
+	}
+	if strings.Contains(c.String(), "-pw") {
+		t.Fatalf("secret in %s", c)
+	}
+	if _, err := NewClientFromURL("redis://127.0.0.1:6379", nil); err == nil {
+		t.Fatal("a redis:// URL was accepted")
+	}
+	if _, err := NewClientFromURL("redis+sentinel://127.0.0.1:26379/mymaster?readFrom=closest", nil); err == nil {
+		t.Fatal("an invalid readFrom was accepted")
+	}
+}

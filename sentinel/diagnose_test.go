@@ -1,0 +1,127 @@
+package sentinel
+
+import (
+	"crypto/tls"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+func diagOptions(l *lab.Lab) Options {
+	cfg := l.Config()
+	return Options{
+		MasterName:       l.MasterName(),
+		SentinelAddrs:    l.SentinelAddrs(),
+		Username:         cfg.Username,
+		Password:         cfg.Password,
+		SentinelPassword: cfg.SentinelPassword,
+		TLSConfig:        l.TLSConfig(),
+	}
+}
+
+func stages(d *Diagnosis) []Stage {
+	var out []Stage
+	for _, s := range d.Steps {
+		out = append(out, s.Stage)
+	}
+	return out
+}
+
+func TestDiagnoseHealthyTLSDeployment(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
+	d, err := Diagnose(ctx, diagOptions(l))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d)
+	}
+	want := []Stage{StageSentinel, StageSentinel, StageSentinel, StageTCP, StageTLS, StageAuth, StageHello, StagePing, StageRole, StageReplica}
+	if got := stages(d); strings.Join(toStrings(got), ",") != strings.Join(toStrings(want), ",") {
+		t.Fatalf("stages %v, want %v\n%s", got, want, d)
+	}
+	out := d.String()
+	for _, line := range []string{
+		`sentinel ` + l.SentinelAddrs()[0] + ` named ` + l.Node(0).Addr() + ` as the master of "mymaster"`,
+		"master with 1 connected replica(s)",
+		"read-only work would use replica " + l.Node(1).Addr(),
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("trace lacks %q:\n%s", line, out)
+		}
+	}
+	if strings.Contains(out, "-pw") {
+		t.Fatalf("a password is in the trace:\n%s", out)
+	}
+	t.Logf("\n%s", out)
+}
+
+func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw"})
+	master := l.Node(0).Addr()
+
+	t.Run("wrong password", func(t *testing.T) {
+		opts := diagOptions(l)
+		opts.Password = "wrong-pw"
+		d, err := Diagnose(ctx, opts)
+		var se *StageError
+		if !errors.As(err, &se) || se.Stage != StageAuth || se.Server != master {
+			t.Fatalf("got %v, want AUTH failed on %s\n%s", err, master, d)
+		}
+		if !strings.HasPrefix(err.Error(), "AUTH failed on "+master+": WRONGPASS") || strings.Contains(err.Error(), "wrong-pw") {
+			t.Fatalf("message %q", err)
+		}
+	})
+	t.Run("certificate not trusted", func(t *testing.T) {
+		opts := diagOptions(l)
+		opts.SentinelTLSConfig = l.TLSConfig()
+		opts.TLSConfig = &tls.Config{} // the system roots do not include the lab CA
+		d, err := Diagnose(ctx, opts)
+		var se *StageError
+		if !errors.As(err, &se) || se.Stage != StageTLS || se.Server != master {
+			t.Fatalf("got %v, want TLS failed on %s\n%s", err, master, d)
+		}
+	})
+	t.Run("dead sentinel is skipped", func(t *testing.T) {
+		s0 := l.Sentinels()[0]
+		if err := s0.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s0.Restart(ctx) }()
+		d, err := Diagnose(ctx, diagOptions(l))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, d)
+		}
+		if d.Steps[0].Err == nil || !strings.Contains(d.Steps[0].Detail, "down") || d.Sentinel != l.SentinelAddrs()[1] {
+			t.Fatalf("first step %+v, answered by %s", d.Steps[0], d.Sentinel)
+		}
+	})
+	t.Run("unknown master name", func(t *testing.T) {
+		opts := diagOptions(l)
+		opts.MasterName = "nosuch"
+		d, err := Diagnose(ctx, opts)
+		if err == nil || !strings.Contains(err.Error(), `does not monitor a master named "nosuch"`) {
+			t.Fatalf("got %v\n%s", err, d)
+		}
+	})
+	t.Run("direct node", func(t *testing.T) {
+		opts := diagOptions(l)
+		d, err := DiagnoseNode(ctx, l.Node(1).Addr(), opts)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, d)
+		}
+		if last := d.Steps[len(d.Steps)-1]; last.Stage != StageRole || !strings.Contains(last.Detail, "replica of "+master) {
+			t.Fatalf("last step %+v", last)
+		}
+	})
+}
+
+func toStrings(s []Stage) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = string(v)
+	}
+	return out
+}

@@ -1,0 +1,301 @@
+package sentinel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisinfo"
+)
+
+// sentinelSet is the known sentinels in asking order, with a client each.
+// The sentinel that answered last is asked first next time.
+type sentinelSet struct {
+	opts    *Options
+	mu      sync.Mutex
+	order   []string
+	clients map[string]*redis.Client
+}
+
+func newSentinelSet(opts *Options) *sentinelSet {
+	s := &sentinelSet{opts: opts, clients: map[string]*redis.Client{}}
+	for _, a := range opts.SentinelAddrs {
+		s.add(a)
+	}
+	return s
+}
+
+func (s *sentinelSet) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.order)
+}
+
+func (s *sentinelSet) client(addr string) *redis.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[addr]
+}
+
+// add appends a sentinel; it reports whether it was new.
+func (s *sentinelSet) add(addr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[addr]; ok {
+		return false
+	}
+	s.order = append(s.order, addr)
+	s.clients[addr] = redis.NewClient(s.opts.sentinelOptions(addr))
+	return true
+}
+
+func (s *sentinelSet) moveToFront(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.order, addr); i > 0 {
+		copy(s.order[1:i+1], s.order[:i])
+		s.order[0] = addr
+	}
+}
+
+func (s *sentinelSet) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.clients {
+		_ = c.Close()
+	}
+	s.clients = map[string]*redis.Client{}
+}
+
+// masterReport is one sentinel's answer about the master.
+type masterReport struct {
+	sentinel string
+	addr     string
+	// epoch is the master's config epoch in this sentinel's view; it grows
+	// with every failover, so a smaller one than already seen is stale. -1
+	// when the sentinel only answered GET-MASTER-ADDR-BY-NAME.
+	epoch int64
+}
+
+var errUnknownMaster = errors.New("does not monitor a master by that name")
+
+// askSentinel asks one sentinel for the master, bounded by SentinelTimeout.
+// SENTINEL MASTER gives the address GET-MASTER-ADDR-BY-NAME gives plus the
+// config epoch; a sentinel user not allowed SENTINEL MASTER is asked
+// GET-MASTER-ADDR-BY-NAME instead.
+func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, error) {
+	client := c.sentinels.client(addr)
+	if client == nil {
+		return masterReport{}, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+	defer cancel()
+	rep := masterReport{sentinel: addr, epoch: -1}
+	fields, err := redisinfo.ParseFields(client.Do(ctx, "SENTINEL", "MASTER", c.opts.MasterName))
+	switch {
+	case err == nil:
+		rep.addr = net.JoinHostPort(fields["ip"], fields["port"])
+		if e, perr := strconv.ParseInt(fields["config-epoch"], 10, 64); perr == nil {
+			rep.epoch = e
+		}
+		return rep, nil
+	case redis.IsPermissionError(err):
+		v, err := client.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", c.opts.MasterName).StringSlice()
+		if err != nil {
+			return rep, describeSentinelError(err, c.opts.SentinelTimeout)
+		}
+		if len(v) != 2 {
+			return rep, errUnknownMaster
+		}
+		rep.addr = net.JoinHostPort(v[0], v[1])
+		return rep, nil
+	case strings.Contains(err.Error(), "No such master"):
+		return rep, errUnknownMaster
+	default:
+		return rep, describeSentinelError(err, c.opts.SentinelTimeout)
+	}
+}
+
+// describeSentinelError says in words why a sentinel was skipped.
+func describeSentinelError(err error, timeout time.Duration) error {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("slow: no answer within %v: %w", timeout, err)
+	case redis.IsAuthError(err):
+		return fmt.Errorf("AUTH failed on the sentinel: %w", err)
+	case isNetworkError(err):
+		return fmt.Errorf("down: %w", err)
+	}
+	return err
+}
+
+// discover asks the sentinels in order for the master and verifies it
+// with ROLE. Sentinels that are down, slow, stale (stale returns an error
+// for their answer) or name a node that is not a master are skipped; when
+// none qualifies, discovery tries again briefly, within ctx and
+// DiscoveryTimeout.
+func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (masterReport, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.DiscoveryTimeout)
+	defer cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		rep, attempts := c.discoverOnce(ctx, stale)
+		if rep.addr != "" {
+			c.lastFailure.Store(nil)
+			return rep, nil
+		}
+		c.stats.discoveryFailures.Add(1)
+		c.lastFailure.Store(&DiscoveryError{MasterName: c.opts.MasterName, Attempts: attempts})
+		select {
+		case <-ctx.Done():
+			return masterReport{}, &DiscoveryError{MasterName: c.opts.MasterName, Attempts: attempts, Cause: ctx.Err()}
+		case <-time.After(backoff):
+			backoff = min(backoff*2, 400*time.Millisecond)
+		}
+	}
+}
+
+func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) error) (masterReport, []SentinelAttempt) {
+	var attempts []SentinelAttempt
+	verified := map[string]error{} // several sentinels usually name the same node
+	for _, s := range c.sentinels.list() {
+		if ctx.Err() != nil {
+			attempts = append(attempts, SentinelAttempt{Sentinel: s, Err: fmt.Errorf("not asked: %w", ctx.Err())})
+			continue
+		}
+		rep, err := c.askSentinel(ctx, s)
+		if err == nil {
+			err = stale(rep)
+		}
+		if err == nil {
+			var seen bool
+			if err, seen = verified[rep.addr]; !seen {
+				err = c.verifyMaster(ctx, rep.addr)
+				verified[rep.addr] = err
+			}
+		}
+		if err != nil {
+			c.skipSentinel(s, rep.addr, err)
+			attempts = append(attempts, SentinelAttempt{Sentinel: s, Named: rep.addr, Err: err})
+			continue
+		}
+		c.sentinels.moveToFront(s)
+		return rep, attempts
+	}
+	return masterReport{}, attempts
+}
+
+// verifyMaster checks with ROLE that addr is a master.
+func (c *Client) verifyMaster(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
+	defer cancel()
+	role, err := c.nodes.get(addr).role(ctx)
+	if err != nil {
+		return fmt.Errorf("named %s, but ROLE there failed: %w", addr, err)
+	}
+	if role.Role != "master" {
+		return &RoleMismatchError{Addr: addr, Role: role.Role}
+	}
+	return nil
+}
+
+func (c *Client) skipSentinel(sentinel, named string, err error) {
+	c.stats.sentinelsSkipped.Add(1)
+	c.emit(Event{Kind: EventSentinelSkipped, Sentinel: sentinel, Master: named, Err: err})
+	c.log.Debug("sentinel skipped", "sentinel", sentinel, "named", named, "err", err)
+}
+
+// replicaReport is a replica a sentinel reports healthy and ROLE confirms.
+type replicaReport struct {
+	addr   string
+	offset int64
+}
+
+// healthyReplicas asks the sentinel for the master's replicas, drops the
+// ones it flags s_down, o_down or disconnected or whose link to the master
+// is down, and keeps those that ROLE confirms as replicas with a connected
+// link. The checks run in parallel, each bounded. claimMaster lists the
+// replicas whose ROLE says master: a promotion Sentinel has not announced
+// yet, or the old master awaiting demotion.
+func (c *Client) healthyReplicas(ctx context.Context, sentinel string) (healthy []replicaReport, claimMaster []string, err error) {
+	client := c.sentinels.client(sentinel)
+	if client == nil {
+		return nil, nil, ErrClosed
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+	rows, err := redisinfo.ParseTable(client.Do(qctx, "SENTINEL", "REPLICAS", c.opts.MasterName))
+	cancel()
+	if err != nil {
+		return nil, nil, describeSentinelError(err, c.opts.SentinelTimeout)
+	}
+	var candidates []string
+	for _, r := range rows {
+		flags := r["flags"]
+		if redisinfo.HasFlag(flags, "s_down") || redisinfo.HasFlag(flags, "o_down") ||
+			redisinfo.HasFlag(flags, "disconnected") || r["master-link-status"] == "err" {
+			continue
+		}
+		candidates = append(candidates, redisinfo.Addr(r))
+	}
+	found := make([]replicaReport, len(candidates))
+	masters := make([]bool, len(candidates))
+	var wg sync.WaitGroup
+	for i, addr := range candidates {
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
+			defer cancel()
+			role, err := c.nodes.get(addr).role(rctx)
+			switch {
+			case err != nil:
+			case role.Role == "slave" && role.LinkState == "connected":
+				found[i] = replicaReport{addr: addr, offset: role.Offset}
+			case role.Role == "master":
+				masters[i] = true
+			}
+		})
+	}
+	wg.Wait()
+	for i, r := range found {
+		if r.addr != "" {
+			healthy = append(healthy, r)
+		}
+		if masters[i] {
+			claimMaster = append(claimMaster, candidates[i])
+		}
+	}
+	return healthy, claimMaster, nil
+}
+
+// learnSentinels adds the peers the sentinel knows of and returns the new
+// ones.
+func (c *Client) learnSentinels(ctx context.Context, sentinel string) []string {
+	client := c.sentinels.client(sentinel)
+	if client == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+	defer cancel()
+	rows, err := redisinfo.ParseTable(client.Do(ctx, "SENTINEL", "SENTINELS", c.opts.MasterName))
+	if err != nil {
+		return nil
+	}
+	var added []string
+	for _, r := range rows {
+		if redisinfo.HasFlag(r["flags"], "s_down") || redisinfo.HasFlag(r["flags"], "disconnected") {
+			continue
+		}
+		if addr := redisinfo.Addr(r); c.sentinels.add(addr) {
+			added = append(added, addr)
+		}
+	}
+	return added
+}

@@ -1,0 +1,129 @@
+// Package sentinel is a go-redis client for Redis Sentinel deployments that
+// finds the master reliably, sends read-only work to replicas when asked,
+// and follows failovers without running a write twice.
+//
+//	c, err := sentinel.NewClient(sentinel.Options{
+//		MasterName:    "mymaster",
+//		SentinelAddrs: []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"},
+//		ReadFrom:      sentinel.ReplicaPreferred,
+//	})
+//	...
+//	err = c.Set(ctx, "k", "v", 0).Err() // every go-redis command method works
+//
+// Client satisfies redis.UniversalClient: Pipeline, TxPipeline, Watch,
+// Subscribe and the rest behave as in go-redis, routed as described here.
+// NewClientFromURL takes a redis+sentinel:// URL (see package redisurl).
+//
+// # Finding the master
+//
+// The client asks the sentinels in order. A sentinel that is down or slow
+// (SentinelTimeout) is skipped; the one that answers is asked first next
+// time; further sentinels are learned from SENTINEL SENTINELS. The node a
+// sentinel names is verified with ROLE. ROLE alone cannot expose a stale
+// sentinel mid-failover, because the old master keeps answering "master"
+// until Sentinel demotes it (seconds later), so the client asks SENTINEL
+// MASTER, which gives the address GET-MASTER-ADDR-BY-NAME gives plus the
+// master's config epoch, and skips a sentinel whose epoch is older than one
+// already seen, or which names a master the client left at that epoch. (A
+// sentinel user not allowed SENTINEL MASTER is asked GET-MASTER-ADDR-BY-NAME
+// and judged by ROLE alone.) When no sentinel qualifies, discovery retries
+// briefly within the caller's context and DiscoveryTimeout; the
+// *DiscoveryError lists every sentinel and why it was skipped.
+//
+// The client subscribes to the events of every known sentinel, not one: the
+// sentinel that leads a failover announces +switch-master about a second
+// after the others, and it is the only one that announces the replica it
+// promotes, before promoting it. Events are hints: nothing is switched
+// before ROLE confirms it. The topology is also re-checked every
+// RefreshInterval, because events can be missed.
+//
+// # Failovers
+//
+// When the leading sentinel announces the replica it promotes
+// (+selected-slave), the client stops sending writes to the old master at
+// once: writes wait (up to FailoverHold) instead. From that moment, what
+// the old master acknowledges can be discarded when it is demoted. The
+// client then polls the candidate's ROLE and switches as soon as it answers
+// master (typically within a few hundred milliseconds), or when a sentinel
+// announces +switch-master. A replica that answers ROLE master while the
+// master still does (a promotion the client did not hear of) also holds
+// writes. Writes that waited are then sent to the new master: they never
+// reached the old one. Connections to the old master are closed: idle ones
+// at once, busy ones when their command returns; none is reused.
+//
+// A call that fails with a sign that the master may have moved (a
+// connection refused or dropped, a timeout, READONLY, MASTERDOWN, LOADING)
+// triggers one re-resolution, shared by the calls failing at the same time.
+// Then:
+//
+//   - Read-only work (a command, a pipeline, a script the classifier calls
+//     read-only) is re-run once on the re-resolved target. A second failure
+//     is returned as it is. A timeout on a node that is still the right one
+//     is not re-run.
+//   - Writing work is re-run once on the new master only if it provably did
+//     not execute: no connection was made, it was never sent, or every write
+//     in it was refused before execution (READONLY, MASTERDOWN, LOADING, or
+//     EXECABORT for a transaction). StrictWrites forbids even that.
+//   - Otherwise (a timeout, a connection lost after sending, a pipeline
+//     whose earlier writes ran) the call fails with a *MasterChangedError
+//     naming the sentinel, the new and the old master, and whether the work
+//     may have executed. The client already points at the new master;
+//     whether to re-run is the caller's decision. A timeout alone never
+//     re-runs a write.
+//   - If the master did not change, the original error is returned.
+//
+// The data-node clients run with go-redis retries off (MaxRetries -1,
+// DialerRetries 1): this package alone decides what is re-run.
+//
+// # Acknowledged writes that vanish, and durable writes
+//
+// Replication is asynchronous: a write the master acknowledged can be
+// missing on the replica Sentinel promotes. The early hold above makes that
+// window short, but no client can close it alone. With Durable (or
+// WithDurable per call) every write is followed, on the same connection, by
+// WAIT for every healthy replica the client knows of, within DurableTimeout;
+// the call succeeds only if all of them confirmed, and otherwise fails with
+// a *NotDurableError (it may have executed). Why every replica: Sentinel
+// promotes one of them, and after the promotion the old master keeps
+// replicating to the others until Sentinel reconfigures them, so a smaller
+// count can be met by replicas that will follow the new master, while the
+// promoted replica, no longer attached to the old master, can never confirm.
+// The guarantee holds for failovers among the replicas the client knows
+// (learned within RefreshInterval); a replica that is down makes durable
+// writes fail until Sentinel reports it down. The cost is one replica round
+// trip per write (see BENCHMARKS.md).
+//
+// # Reads from replicas
+//
+// ReadFrom (or WithReadFrom per call) chooses where read-only work runs:
+// Master (default), Replica, ReplicaPreferred, Nearest. "Read-only" is
+// decided by package classify, per command, per pipeline (all commands
+// read-only), and per script (EVAL_RO, or a no-writes shebang); MULTI,
+// server commands, blocking and pub/sub commands go to the master. The
+// ReplicaSelector chooses among the replicas Sentinel reports healthy (not
+// s_down, o_down or disconnected, link up) and ROLE confirms. With no such
+// replica, ReplicaPreferred and Nearest read from the master; Replica fails
+// with ErrNoReplica.
+//
+// Reads from replicas may be seconds stale. Locks, idempotency claims,
+// stream consumer-group operations, version counters, and any flow that
+// reads its own writes must use the master: WithReadFrom(ctx, Master).
+//
+// # Credentials, TLS, pub/sub
+//
+// Data nodes and sentinels have separate credentials. CredentialsProvider
+// is called for every new data-node connection, so the new master after a
+// failover gets the current token. TLSConfig applies to data nodes and
+// (unless SentinelTLSConfig is set) to sentinels. Subscribe, PSubscribe and
+// SSubscribe follow the master: after a failover, the subscription is made
+// again on the new master (messages published during the switch can be
+// lost). Conn is pinned to the master of the moment.
+//
+// # Observing
+//
+// Options.Observer receives every Event (master changed, replicas changed,
+// failover started, read retried, write re-run or refused, sentinel skipped);
+// Stats returns counters and the current topology; Options.Logger receives
+// records. Diagnose returns a staged trace of the path to the master for a
+// person to read.
+package sentinel

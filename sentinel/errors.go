@@ -1,0 +1,168 @@
+package sentinel
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	// ErrClosed is returned by calls on a closed Client. It is go-redis's
+	// redis.ErrClosed, so existing checks keep working.
+	ErrClosed = redis.ErrClosed
+
+	// ErrNoReplica is returned for ReadFrom Replica when no healthy,
+	// ROLE-verified replica is known. ReplicaPreferred and Nearest read
+	// from the master instead.
+	ErrNoReplica = errors.New("sentinel: no healthy replica (ReadFrom is replica only)")
+
+	// ErrFailoverInProgress is returned for a write held during a failover
+	// (the old master is about to be demoted) when the new master was not
+	// confirmed within Options.FailoverHold or the caller's context. The
+	// write was not sent: re-running it is safe.
+	ErrFailoverInProgress = errors.New("sentinel: failover in progress; the write was not sent")
+
+	// ErrNotDurable matches a *NotDurableError.
+	ErrNotDurable = errors.New("sentinel: write not confirmed durable")
+
+	// ErrMasterChanged matches a *MasterChangedError.
+	ErrMasterChanged = errors.New("sentinel: master changed")
+
+	// ErrUnsupported is returned by go-redis methods the routed client
+	// cannot offer (the auto-pipeliners bypass per-command routing).
+	ErrUnsupported = errors.New("sentinel: not supported by the routed client")
+)
+
+// MasterChangedError reports that the master changed while a write was in
+// flight and the write was not re-run, because it may have executed on the
+// old master (or because Options.StrictWrites forbids re-running writes).
+// The client already points at the new master: re-running the work there is
+// the caller's decision, after checking whether it took effect.
+type MasterChangedError struct {
+	MasterName string
+	// Sentinel is the address of the sentinel that named the new master
+	// (empty when the client learned it from the promoted replica's ROLE).
+	Sentinel  string
+	NewMaster string
+	OldMaster string
+	// MayHaveExecuted is false only when the write provably did not run
+	// (it was refused before execution, or never sent) and StrictWrites
+	// kept it from being re-run.
+	MayHaveExecuted bool
+	// Cause is the error the write failed with on the old master.
+	Cause error
+}
+
+func (e *MasterChangedError) Error() string {
+	var b strings.Builder
+	b.WriteString("master changed, re-run — ")
+	if e.Sentinel != "" {
+		fmt.Fprintf(&b, "sentinel %s now names %s as the master of %q (was %s)", e.Sentinel, e.NewMaster, e.MasterName, e.OldMaster)
+	} else {
+		fmt.Fprintf(&b, "%s is now the master of %q (was %s)", e.NewMaster, e.MasterName, e.OldMaster)
+	}
+	if e.MayHaveExecuted {
+		b.WriteString("; the command writes, so it was not retried (it may have executed: check before re-running)")
+	} else {
+		b.WriteString("; the command writes and strict mode forbids retries (it did not execute: re-running is safe)")
+	}
+	if e.Cause != nil {
+		fmt.Fprintf(&b, "; cause: %v", e.Cause)
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrMasterChanged) true.
+func (e *MasterChangedError) Is(target error) bool { return target == ErrMasterChanged }
+
+// Unwrap returns the cause.
+func (e *MasterChangedError) Unwrap() error { return e.Cause }
+
+// NotDurableError reports that a write ran on the master but fewer replicas
+// than required confirmed it within the durable timeout (WAIT), so it may be
+// lost in a failover. The write may have executed: check before re-running.
+type NotDurableError struct {
+	Master   string
+	Required int // replicas that had to confirm
+	Acked    int // replicas that did
+	Timeout  time.Duration
+	Cause    error // set when WAIT itself failed
+	// NotSent is true when no healthy replica was known, so the write was
+	// refused before it was sent (re-running it later is safe).
+	NotSent bool
+}
+
+func (e *NotDurableError) Error() string {
+	if e.NotSent {
+		return fmt.Sprintf("sentinel: durable write refused: %s has no healthy replica to confirm it (it was not sent: re-running later is safe)", e.Master)
+	}
+	msg := fmt.Sprintf("sentinel: write on %s not confirmed durable: %d of %d replicas acknowledged within %v (it may have executed: check before re-running)",
+		e.Master, e.Acked, e.Required, e.Timeout)
+	if e.Cause != nil {
+		msg += "; cause: " + e.Cause.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrNotDurable) true.
+func (e *NotDurableError) Is(target error) bool { return target == ErrNotDurable }
+
+// Unwrap returns the cause, if any.
+func (e *NotDurableError) Unwrap() error { return e.Cause }
+
+// DiscoveryError reports that no sentinel named a master that ROLE
+// confirmed. Attempts lists every sentinel asked and why it was skipped.
+type DiscoveryError struct {
+	MasterName string
+	Attempts   []SentinelAttempt
+	Cause      error // the context's error when the deadline ended the search
+}
+
+// SentinelAttempt is one sentinel asked during discovery.
+type SentinelAttempt struct {
+	Sentinel string
+	// Named is the master address the sentinel gave, if it answered.
+	Named string
+	// Err says why the answer was not used.
+	Err error
+}
+
+func (e *DiscoveryError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sentinel: no sentinel named a verified master for %q", e.MasterName)
+	if e.Cause != nil {
+		fmt.Fprintf(&b, " (%v)", e.Cause)
+	}
+	for _, a := range e.Attempts {
+		fmt.Fprintf(&b, "; %s: %v", a.Sentinel, a.Err)
+	}
+	return b.String()
+}
+
+// Unwrap returns the context error when it ended discovery, and the
+// attempts' errors.
+func (e *DiscoveryError) Unwrap() []error {
+	errs := make([]error, 0, len(e.Attempts)+1)
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	for _, a := range e.Attempts {
+		errs = append(errs, a.Err)
+	}
+	return errs
+}
+
+// RoleMismatchError reports that a sentinel named a node as the master but
+// ROLE on the node says otherwise (a stale sentinel mid-failover, or a
+// misconfigured one).
+type RoleMismatchError struct {
+	Addr string
+	Role string
+}
+
+func (e *RoleMismatchError) Error() string {
+	return fmt.Sprintf("named %s, but ROLE there says %q (a stale answer, mid-failover?)", e.Addr, e.Role)
+}

@@ -1,0 +1,191 @@
+package sentinel
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+// The live failover test: a read follows the new master on its own; a
+// write on a connection still bound to the demoted master is re-run only
+// when provably rejected, else (or in strict mode) fails with
+// MasterChangedError; a refused write did not land; running it again works.
+func TestLiveFailover(t *testing.T) {
+	ctx := testCtx(t, 90*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true})
+	oldMaster := l.Node(0)
+
+	c, events := newTestClient(t, l, nil)
+	// Two clients that will miss the failover: no events, no refresh.
+	deaf := func(strict bool) *Client {
+		d, _ := newTestClient(t, l, func(o *Options) {
+			o.deaf, o.RefreshInterval, o.StrictWrites = true, time.Hour, strict
+		})
+		if err := d.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	lenient, strict := deaf(false), deaf(true)
+
+	if err := c.Set(WithDurable(ctx, true), "greeting", "hello", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newMaster := res.NewMaster
+
+	// The client followed on its own, before the sentinels all agreed.
+	if c.Master() != newMaster.Addr() {
+		t.Fatalf("client routes to %s after the failover, want %s", c.Master(), newMaster.Addr())
+	}
+	if events.count(EventFailoverStarted) != 1 || events.count(EventMasterChanged) != 1 {
+		t.Fatalf("events: %v", events.all())
+	}
+	gets := calls(t, newMaster, "get")
+	if v, err := c.Get(ctx, "greeting").Result(); err != nil || v != "hello" {
+		t.Fatalf("GET after failover = %q, %v", v, err)
+	}
+	if calls(t, newMaster, "get") != gets+1 {
+		t.Fatal("the read did not run on the new master")
+	}
+
+	// Sentinel demotes the old master: it now refuses writes with READONLY.
+	if err := l.WaitSettled(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("provably rejected write is re-run", func(t *testing.T) {
+		if err := lenient.Incr(ctx, "rerun").Err(); err != nil {
+			t.Fatalf("INCR through a client bound to the demoted master: %v", err)
+		}
+		if lenient.Master() != newMaster.Addr() || lenient.Stats().WritesRerun != 1 {
+			t.Fatalf("master %s, stats %+v", lenient.Master(), lenient.Stats())
+		}
+		if v, err := newMaster.Do(ctx, "GET", "rerun").Int(); err != nil || v != 1 {
+			t.Fatalf("rerun = %d, %v on the new master; want 1 (once)", v, err)
+		}
+	})
+
+	t.Run("strict mode refuses even a rejected write", func(t *testing.T) {
+		err := strict.Incr(ctx, "strict").Err()
+		var mce *MasterChangedError
+		if !errors.As(err, &mce) {
+			t.Fatalf("got %v, want *MasterChangedError", err)
+		}
+		if mce.MayHaveExecuted || mce.NewMaster != newMaster.Addr() || mce.OldMaster != oldMaster.Addr() ||
+			mce.Sentinel == "" || mce.MasterName != l.MasterName() || !redis.IsReadOnlyError(mce.Cause) {
+			t.Fatalf("error %+v", mce)
+		}
+		if n, _ := newMaster.Do(ctx, "EXISTS", "strict").Int(); n != 0 {
+			t.Fatal("the refused write landed on the new master")
+		}
+		if v, err := strict.Incr(ctx, "strict").Result(); err != nil || v != 1 {
+			t.Fatalf("running it again: %d, %v", v, err)
+		}
+	})
+}
+
+// A write in flight on the old master when it is replaced: its outcome is
+// unknown, so it fails with MasterChangedError (MayHaveExecuted), never
+// re-run.
+func TestInFlightWriteIsNotRerun(t *testing.T) {
+	ctx := testCtx(t, 90*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true})
+	oldMaster := l.Node(0)
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadTimeout = 20 * time.Second })
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The master's network goes silent: the INCR is sent and never answered.
+	oldMaster.BlackHole()
+	result := make(chan error, 1)
+	go func() { result <- c.Incr(ctx, "inflight").Err() }()
+	time.Sleep(200 * time.Millisecond)
+
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
+	// The connection that carried the INCR drops.
+	oldMaster.ResetConnections()
+	err = <-result
+	var mce *MasterChangedError
+	if !errors.As(err, &mce) || !mce.MayHaveExecuted || mce.NewMaster != res.NewMaster.Addr() || mce.OldMaster != oldMaster.Addr() {
+		t.Fatalf("in-flight INCR: %v, want MasterChangedError that may have executed", err)
+	}
+	t.Logf("error a caller sees: %v", err)
+	if n, _ := res.NewMaster.Do(ctx, "EXISTS", "inflight").Int(); n != 0 {
+		t.Fatal("the in-flight write was re-run on the new master")
+	}
+	if v, err := c.Incr(ctx, "inflight").Result(); err != nil || v != 1 {
+		t.Fatalf("running it again: %d, %v", v, err)
+	}
+	oldMaster.Restore()
+}
+
+// A read whose connection drops is re-run once.
+func TestReadRetriedAfterConnectionLoss(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true})
+	c, events := newTestClient(t, l, nil)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l.Node(0).SetLatency(400 * time.Millisecond)
+	result := make(chan error, 1)
+	go func() { result <- c.Get(ctx, "k").Err() }()
+	time.Sleep(100 * time.Millisecond)
+	l.Node(0).ResetConnections()
+	if err := <-result; err != nil {
+		t.Fatalf("GET after a connection reset: %v, want it re-run and answered", err)
+	}
+	if c.Stats().ReadsRetried != 1 || events.count(EventReadRetried) != 1 {
+		t.Fatalf("stats %+v", c.Stats())
+	}
+	// A write in the same situation is not re-run: the master did not
+	// change, so the error stands.
+	go func() { result <- c.Incr(ctx, "n").Err() }()
+	time.Sleep(100 * time.Millisecond)
+	l.Node(0).ResetConnections()
+	if err := <-result; err == nil || errors.Is(err, ErrMasterChanged) {
+		t.Fatalf("INCR after a connection reset: %v, want the connection error", err)
+	}
+	if c.Stats().WritesRerun != 0 {
+		t.Fatal("a write with an unknown outcome was re-run")
+	}
+}
+
+// Many calls failing at once share one re-resolution.
+func TestConcurrentFailuresShareResolution(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true})
+	c, _ := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l.Node(0).SetLatency(300 * time.Millisecond)
+	before := c.Stats().Resolutions
+	done := make(chan error, 20)
+	for range 20 {
+		go func() { done <- c.Get(ctx, "k").Err() }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	l.Node(0).ResetConnections()
+	for range 20 {
+		if err := <-done; err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Stats().Resolutions - before; n < 1 || n > 3 {
+		t.Fatalf("%d resolutions for 20 simultaneous failures; want them shared", n)
+	}
+}

@@ -1,0 +1,109 @@
+package sentinel
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventLog collects a client's events for assertions.
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (e *eventLog) observe(ev Event) {
+	e.mu.Lock()
+	e.events = append(e.events, ev)
+	e.mu.Unlock()
+}
+
+func (e *eventLog) count(kind EventKind) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, ev := range e.events {
+		if ev.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *eventLog) all() []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Event(nil), e.events...)
+}
+
+// newTestClient returns a client for the lab, closed when the test ends.
+func newTestClient(t *testing.T, l *lab.Lab, mod func(*Options)) (*Client, *eventLog) {
+	t.Helper()
+	log := &eventLog{}
+	cfg := l.Config()
+	opts := Options{
+		MasterName:       l.MasterName(),
+		SentinelAddrs:    l.SentinelAddrs(),
+		Username:         cfg.Username,
+		Password:         cfg.Password,
+		SentinelUsername: cfg.SentinelUsername,
+		SentinelPassword: cfg.SentinelPassword,
+		TLSConfig:        l.TLSConfig(),
+		Observer:         log.observe,
+		RefreshInterval:  500 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	c, err := NewClient(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return c, log
+}
+
+// calls reads how many times cmd ran on the node (INFO commandstats).
+func calls(t *testing.T, n *lab.Node, cmd string) int {
+	t.Helper()
+	s, err := n.Do(context.Background(), "INFO", "commandstats").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "cmdstat_" + cmd + ":calls="
+	for line := range strings.SplitSeq(s, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			v, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+			return v
+		}
+	}
+	return 0
+}
+
+// waitFor polls cond every 20 ms until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,199 @@
+package sentinel
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisinfo"
+)
+
+// node is the go-redis client of one data node. A node that leaves the
+// routing snapshot (a demoted master, a replica no longer healthy) is
+// retired: it takes no new work, and its pool is closed once the calls
+// still running on it return, so idle connections to the old node close
+// at once and busy ones when released.
+type node struct {
+	addr     string
+	client   *redis.Client
+	inflight atomic.Int64
+	retired  atomic.Bool
+	once     sync.Once
+}
+
+func (n *node) acquire() { n.inflight.Add(1) }
+
+func (n *node) release() {
+	if n.inflight.Add(-1) == 0 && n.retired.Load() {
+		n.close()
+	}
+}
+
+func (n *node) retire() {
+	n.retired.Store(true)
+	if n.inflight.Load() == 0 {
+		n.close()
+	}
+}
+
+func (n *node) close() { n.once.Do(func() { _ = n.client.Close() }) }
+
+// role runs ROLE on the node.
+func (n *node) role(ctx context.Context) (redisinfo.Role, error) {
+	n.acquire()
+	defer n.release()
+	return redisinfo.ParseRole(n.client.Do(ctx, "ROLE"))
+}
+
+// nodeSet owns every node client, one per address. Only the topology
+// goroutine adds and retires nodes; the hot path reads them from the
+// snapshot.
+type nodeSet struct {
+	opts   *Options
+	mu     sync.Mutex
+	live   map[string]*node
+	hooks  []redis.Hook // added to every node client, present and future
+	closed bool
+}
+
+func newNodeSet(opts *Options) *nodeSet {
+	return &nodeSet{opts: opts, live: map[string]*node{}}
+}
+
+// get returns the live node for addr, creating it if needed.
+func (s *nodeSet) get(addr string) *node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.live[addr]; ok {
+		return n
+	}
+	n := &node{addr: addr}
+	n.client = redis.NewClient(s.opts.nodeOptions(addr, dialer(s.opts)))
+	if s.closed {
+		// The client is closing: hand out a closed node (its calls fail
+		// with ErrClosed) rather than one nobody would close.
+		n.retired.Store(true)
+		n.close()
+		return n
+	}
+	for _, h := range s.hooks {
+		n.client.AddHook(h)
+	}
+	s.live[addr] = n
+	return n
+}
+
+func (s *nodeSet) addHook(h redis.Hook) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks = append(s.hooks, h)
+	for _, n := range s.live {
+		n.client.AddHook(h)
+	}
+}
+
+// poolStats sums the pool statistics of the live node clients.
+func (s *nodeSet) poolStats() *redis.PoolStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sum redis.PoolStats
+	for _, n := range s.live {
+		st := n.client.PoolStats()
+		sum.Hits += st.Hits
+		sum.Misses += st.Misses
+		sum.Timeouts += st.Timeouts
+		sum.TotalConns += st.TotalConns
+		sum.IdleConns += st.IdleConns
+		sum.StaleConns += st.StaleConns
+	}
+	return &sum
+}
+
+// keepOnly retires every live node whose address is not in keep.
+func (s *nodeSet) keepOnly(keep map[string]bool) {
+	s.mu.Lock()
+	var gone []*node
+	for addr, n := range s.live {
+		if !keep[addr] {
+			delete(s.live, addr)
+			gone = append(gone, n)
+		}
+	}
+	s.mu.Unlock()
+	for _, n := range gone {
+		n.retire()
+	}
+}
+
+// replace retires the live node for addr (its pooled connections close
+// once idle) so the next get dials afresh.
+func (s *nodeSet) replace(addr string) {
+	s.mu.Lock()
+	n, ok := s.live[addr]
+	delete(s.live, addr)
+	s.mu.Unlock()
+	if ok {
+		n.retire()
+	}
+}
+
+func (s *nodeSet) closeAll() {
+	s.mu.Lock()
+	all := s.live
+	s.live = map[string]*node{}
+	s.closed = true
+	s.mu.Unlock()
+	for _, n := range all {
+		n.retired.Store(true)
+		n.close()
+	}
+}
+
+// dialError marks a failure to connect: nothing was sent, so the command
+// provably did not execute.
+type dialError struct {
+	addr string
+	err  error
+}
+
+func (e *dialError) Error() string { return fmt.Sprintf("connect to %s: %v", e.addr, e.err) }
+func (e *dialError) Unwrap() error { return e.err }
+
+// dialer connects to data nodes (with TLS when configured) and marks every
+// failure as a dialError.
+func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: opts.DialTimeout}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, &dialError{addr: addr, err: err}
+		}
+		if opts.TLSConfig != nil {
+			cfg := opts.TLSConfig
+			if cfg.ServerName == "" {
+				cfg = cfg.Clone()
+				if host, _, err := net.SplitHostPort(addr); err == nil {
+					cfg.ServerName = host
+				}
+			}
+			tc := tls.Client(conn, cfg)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				_ = conn.Close()
+				return nil, &dialError{addr: addr, err: fmt.Errorf("TLS: %w", err)}
+			}
+			return tc, nil
+		}
+		return conn, nil
+	}
+}
+
+func isDialError(err error) bool {
+	var de *dialError
+	return errors.As(err, &de)
+}

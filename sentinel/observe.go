@@ -1,0 +1,159 @@
+package sentinel
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// EventKind names what an Event reports.
+type EventKind int
+
+// The events a Client reports to Options.Observer.
+const (
+	// EventMasterChanged: the client routes to a new master (Master), was
+	// OldMaster; Sentinel named it, or is empty when the promoted replica's
+	// ROLE was seen first.
+	EventMasterChanged EventKind = iota + 1
+	// EventReplicasChanged: the healthy, ROLE-verified replicas changed
+	// (Replicas).
+	EventReplicasChanged
+	// EventFailoverStarted: a sentinel began promoting Candidate; writes
+	// are held until the new master is confirmed.
+	EventFailoverStarted
+	// EventFailoverHoldEnded: writes are no longer held; Err says why when
+	// no new master was confirmed.
+	EventFailoverHoldEnded
+	// EventReadRetried: a read-only call failed on Master (the node it
+	// ran on) with Err and was re-run once.
+	EventReadRetried
+	// EventWriteRerun: a write that provably did not execute was re-run
+	// on the new master.
+	EventWriteRerun
+	// EventWriteRefused: a write failed with a *MasterChangedError (Err).
+	EventWriteRefused
+	// EventSentinelSkipped: Sentinel was skipped during discovery (Err says
+	// why: down, slow, stale, or it named a node that is not a master).
+	EventSentinelSkipped
+	// EventSentinelAdded: a sentinel was learned from another one.
+	EventSentinelAdded
+	// EventDiscoveryFailed: no sentinel named a verified master (Err).
+	EventDiscoveryFailed
+)
+
+var eventNames = map[EventKind]string{
+	EventMasterChanged:     "master changed",
+	EventReplicasChanged:   "replicas changed",
+	EventFailoverStarted:   "failover started",
+	EventFailoverHoldEnded: "failover hold ended",
+	EventReadRetried:       "read retried",
+	EventWriteRerun:        "write re-run",
+	EventWriteRefused:      "write refused",
+	EventSentinelSkipped:   "sentinel skipped",
+	EventSentinelAdded:     "sentinel added",
+	EventDiscoveryFailed:   "discovery failed",
+}
+
+func (k EventKind) String() string {
+	if s, ok := eventNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Event is something the client decided or observed.
+type Event struct {
+	Kind       EventKind
+	Time       time.Time
+	MasterName string
+	Master     string // the master (or node) concerned
+	OldMaster  string
+	Candidate  string // the replica being promoted
+	Sentinel   string
+	Replicas   []string
+	Err        error
+}
+
+func (e Event) String() string {
+	s := fmt.Sprintf("%s %s", e.Time.Format("15:04:05.000"), e.Kind)
+	if e.Master != "" {
+		s += " master=" + e.Master
+	}
+	if e.OldMaster != "" {
+		s += " old=" + e.OldMaster
+	}
+	if e.Candidate != "" {
+		s += " candidate=" + e.Candidate
+	}
+	if e.Sentinel != "" {
+		s += " sentinel=" + e.Sentinel
+	}
+	if e.Kind == EventReplicasChanged {
+		s += fmt.Sprintf(" replicas=%v", e.Replicas)
+	}
+	if e.Err != nil {
+		s += " err=" + e.Err.Error()
+	}
+	return s
+}
+
+func (c *Client) emit(ev Event) {
+	if c.opts.Observer == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	ev.MasterName = c.opts.MasterName
+	c.opts.Observer(ev)
+}
+
+// Stats are counters since the client was created, and the current
+// topology.
+type Stats struct {
+	Master    string   // the master the client routes writes to
+	Replicas  []string // healthy, ROLE-verified replicas
+	Sentinels []string // known sentinels, in asking order
+	// FailoverInProgress is true while writes are held.
+	FailoverInProgress bool
+
+	MasterChanges     uint64
+	Resolutions       uint64 // topology refreshes (periodic, event-driven, on failure)
+	DiscoveryFailures uint64 // discovery rounds in which no sentinel qualified
+	SentinelsSkipped  uint64
+	ReadsRetried      uint64
+	WritesRerun       uint64 // writes re-run because they provably did not execute
+	WritesRefused     uint64 // writes failed with a MasterChangedError
+	WritesHeld        uint64 // writes that waited for a failover to complete
+	WritesNotDurable  uint64 // durable writes WAIT did not confirm
+}
+
+type counters struct {
+	masterChanges, resolutions, discoveryFailures, sentinelsSkipped atomic.Uint64
+	readsRetried, writesRerun, writesRefused, writesHeld            atomic.Uint64
+	writesNotDurable                                                atomic.Uint64
+}
+
+// Stats returns the client's counters and current topology.
+func (c *Client) Stats() Stats {
+	snap := c.snap.Load()
+	st := Stats{
+		Sentinels:         c.sentinels.list(),
+		MasterChanges:     c.stats.masterChanges.Load(),
+		Resolutions:       c.stats.resolutions.Load(),
+		DiscoveryFailures: c.stats.discoveryFailures.Load(),
+		SentinelsSkipped:  c.stats.sentinelsSkipped.Load(),
+		ReadsRetried:      c.stats.readsRetried.Load(),
+		WritesRerun:       c.stats.writesRerun.Load(),
+		WritesRefused:     c.stats.writesRefused.Load(),
+		WritesHeld:        c.stats.writesHeld.Load(),
+		WritesNotDurable:  c.stats.writesNotDurable.Load(),
+	}
+	if snap.master != nil {
+		st.Master = snap.master.addr
+		st.Replicas = slices.Clone(snap.replicaAddrs)
+		st.FailoverInProgress = snap.fenced
+	}
+	return st
+}

@@ -1,0 +1,310 @@
+package sentinel
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/redisurl"
+)
+
+// ReadFrom says where read-only work may run.
+type ReadFrom = redisurl.ReadFrom
+
+// The read preferences.
+const (
+	// Master sends everything to the master (the default).
+	Master = redisurl.Master
+	// Replica sends read-only work to a replica, and fails with
+	// ErrNoReplica when none is healthy.
+	Replica = redisurl.Replica
+	// ReplicaPreferred sends read-only work to a replica, or to the master
+	// when none is healthy.
+	ReplicaPreferred = redisurl.ReplicaPreferred
+	// Nearest sends read-only work to the node the ReplicaSelector judges
+	// nearest; with the default selector (no latency data), it behaves as
+	// ReplicaPreferred.
+	Nearest = redisurl.Nearest
+)
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultSentinelPort     = 26379
+	DefaultDialTimeout      = 2 * time.Second
+	DefaultReadTimeout      = 3 * time.Second
+	DefaultSentinelTimeout  = 500 * time.Millisecond
+	DefaultProbeTimeout     = 1 * time.Second
+	DefaultDiscoveryTimeout = 2 * time.Second
+	DefaultRefreshInterval  = 2 * time.Second
+	DefaultFailoverHold     = 3 * time.Second
+	DefaultDurableTimeout   = 1 * time.Second
+)
+
+// Options configure a Client. Only MasterName and SentinelAddrs are
+// required; every other zero field takes the default named next to it.
+type Options struct {
+	// MasterName is the name in the sentinels' "sentinel monitor" line.
+	MasterName string
+	// SentinelAddrs are the sentinels to ask, in order. A host without a
+	// port uses 26379. The client learns further sentinels from them.
+	SentinelAddrs []string
+	// SentinelUsername and SentinelPassword authenticate to the sentinels,
+	// which have their own credentials, separate from the data nodes'.
+	SentinelUsername string
+	SentinelPassword string
+
+	// Username and Password authenticate to the master and the replicas.
+	Username string
+	Password string
+	// CredentialsProvider, when set, is called for every new data-node
+	// connection instead of Username/Password, so a rotated token is used
+	// for the new master after a failover.
+	CredentialsProvider func(ctx context.Context) (username, password string, err error)
+	// DB is the database selected on data nodes.
+	DB int
+	// ClientName is sent with CLIENT SETNAME on every data-node connection.
+	ClientName string
+	// TLSConfig enables TLS to the data nodes.
+	TLSConfig *tls.Config
+	// SentinelTLSConfig enables TLS to the sentinels. Default: TLSConfig.
+	SentinelTLSConfig *tls.Config
+
+	// ReadFrom is where read-only work runs by default (Master). A call can
+	// override it with WithReadFrom.
+	ReadFrom ReadFrom
+	// ReplicaSelector chooses the replica for each read. Default: the
+	// healthy, ROLE-verified replicas in turn.
+	ReplicaSelector ReplicaSelector
+	// Classifier decides which commands are read-only. Default:
+	// classify.New(), the table generated from Redis 7.
+	Classifier *classify.Classifier
+
+	// StrictWrites forbids re-running any write, even one that provably
+	// did not execute (it was refused with READONLY, MASTERDOWN or LOADING,
+	// or never sent). Such writes then fail with a *MasterChangedError whose
+	// MayHaveExecuted is false.
+	StrictWrites bool
+	// Durable makes every write wait for WAIT to confirm it on every
+	// healthy replica (see the package documentation for why every one),
+	// within DurableTimeout; a call can override it with WithDurable.
+	Durable bool
+	// DurableTimeout bounds the WAIT after each durable write. Default 1 s.
+	DurableTimeout time.Duration
+
+	// DialTimeout bounds connecting to a data node. Default 2 s.
+	DialTimeout time.Duration
+	// ReadTimeout and WriteTimeout bound each data-node socket read and
+	// write. Default 3 s each.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// PoolSize, MinIdleConns, MaxIdleConns and PoolTimeout size each
+	// data node's connection pool (go-redis defaults: 10 per CPU, 0, 0,
+	// ReadTimeout + 1 s).
+	PoolSize     int
+	MinIdleConns int
+	MaxIdleConns int
+	PoolTimeout  time.Duration
+
+	// SentinelTimeout bounds each question to one sentinel, so a slow
+	// sentinel is skipped rather than waited for. Default 0.5 s.
+	SentinelTimeout time.Duration
+	// ProbeTimeout bounds each ROLE check the client makes on a data node
+	// (verifying a master, a replica, a promotion). Default 1 s.
+	ProbeTimeout time.Duration
+	// DiscoveryTimeout bounds finding a verified master when no sentinel
+	// agrees at first (mid-failover), on top of the caller's context.
+	// Default 2 s.
+	DiscoveryTimeout time.Duration
+	// RefreshInterval is how often the topology is checked even without
+	// events (events can be missed). Default 2 s.
+	RefreshInterval time.Duration
+	// FailoverHold bounds how long a write waits while a failover is under
+	// way (the old master is about to be demoted) for the new master to be
+	// confirmed. After it, the write fails with ErrFailoverInProgress,
+	// unsent. Default 3 s.
+	FailoverHold time.Duration
+
+	// Observer, when set, receives every Event. It is called synchronously
+	// from the goroutine that produced the event and must return quickly.
+	Observer func(Event)
+	// Logger receives the client's records. Default: discarded.
+	Logger *slog.Logger
+	// NodeOptions, when set, may adjust the go-redis options of every
+	// data-node client after rediskit filled them in (for settings not
+	// covered here). Turning retries back on defeats the failover rules.
+	NodeOptions func(*redis.Options)
+
+	// deaf (tests only) keeps the client from subscribing to sentinel
+	// events, to reproduce a client that missed a failover.
+	deaf bool
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.MasterName == "" {
+		return o, errors.New("sentinel: Options.MasterName is required")
+	}
+	if len(o.SentinelAddrs) == 0 {
+		return o, errors.New("sentinel: Options.SentinelAddrs is required")
+	}
+	addrs := make([]string, 0, len(o.SentinelAddrs))
+	seen := map[string]bool{}
+	for _, a := range o.SentinelAddrs {
+		norm, err := normalizeSentinelAddr(a)
+		if err != nil {
+			return o, err
+		}
+		if !seen[norm] {
+			seen[norm] = true
+			addrs = append(addrs, norm)
+		}
+	}
+	o.SentinelAddrs = addrs
+	if o.ReadFrom == "" {
+		o.ReadFrom = Master
+	}
+	switch o.ReadFrom {
+	case Master, Replica, ReplicaPreferred, Nearest:
+	default:
+		return o, fmt.Errorf("sentinel: unknown ReadFrom %q (want master, replica, replicaPreferred or nearest)", o.ReadFrom)
+	}
+	if o.SentinelTLSConfig == nil {
+		o.SentinelTLSConfig = o.TLSConfig
+	}
+	if o.Classifier == nil {
+		o.Classifier = classify.New()
+	}
+	setDefault(&o.DurableTimeout, DefaultDurableTimeout)
+	setDefault(&o.DialTimeout, DefaultDialTimeout)
+	setDefault(&o.ReadTimeout, DefaultReadTimeout)
+	setDefault(&o.WriteTimeout, o.ReadTimeout)
+	setDefault(&o.SentinelTimeout, DefaultSentinelTimeout)
+	setDefault(&o.ProbeTimeout, DefaultProbeTimeout)
+	setDefault(&o.DiscoveryTimeout, DefaultDiscoveryTimeout)
+	setDefault(&o.RefreshInterval, DefaultRefreshInterval)
+	setDefault(&o.FailoverHold, DefaultFailoverHold)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}
+
+func normalizeSentinelAddr(a string) (string, error) {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		// No port: the whole string is the host (an IPv6 literal may come
+		// in brackets).
+		host, port = a, strconv.Itoa(DefaultSentinelPort)
+		if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+			host = host[1 : len(host)-1]
+		}
+	}
+	if host == "" {
+		return "", fmt.Errorf("sentinel: sentinel address %q has no host", a)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return "", fmt.Errorf("sentinel: sentinel address %q: invalid port", a)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// nodeOptions are the go-redis options of the client for one data node.
+// Retries are off: this package alone decides what is re-run.
+func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
+	opt := &redis.Options{
+		Addr:          addr,
+		Dialer:        dial,
+		Username:      o.Username,
+		Password:      o.Password,
+		DB:            o.DB,
+		ClientName:    o.ClientName,
+		TLSConfig:     o.TLSConfig,
+		MaxRetries:    -1,
+		DialerRetries: 1, // go-redis treats 0 as 5 attempts
+		// Context deadlines bound socket reads and writes too (go-redis
+		// ignores them otherwise), so a caller's deadline, and the client's
+		// own probe bounds, hold against a silent node.
+		ContextTimeoutEnabled: true,
+		DialTimeout:           o.DialTimeout,
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.WriteTimeout,
+		PoolSize:              o.PoolSize,
+		MinIdleConns:          o.MinIdleConns,
+		MaxIdleConns:          o.MaxIdleConns,
+		PoolTimeout:           o.PoolTimeout,
+		DisableIdentity:       true,
+	}
+	if o.CredentialsProvider != nil {
+		opt.Username, opt.Password = "", ""
+		opt.CredentialsProviderContext = o.CredentialsProvider
+	}
+	if o.NodeOptions != nil {
+		o.NodeOptions(opt)
+	}
+	return opt
+}
+
+// sentinelOptions are the go-redis options of the client for one sentinel.
+func (o *Options) sentinelOptions(addr string) *redis.Options {
+	return &redis.Options{
+		Addr:                  addr,
+		Username:              o.SentinelUsername,
+		Password:              o.SentinelPassword,
+		TLSConfig:             o.SentinelTLSConfig,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           o.SentinelTimeout,
+		ReadTimeout:           o.SentinelTimeout,
+		WriteTimeout:          o.SentinelTimeout,
+		PoolSize:              2,
+		DisableIdentity:       true,
+	}
+}
+
+type ctxKey int
+
+const (
+	readFromKey ctxKey = iota
+	durableKey
+)
+
+// WithReadFrom overrides the client's ReadFrom for calls made with the
+// returned context: e.g. WithReadFrom(ctx, Master) for a read that must see
+// the caller's own write.
+func WithReadFrom(ctx context.Context, rf ReadFrom) context.Context {
+	return context.WithValue(ctx, readFromKey, rf)
+}
+
+// WithDurable overrides Options.Durable for writes made with the returned
+// context.
+func WithDurable(ctx context.Context, durable bool) context.Context {
+	return context.WithValue(ctx, durableKey, durable)
+}
+
+func (c *Client) readFrom(ctx context.Context) ReadFrom {
+	if rf, ok := ctx.Value(readFromKey).(ReadFrom); ok {
+		return rf
+	}
+	return c.opts.ReadFrom
+}
+
+func (c *Client) durable(ctx context.Context) bool {
+	if d, ok := ctx.Value(durableKey).(bool); ok {
+		return d
+	}
+	return c.opts.Durable
+}

@@ -1,0 +1,98 @@
+package sentinel
+
+import (
+	"context"
+	"net"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pubsubRouter owns the client that Subscribe, PSubscribe and SSubscribe
+// use. Its dialer always connects to the current master, and when the
+// master changes it closes the connections to the old one, so go-redis's
+// PubSub reconnects (to the new master) and subscribes again. Messages
+// published during the switch can be lost, as with any reconnection.
+type pubsubRouter struct {
+	c      *Client
+	client *redis.Client
+
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
+}
+
+func newPubsubRouter(c *Client) *pubsubRouter {
+	r := &pubsubRouter{c: c, conns: map[*trackedConn]struct{}{}}
+	r.client = redis.NewClient(c.opts.nodeOptions("sentinel/"+c.opts.MasterName+"/pubsub", r.dial))
+	return r
+}
+
+func (r *pubsubRouter) dial(ctx context.Context, network, _ string) (net.Conn, error) {
+	snap, err := r.c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	addr := snap.master.addr
+	conn, err := dialer(&r.c.opts)(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: conn, router: r, addr: addr}
+	r.mu.Lock()
+	r.conns[tc] = struct{}{}
+	r.mu.Unlock()
+	return tc, nil
+}
+
+// masterChanged closes every subscription connection to another node.
+func (r *pubsubRouter) masterChanged(master string) {
+	r.mu.Lock()
+	var stale []*trackedConn
+	for tc := range r.conns {
+		if tc.addr != master {
+			stale = append(stale, tc)
+		}
+	}
+	r.mu.Unlock()
+	for _, tc := range stale {
+		_ = tc.Close()
+	}
+}
+
+func (r *pubsubRouter) addHook(h redis.Hook) { r.client.AddHook(h) }
+
+func (r *pubsubRouter) close() { _ = r.client.Close() }
+
+type trackedConn struct {
+	net.Conn
+	router *pubsubRouter
+	addr   string
+	once   sync.Once
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() {
+		t.router.mu.Lock()
+		delete(t.router.conns, t)
+		t.router.mu.Unlock()
+	})
+	return t.Conn.Close()
+}
+
+// Subscribe subscribes to channels on the current master; the subscription
+// follows failovers (see pubsubRouter).
+func (c *Client) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	return c.pubsub.client.Subscribe(ctx, channels...)
+}
+
+// PSubscribe subscribes to patterns on the current master, following
+// failovers.
+func (c *Client) PSubscribe(ctx context.Context, patterns ...string) *redis.PubSub {
+	return c.pubsub.client.PSubscribe(ctx, patterns...)
+}
+
+// SSubscribe subscribes to shard channels on the current master, following
+// failovers.
+func (c *Client) SSubscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	return c.pubsub.client.SSubscribe(ctx, channels...)
+}

@@ -1,0 +1,498 @@
+package sentinel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// snapshot is an immutable routing table: the master's client, the healthy
+// replicas' clients, and whether writes are held for a failover. Topology
+// changes build a new snapshot and swap it in atomically; the per-command
+// path only loads the current one.
+type snapshot struct {
+	gen      uint64
+	master   *node // nil until the first discovery succeeds
+	sentinel string
+	epoch    int64
+
+	replicas     []*node
+	replicaAddrs []string
+	byAddr       map[string]*node
+
+	// fenced: a failover is under way; writes wait for a newer snapshot.
+	fenced    bool
+	candidate string
+
+	// superseded is closed when a newer snapshot replaces this one.
+	superseded chan struct{}
+}
+
+func (s *snapshot) replica(addr string) *node { return s.byAddr[addr] }
+
+func (s *snapshot) masterAddr() string {
+	if s.master == nil {
+		return ""
+	}
+	return s.master.addr
+}
+
+// with returns a copy of the snapshot for the next install.
+func (s *snapshot) with() *snapshot {
+	n := *s
+	n.replicas = slices.Clone(s.replicas)
+	return &n
+}
+
+// failoverState is what the topology goroutine knows about a failover in
+// progress.
+type failoverState struct {
+	candidate string
+	sentinel  string
+	since     time.Time
+	aborted   bool
+}
+
+// topoState is owned by the topology goroutine: only run and the methods
+// it calls read or write it. Workers get copies.
+type topoState struct {
+	knownEpoch    int64
+	formerMasters map[string]int64 // masters the client left, and the epoch it left them at
+	fence         *failoverState
+
+	refreshing   bool
+	wantRefresh  bool
+	checking     bool // a promotion check is running
+	refreshRound chan struct{}
+}
+
+// The results workers post back to the topology goroutine.
+type (
+	refreshResult struct {
+		startMaster string // the master when the refresh started
+		rep         masterReport
+		err         error
+		replicas    []replicaReport
+		claims      []string
+		round       chan struct{}
+	}
+	switchResult struct {
+		addr, sentinel string
+		epoch          int64
+		err            error
+	}
+	promotionResult struct {
+		candidate string
+		isMaster  bool
+	}
+)
+
+// run is the topology goroutine. It alone changes the routing snapshot; it
+// never waits on the network itself: refreshes, +switch-master checks and
+// promotion polls run in worker goroutines that post their results back,
+// so a black-holed node cannot stall the reaction to a failover.
+func (c *Client) run() {
+	defer c.wg.Done()
+	refresh := time.NewTicker(c.opts.RefreshInterval)
+	defer refresh.Stop()
+	promotion := time.NewTicker(time.Hour)
+	promotion.Stop()
+	defer promotion.Stop()
+	soon := time.NewTimer(time.Hour)
+	soon.Stop()
+	defer soon.Stop()
+
+	st := &c.topo
+	st.wantRefresh = true // the first discovery, at once
+	for {
+		c.startRefreshIfWanted()
+		if st.fence != nil {
+			promotion.Reset(25 * time.Millisecond)
+		} else {
+			promotion.Stop()
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.kickCh:
+			st.wantRefresh = true
+		case ev := <-c.events:
+			if c.handleEvent(ev) {
+				soon.Reset(100 * time.Millisecond)
+			}
+		case <-soon.C:
+			st.wantRefresh = true
+		case <-refresh.C:
+			st.wantRefresh = true
+		case res := <-c.refreshDone:
+			st.refreshing = false
+			c.applyRefresh(res)
+			if res.round != nil {
+				close(res.round)
+			}
+		case res := <-c.switchDone:
+			c.applySwitch(res)
+		case <-promotion.C:
+			c.startPromotionCheck()
+		case res := <-c.promotionDone:
+			st.checking = false
+			if f := st.fence; f != nil && res.isMaster && res.candidate == f.candidate {
+				// The sentinel that announced the candidate named it.
+				c.promote(res.candidate, f.sentinel, st.knownEpoch)
+			}
+		}
+	}
+}
+
+// kick asks the topology goroutine for a refresh without waiting.
+func (c *Client) kick() {
+	select {
+	case c.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+// requestResolve returns a channel closed when a refresh that starts after
+// this call has been applied. Concurrent callers share one refresh.
+func (c *Client) requestResolve() <-chan struct{} {
+	c.mu.Lock()
+	if c.pendingRound == nil {
+		c.pendingRound = make(chan struct{})
+	}
+	ch := c.pendingRound
+	c.mu.Unlock()
+	c.kick()
+	return ch
+}
+
+// post hands a worker's result to the topology goroutine, unless the
+// client is closing.
+func post[T any](c *Client, ch chan T, v T) {
+	select {
+	case ch <- v:
+	case <-c.ctx.Done():
+	}
+}
+
+func (c *Client) startRefreshIfWanted() {
+	st := &c.topo
+	if !st.wantRefresh || st.refreshing {
+		return
+	}
+	st.wantRefresh, st.refreshing = false, true
+	c.mu.Lock()
+	round := c.pendingRound
+	c.pendingRound = nil
+	c.mu.Unlock()
+
+	cur := c.snap.Load()
+	stale := c.staleCheck(cur)
+	c.stats.resolutions.Add(1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		res := refreshResult{startMaster: cur.masterAddr(), round: round}
+		res.rep, res.err = c.discover(c.ctx, stale)
+		if res.err == nil {
+			var err error
+			res.replicas, res.claims, err = c.healthyReplicas(c.ctx, res.rep.sentinel)
+			if err != nil {
+				c.log.Debug("replicas unavailable", "sentinel", res.rep.sentinel, "err", err)
+			}
+			for _, added := range c.learnSentinels(c.ctx, res.rep.sentinel) {
+				c.emit(Event{Kind: EventSentinelAdded, Sentinel: added})
+				c.log.Info("sentinel learned", "sentinel", added)
+				c.startWatcher(added)
+			}
+		}
+		post(c, c.refreshDone, res)
+	}()
+}
+
+// applyRefresh installs what a refresh found, unless the topology moved on
+// while it ran.
+func (c *Client) applyRefresh(res refreshResult) {
+	st := &c.topo
+	if res.err != nil {
+		if c.ctx.Err() == nil {
+			c.emit(Event{Kind: EventDiscoveryFailed, Err: res.err})
+			c.log.Warn("discovery failed", "err", res.err)
+			c.expireFence(res.err)
+		}
+		return
+	}
+	cur := c.snap.Load()
+	if cur.masterAddr() != res.startMaster {
+		// A promotion was applied while the refresh ran: its answer may
+		// predate it. Look again.
+		st.wantRefresh = true
+		return
+	}
+	if res.rep.epoch > st.knownEpoch {
+		st.knownEpoch = res.rep.epoch
+	}
+	if st.fence != nil && res.rep.addr == cur.masterAddr() {
+		// The sentinels still name the master being fenced: the failover
+		// has not been announced yet.
+		if !st.fence.aborted && time.Since(st.fence.since) < c.opts.FailoverHold {
+			return
+		}
+		c.expireFence(errors.New("no new master confirmed"))
+		cur = c.snap.Load()
+	}
+	next := cur.with()
+	next.master = c.nodes.get(res.rep.addr)
+	next.sentinel = res.rep.sentinel
+	next.epoch = res.rep.epoch
+	next.replicas = next.replicas[:0]
+	for _, r := range res.replicas {
+		if r.addr != res.rep.addr {
+			next.replicas = append(next.replicas, c.nodes.get(r.addr))
+		}
+	}
+	if cur.masterAddr() != res.rep.addr {
+		next.fenced, next.candidate = false, ""
+		st.fence = nil
+	}
+	if changed(cur, next) {
+		c.install(next)
+	}
+	c.detectSplitBrain(res.rep.addr, res.claims)
+}
+
+// staleCheck rejects sentinel answers that are behind what the client
+// already knows: a config epoch below the highest seen, or a former master
+// named again at an epoch no newer than when the client left it (the old
+// master keeps answering ROLE master until Sentinel demotes it, so ROLE
+// alone cannot tell). It captures copies: it runs in worker goroutines.
+func (c *Client) staleCheck(cur *snapshot) func(masterReport) error {
+	known := c.topo.knownEpoch
+	former := maps.Clone(c.topo.formerMasters)
+	current := cur.masterAddr()
+	return func(rep masterReport) error {
+		if rep.epoch < 0 {
+			return nil
+		}
+		if rep.epoch < known {
+			return fmt.Errorf("stale: names %s with config epoch %d, but epoch %d is known (mid-failover)", rep.addr, rep.epoch, known)
+		}
+		if left, ok := former[rep.addr]; ok && current != rep.addr && rep.epoch <= left {
+			return fmt.Errorf("stale: names the former master %s at config epoch %d (mid-failover)", rep.addr, rep.epoch)
+		}
+		return nil
+	}
+}
+
+func changed(cur, next *snapshot) bool {
+	if cur.master != next.master || cur.fenced != next.fenced || cur.candidate != next.candidate {
+		return true
+	}
+	return !slices.Equal(cur.replicas, next.replicas)
+}
+
+// install swaps in next (built from the current snapshot) and retires the
+// clients of nodes it no longer uses.
+func (c *Client) install(next *snapshot) {
+	cur := c.snap.Load()
+	next.gen = cur.gen + 1
+	next.superseded = make(chan struct{})
+	next.byAddr = make(map[string]*node, len(next.replicas))
+	next.replicaAddrs = make([]string, len(next.replicas))
+	for i, r := range next.replicas {
+		next.byAddr[r.addr] = r
+		next.replicaAddrs[i] = r.addr
+	}
+	c.snap.Store(next)
+	close(cur.superseded)
+
+	keep := map[string]bool{next.masterAddr(): true}
+	for _, r := range next.replicas {
+		keep[r.addr] = true
+	}
+	if f := c.topo.fence; f != nil {
+		keep[f.candidate] = true
+	}
+	c.nodes.keepOnly(keep)
+
+	masterChanged := cur.masterAddr() != next.masterAddr()
+	if masterChanged {
+		if old := cur.masterAddr(); old != "" {
+			c.topo.formerMasters[old] = cur.epoch
+			c.stats.masterChanges.Add(1)
+			c.emit(Event{Kind: EventMasterChanged, Master: next.masterAddr(), OldMaster: old, Sentinel: next.sentinel})
+			c.log.Info("master changed", "master", next.masterAddr(), "old", old, "sentinel", next.sentinel)
+		} else {
+			c.log.Info("master found", "master", next.masterAddr(), "sentinel", next.sentinel)
+		}
+		c.pubsub.masterChanged(next.masterAddr())
+	}
+	replicasChanged := !slices.Equal(cur.replicaAddrs, next.replicaAddrs)
+	if masterChanged || replicasChanged {
+		c.selector.UpdateTopology(Topology{Master: next.masterAddr(), Replicas: slices.Clone(next.replicaAddrs)})
+	}
+	if replicasChanged {
+		c.emit(Event{Kind: EventReplicasChanged, Master: next.masterAddr(), Replicas: next.replicaAddrs})
+		c.log.Info("replicas changed", "replicas", next.replicaAddrs)
+	}
+	if cur.fenced && !next.fenced {
+		c.emit(Event{Kind: EventFailoverHoldEnded, Master: next.masterAddr()})
+	}
+}
+
+// detectSplitBrain holds writes when a node Sentinel lists as a replica
+// answers ROLE master while the master does too: a promotion the sentinels
+// have not announced yet. The old master is about to be demoted, and what
+// it acknowledges now would be discarded. A former master awaiting its
+// demotion is the expected other case and is ignored.
+func (c *Client) detectSplitBrain(master string, claims []string) {
+	if c.topo.fence != nil {
+		return
+	}
+	for _, addr := range claims {
+		if _, former := c.topo.formerMasters[addr]; former || addr == master {
+			continue
+		}
+		c.log.Warn("split brain: a replica answers ROLE master", "replica", addr, "master", master)
+		c.startFence(addr, "")
+		return
+	}
+}
+
+// handleEvent reacts to a sentinel event. It reports whether a refresh
+// should follow shortly.
+func (c *Client) handleEvent(ev sentinelEvent) bool {
+	cur := c.snap.Load()
+	st := &c.topo
+	switch ev.kind {
+	case "+selected-slave", "+failover-state-send-slaveof-noone", "+promoted-slave":
+		// The leader of a failover has picked the replica it promotes: from
+		// now on, writes acknowledged by the old master may be discarded.
+		if cur.master != nil && ev.instance != cur.masterAddr() && (st.fence == nil || st.fence.candidate != ev.instance) {
+			c.startFence(ev.instance, ev.sentinel)
+		}
+		return false
+	case "+switch-master":
+		if ev.instance != cur.masterAddr() {
+			c.startSwitchCheck(ev.instance, ev.sentinel)
+		}
+		return true
+	case "-failover-abort-not-elected", "-failover-abort-no-good-slave", "-failover-abort-slave-timeout",
+		"+failover-end-for-timeout":
+		if st.fence != nil {
+			st.fence.aborted = true
+		}
+		return true
+	case "+sdown", "-sdown", "+odown", "-odown", "+slave", "+convert-to-slave", "+role-change",
+		"-role-change", "+slave-reconf-done", "+reboot", "+failover-end", "+sentinel":
+		return true
+	}
+	return false
+}
+
+// startFence holds writes: the old master is about to lose them.
+func (c *Client) startFence(candidate, sentinel string) {
+	c.topo.fence = &failoverState{candidate: candidate, sentinel: sentinel, since: time.Now()}
+	next := c.snap.Load().with()
+	next.fenced, next.candidate = true, candidate
+	c.install(next)
+	c.emit(Event{Kind: EventFailoverStarted, Candidate: candidate, Sentinel: sentinel, Master: next.masterAddr()})
+	c.log.Info("failover started; holding writes", "candidate", candidate, "sentinel", sentinel)
+}
+
+// expireFence ends a hold that outlived FailoverHold (or whose failover
+// was aborted): writes go to the master the client has.
+func (c *Client) expireFence(reason error) {
+	f := c.topo.fence
+	if f == nil || (!f.aborted && time.Since(f.since) < c.opts.FailoverHold) {
+		return
+	}
+	c.topo.fence = nil
+	next := c.snap.Load().with()
+	next.fenced, next.candidate = false, ""
+	c.install(next)
+	c.log.Warn("failover hold ended without a new master", "reason", reason)
+}
+
+// startPromotionCheck polls the candidate of a failover in progress; once
+// its ROLE says master, routing switches to it. Sentinels announce
+// +switch-master about a second later (the leader later still).
+func (c *Client) startPromotionCheck() {
+	st := &c.topo
+	f := st.fence
+	if f == nil || st.checking {
+		return
+	}
+	if f.aborted || time.Since(f.since) >= c.opts.FailoverHold {
+		st.wantRefresh = true
+		c.expireFence(errors.New("the promoted replica did not become master in time"))
+		return
+	}
+	st.checking = true
+	n := c.nodes.get(f.candidate)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, 250*time.Millisecond)
+		role, err := n.role(ctx)
+		cancel()
+		post(c, c.promotionDone, promotionResult{candidate: n.addr, isMaster: err == nil && role.Role == "master"})
+	}()
+}
+
+// startSwitchCheck follows a +switch-master from sentinel: a worker checks
+// that sentinel's config epoch and the new master's ROLE.
+func (c *Client) startSwitchCheck(addr, sentinel string) {
+	stale := c.staleCheck(c.snap.Load())
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		res := switchResult{addr: addr, sentinel: sentinel}
+		rep, err := c.askSentinel(c.ctx, sentinel)
+		switch {
+		case err != nil:
+			res.err = err
+		case rep.addr != addr:
+			res.err = fmt.Errorf("sentinel %s now names %s", sentinel, rep.addr)
+		default:
+			res.epoch = rep.epoch
+			if res.err = stale(rep); res.err == nil {
+				res.err = c.verifyMaster(c.ctx, addr)
+			}
+		}
+		post(c, c.switchDone, res)
+	}()
+}
+
+func (c *Client) applySwitch(res switchResult) {
+	if res.err != nil {
+		c.log.Debug("+switch-master not followed", "addr", res.addr, "sentinel", res.sentinel, "err", res.err)
+		c.topo.wantRefresh = true
+		return
+	}
+	if c.snap.Load().masterAddr() == res.addr {
+		if res.epoch > c.topo.knownEpoch {
+			c.topo.knownEpoch = res.epoch
+		}
+		return
+	}
+	c.promote(res.addr, res.sentinel, res.epoch)
+}
+
+// promote installs addr as the master and ends any hold.
+func (c *Client) promote(addr, sentinel string, epoch int64) {
+	st := &c.topo
+	if epoch > st.knownEpoch {
+		st.knownEpoch = epoch
+	}
+	st.fence = nil
+	next := c.snap.Load().with()
+	next.master = c.nodes.get(addr)
+	next.sentinel = sentinel
+	next.epoch = epoch
+	next.fenced, next.candidate = false, ""
+	next.replicas = slices.DeleteFunc(next.replicas, func(n *node) bool { return n.addr == addr })
+	c.install(next)
+}

@@ -1,0 +1,202 @@
+package sentinel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/classify"
+)
+
+func TestParseEvent(t *testing.T) {
+	tests := []struct {
+		channel, payload string
+		ours             bool
+		instance, old    string
+	}{
+		{"+switch-master", "mymaster 127.0.0.1 6390 127.0.0.1 6391", true, "127.0.0.1:6391", "127.0.0.1:6390"},
+		{"+switch-master", "other 127.0.0.1 6390 127.0.0.1 6391", false, "", ""},
+		{"+switch-master", "mymaster 127.0.0.1", false, "", ""},
+		{"+selected-slave", "slave 127.0.0.1:6391 127.0.0.1 6391 @ mymaster 127.0.0.1 6390", true, "127.0.0.1:6391", ""},
+		{"+sdown", "master mymaster 127.0.0.1 6390", true, "127.0.0.1:6390", ""},
+		{"+sdown", "master other 127.0.0.1 6390", false, "", ""},
+		{"+sdown", "sentinel 8f3e 127.0.0.1 26379 @ mymaster 127.0.0.1 6390", true, "127.0.0.1:26379", ""},
+		{"+slave", "slave ::1:6392 ::1 6392 @ mymaster ::1 6390", true, "[::1]:6392", ""},
+		{"+odown", "", false, "", ""},
+	}
+	for _, tt := range tests {
+		ev, ours := parseEvent("s", tt.channel, tt.payload, "mymaster")
+		if ours != tt.ours {
+			t.Errorf("parseEvent(%q, %q) ours = %v, want %v", tt.channel, tt.payload, ours, tt.ours)
+			continue
+		}
+		if ours && (ev.instance != tt.instance || ev.oldMaster != tt.old) {
+			t.Errorf("parseEvent(%q, %q) = %+v, want instance %s old %s", tt.channel, tt.payload, ev, tt.instance, tt.old)
+		}
+	}
+}
+
+func TestNormalizeSentinelAddr(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{"10.0.0.1", "10.0.0.1:26379", ""},
+		{"10.0.0.1:26380", "10.0.0.1:26380", ""},
+		{"[::1]:26380", "[::1]:26380", ""},
+		{"[::1]", "[::1]:26379", ""},
+		{"host.example", "host.example:26379", ""},
+		{"10.0.0.1:abc", "", "invalid port"},
+		{"10.0.0.1:0", "", "invalid port"},
+		{":26379", "", "no host"},
+	}
+	for _, tt := range tests {
+		got, err := normalizeSentinelAddr(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("normalizeSentinelAddr(%q) = %q, %v; want error %q", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("normalizeSentinelAddr(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	tests := []struct {
+		opts Options
+		want string
+	}{
+		{Options{SentinelAddrs: []string{"a:1"}}, "MasterName"},
+		{Options{MasterName: "m"}, "SentinelAddrs"},
+		{Options{MasterName: "m", SentinelAddrs: []string{"a:1"}, ReadFrom: "closest"}, "unknown ReadFrom"},
+		{Options{MasterName: "m", SentinelAddrs: []string{"a:1"}, Durable: true, DurableTimeout: DefaultReadTimeout}, "DurableTimeout"},
+	}
+	for _, tt := range tests {
+		c, err := NewClient(tt.opts)
+		if err == nil {
+			_ = c.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("NewClient(%+v) = %v, want an error about %s", tt.opts, err, tt.want)
+		}
+	}
+	// Defaults and deduplication.
+	o, err := Options{MasterName: "m", SentinelAddrs: []string{"a", "a:26379", "b:1"}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(o.SentinelAddrs) != "[a:26379 b:1]" || o.ReadFrom != Master || o.FailoverHold != DefaultFailoverHold {
+		t.Fatalf("defaults: %+v", o)
+	}
+}
+
+func TestMasterChangedErrorMessage(t *testing.T) {
+	cause := errors.New("EOF")
+	e := &MasterChangedError{MasterName: "mymaster", Sentinel: "127.0.0.1:26379", NewMaster: "127.0.0.1:6391",
+		OldMaster: "127.0.0.1:6390", MayHaveExecuted: true, Cause: cause}
+	want := `master changed, re-run — sentinel 127.0.0.1:26379 now names 127.0.0.1:6391 as the master of "mymaster" (was 127.0.0.1:6390); the command writes, so it was not retried (it may have executed: check before re-running); cause: EOF`
+	if e.Error() != want {
+		t.Fatalf("got  %s\nwant %s", e.Error(), want)
+	}
+	var wrapped error = fmt.Errorf("call: %w", e)
+	var mce *MasterChangedError
+	if !errors.As(wrapped, &mce) || !errors.Is(wrapped, ErrMasterChanged) || !errors.Is(wrapped, cause) {
+		t.Fatal("MasterChangedError does not work with errors.As / errors.Is")
+	}
+	e.MayHaveExecuted = false
+	if !strings.Contains(e.Error(), "did not execute") {
+		t.Fatalf("strict message: %s", e.Error())
+	}
+}
+
+func TestNotExecutedClassification(t *testing.T) {
+	ro := redis.NewStatusCmd(context.Background(), "readonly")
+	tests := []struct {
+		err         error
+		notExecuted bool
+		signal      bool
+	}{
+		{&dialError{addr: "a", err: syscall.ECONNREFUSED}, true, true},
+		{redis.ErrClosed, true, true},
+		{redis.ErrPoolTimeout, true, true},
+		{redisErr("READONLY You can't write against a read only replica."), true, true},
+		{redisErr("MASTERDOWN Link with MASTER is down"), true, true},
+		{redisErr("LOADING Redis is loading the dataset in memory"), true, true},
+		{redisErr("EXECABORT Transaction discarded because of previous errors."), true, true},
+		{io.EOF, false, true},
+		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, false, true},
+		{timeoutErr{}, false, true},
+		{redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), false, false},
+		{redis.Nil, false, false},
+		{context.Canceled, false, false},
+	}
+	for _, tt := range tests {
+		if got := notExecutedErr(tt.err); got != tt.notExecuted {
+			t.Errorf("notExecutedErr(%v) = %v, want %v", tt.err, got, tt.notExecuted)
+		}
+		c := &Client{classifier: classify.New()}
+		if got := c.failureSignal(ro, nil, tt.err); got != tt.signal {
+			t.Errorf("failureSignal(%v) = %v, want %v", tt.err, got, tt.signal)
+		}
+	}
+}
+
+func TestPipelineProvablyNotExecuted(t *testing.T) {
+	c := &Client{classifier: classify.New()}
+	ctx := context.Background()
+	readonly := redisErr("READONLY You can't write against a read only replica.")
+	mk := func(name string, err error) redis.Cmder {
+		cmd := redis.NewCmd(ctx, name, "k")
+		cmd.SetErr(err)
+		return cmd
+	}
+	tests := []struct {
+		name string
+		cmds []redis.Cmder
+		want bool
+	}{
+		{"all writes refused", []redis.Cmder{mk("set", readonly), mk("incr", readonly)}, true},
+		{"reads ran, writes refused", []redis.Cmder{mk("get", nil), mk("set", readonly)}, true},
+		{"a write ran", []redis.Cmder{mk("set", nil), mk("incr", readonly)}, false},
+		{"a write lost its reply", []redis.Cmder{mk("set", io.EOF)}, false},
+		{"transaction aborted", []redis.Cmder{mk("multi", nil), mk("set", readonly), mk("exec", redisErr("EXECABORT Transaction discarded"))}, true},
+		{"transaction lost after EXEC", []redis.Cmder{mk("multi", nil), mk("set", nil), mk("exec", io.EOF)}, false},
+	}
+	for _, tt := range tests {
+		if got := c.provablyNotExecuted(nil, tt.cmds, tt.cmds[len(tt.cmds)-1].Err()); got != tt.want {
+			t.Errorf("%s: provablyNotExecuted = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+type redisErr string
+
+func (e redisErr) Error() string { return string(e) }
+func (e redisErr) RedisError()   {}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func TestStringHasNoSecrets(t *testing.T) {
+	c, err := NewClient(Options{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"},
+		Password: "data-secret", SentinelPassword: "sentinel-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, s := range []string{c.String(), fmt.Sprintf("%v", c.Stats())} {
+		if strings.Contains(s, "secret") {
+			t.Fatalf("secret in %q", s)
+		}
+	}
+}
