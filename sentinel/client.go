@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/redisurl"
+	"github.com/rediskit/rediskit/replica"
 )
 
 // front is the go-redis client whose command methods Client exposes. It
@@ -50,6 +52,7 @@ type Client struct {
 	topo          topoState // owned by the topology goroutine
 	events        chan sentinelEvent
 	kickCh        chan struct{}
+	evictCh       chan string
 	refreshDone   chan refreshResult
 	switchDone    chan switchResult
 	promotionDone chan promotionResult
@@ -85,6 +88,7 @@ func NewClient(opts Options) (*Client, error) {
 		log:           opts.Logger.With("master_name", opts.MasterName),
 		events:        make(chan sentinelEvent, 256),
 		kickCh:        make(chan struct{}, 1),
+		evictCh:       make(chan string, 16),
 		refreshDone:   make(chan refreshResult),
 		switchDone:    make(chan switchResult),
 		promotionDone: make(chan promotionResult),
@@ -100,15 +104,32 @@ func NewClient(opts Options) (*Client, error) {
 	c.snap.Store(&snapshot{superseded: make(chan struct{}), epoch: -1})
 
 	c.front = redis.NewClient(&redis.Options{
-		Addr:            "sentinel/" + opts.MasterName,
-		MaxRetries:      -1,
-		DialerRetries:   1,
-		DisableIdentity: true,
+		Addr:          "sentinel/" + opts.MasterName,
+		MaxRetries:    -1,
+		DialerRetries: 1,
+		// The front never dials, but its options are what Options()
+		// reports: they describe the data-node clients' behaviour.
+		ContextTimeoutEnabled: true,
+		ReadTimeout:           opts.ReadTimeout,
+		WriteTimeout:          opts.WriteTimeout,
+		DialTimeout:           opts.DialTimeout,
+		DisableIdentity:       true,
 		Dialer: func(context.Context, string, string) (net.Conn, error) {
 			return nil, errors.New("sentinel: the routing client never dials")
 		},
 	})
 	c.front.AddHook(routingHook{c})
+	if b, ok := c.selector.(BindableSelector); ok {
+		b.Bind(replica.Env{
+			MasterName: opts.MasterName,
+			Sentinels:  slices.Clone(c.opts.SentinelAddrs),
+			NodeOptions: func(addr string) *redis.Options {
+				return c.opts.nodeOptions(addr, dialer(&c.opts))
+			},
+			Evict:  c.evict,
+			Logger: c.log,
+		})
+	}
 
 	for _, addr := range c.sentinels.list() {
 		c.startWatcher(addr)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/replica"
 )
 
 var _ redis.UniversalClient = (*Client)(nil)
@@ -471,4 +472,64 @@ func TestNewClientFromURL(t *testing.T) {
 	if _, err := NewClientFromURL("redis+sentinel://127.0.0.1:26379/mymaster?readFrom=closest", nil); err == nil {
 		t.Fatal("an invalid readFrom was accepted")
 	}
+}
+
+// recordingSelector is a ReplicaSelector that keeps the Env it is bound to.
+type recordingSelector struct {
+	ReplicaSelector
+	env replica.Env
+}
+
+func (r *recordingSelector) Bind(env replica.Env) { r.env = env }
+
+// Evict moves reads off pooled connections: the replica sees the client's
+// old connection closed and a new one opened.
+func TestBindAndEvict(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	sel := &recordingSelector{ReplicaSelector: NewRoundRobinSelector()}
+	c, _ := newTestClient(t, l, func(o *Options) {
+		o.ReadFrom, o.ReplicaSelector, o.ClientName = Replica, sel, "evict-test"
+	})
+	if sel.env.MasterName != l.MasterName() || sel.env.NodeOptions == nil || sel.env.Evict == nil {
+		t.Fatalf("Bind got %+v", sel.env)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	replicaNode := l.Node(1)
+	ids := func() []string {
+		list, err := replicaNode.Do(ctx, "CLIENT", "LIST").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for line := range strings.SplitSeq(list, "\n") {
+			if strings.Contains(line, "name=evict-test") {
+				out = append(out, strings.Fields(line)[0])
+			}
+		}
+		return out
+	}
+	if err := c.Get(ctx, "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := ids()
+	if len(before) != 1 {
+		t.Fatalf("connections to the replica before eviction: %v", before)
+	}
+	// A probe connection built from NodeOptions reaches the node too.
+	probe := redis.NewClient(sel.env.NodeOptions(replicaNode.Addr()))
+	if err := probe.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = probe.Close()
+
+	sel.env.Evict(replicaNode.Addr())
+	waitFor(t, 5*time.Second, "the old connection to close", func() bool {
+		_ = c.Get(ctx, "k").Err()
+		after := ids()
+		return len(after) == 1 && after[0] != before[0]
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/redisurl"
@@ -246,6 +247,9 @@ func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, networ
 		MaxIdleConns:          o.MaxIdleConns,
 		PoolTimeout:           o.PoolTimeout,
 		DisableIdentity:       true,
+		// Maintenance notifications are a Redis Enterprise feature; "auto"
+		// costs a command on every new connection.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	}
 	if o.CredentialsProvider != nil {
 		opt.Username, opt.Password = "", ""

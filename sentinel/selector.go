@@ -2,14 +2,21 @@ package sentinel
 
 import (
 	"sync/atomic"
+
+	"github.com/rediskit/rediskit/replica"
 )
 
 // Topology is what a ReplicaSelector is told: the master and the replicas
 // Sentinel reports healthy and ROLE confirms (a replica with a connected
 // link).
-type Topology struct {
-	Master   string
-	Replicas []string
+type Topology = replica.Topology
+
+// BindableSelector is implemented by selectors that need more than the
+// topology (dedicated probe connections, pool eviction): NewClient calls
+// Bind once, before the first UpdateTopology.
+type BindableSelector interface {
+	ReplicaSelector
+	Bind(replica.Env)
 }
 
 // ReplicaSelector chooses the replica for each read that may go to one. The

@@ -135,6 +135,8 @@ func (c *Client) run() {
 			}
 		case res := <-c.switchDone:
 			c.applySwitch(res)
+		case addr := <-c.evictCh:
+			c.applyEvict(addr)
 		case <-promotion.C:
 			c.startPromotionCheck()
 		case res := <-c.promotionDone:
@@ -479,6 +481,32 @@ func (c *Client) applySwitch(res switchResult) {
 		return
 	}
 	c.promote(res.addr, res.sentinel, res.epoch)
+}
+
+// evict asks the topology goroutine to give a replica a fresh client (see
+// replica.Env.Evict). It never blocks: an eviction that does not fit is
+// dropped, the next one will do.
+func (c *Client) evict(addr string) {
+	select {
+	case c.evictCh <- addr:
+	default:
+	}
+}
+
+// applyEvict swaps a replica's client for a fresh one: the old client
+// takes no new reads and closes its pool once its calls return, so idle
+// connections close now and busy ones when released.
+func (c *Client) applyEvict(addr string) {
+	cur := c.snap.Load()
+	i := slices.IndexFunc(cur.replicas, func(n *node) bool { return n.addr == addr })
+	if i < 0 {
+		return
+	}
+	c.nodes.replace(addr)
+	next := cur.with()
+	next.replicas[i] = c.nodes.get(addr)
+	c.install(next)
+	c.log.Debug("replica connections evicted", "replica", addr)
 }
 
 // promote installs addr as the master and ends any hold.
