@@ -113,14 +113,14 @@ type Result[V any] struct {
 	RedisFailed bool
 }
 
-// CacheStats are a Cache's counters since it was made. Every lookup is
-// counted once as a hit, a miss or a Redis failure; a lookup that
-// was not a hit is then served by its own load (Loads), by another's
-// (Shared), or refused (Refusals).
+// CacheStats are a Cache's counters since it was made. A lookup's read
+// counts as a hit, a miss or a Redis failure; a lookup that was not a hit
+// is then served by its own load, by another's (Shared), or refused
+// (Refusals). A failed write-back counts as a Redis failure too.
 type CacheStats struct {
 	Hits          uint64 // served from Redis
-	Misses        uint64 // Redis answered without the value
-	RedisFailures uint64 // a read or a write-back failed
+	Misses        uint64 // Redis answered without the value (or with one that does not decode)
+	RedisFailures uint64 // reads and write-backs that failed
 	Loads         uint64 // loader calls made
 	Shared        uint64 // lookups served by another lookup's load
 	Fallbacks     uint64 // lookups served by the loader because Redis failed
@@ -143,6 +143,8 @@ type Cache[V any] struct {
 	slots       chan struct{}
 	slotWait    time.Duration
 	loadTimeout time.Duration
+	opGet       string
+	opSet       string
 	flight      flight[V]
 
 	hits, misses, redisFailures, loads, shared, fallbacks, refusals atomic.Uint64
@@ -192,6 +194,8 @@ func NewCache[V any](g *Guard, cfg CacheConfig[V]) (*Cache[V], error) {
 		slots:       make(chan struct{}, cfg.LoadSlots),
 		slotWait:    cfg.SlotWait,
 		loadTimeout: cfg.LoadTimeout,
+		opGet:       cfg.Name + " get",
+		opSet:       cfg.Name + " set",
 	}, nil
 }
 
@@ -215,7 +219,7 @@ func (c *Cache[V]) Lookup(ctx context.Context, id string) (Result[V], error) {
 	}
 	key := c.Key(id)
 	var raw string
-	err := c.g.Call(ctx, c.name+" get", func(ctx context.Context, r redis.Cmdable) error {
+	err := c.g.Call(ctx, c.opGet, func(ctx context.Context, r redis.Cmdable) error {
 		var err error
 		raw, err = r.Get(ctx, key).Result()
 		return err
@@ -350,7 +354,7 @@ func (c *Cache[V]) writeBack(ctx context.Context, key string, v V) {
 	if c.jitter > 0 {
 		ttl += rand.N(c.jitter)
 	}
-	err = c.g.Call(ctx, c.name+" set", func(ctx context.Context, r redis.Cmdable) error {
+	err = c.g.Call(ctx, c.opSet, func(ctx context.Context, r redis.Cmdable) error {
 		return r.Set(ctx, key, s, ttl).Err()
 	})
 	if err != nil && ctx.Err() == nil {

@@ -48,7 +48,7 @@ func TestCacheConcurrentMissesShareOneLoad(t *testing.T) {
 		})
 	}
 	// Every lookup has missed and joined the load before it is released.
-	waitUntil(t, ctx, func() bool { return c.flight.waiting(c.Key("sku-7")) == n-1 })
+	WaitFor(t, ctx, func() bool { return c.flight.waiting(c.Key("sku-7")) == n-1 })
 	close(release)
 	wg.Wait()
 	close(results)
@@ -70,16 +70,5 @@ func TestCacheConcurrentMissesShareOneLoad(t *testing.T) {
 	raw, err := l.Node(0).Do(ctx, "GET", c.Key("sku-7")).Text()
 	if err != nil || raw != `{"SKU":"sku-7","Price":1250}` {
 		t.Fatalf("stored %q, %v", raw, err)
-	}
-}
-
-func waitUntil(t *testing.T, ctx context.Context, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("condition not reached before the test's deadline")
-		case <-time.After(2 * time.Millisecond):
-		}
 	}
 }

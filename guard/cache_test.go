@@ -386,15 +386,3 @@ func TestCacheConfigErrors(t *testing.T) {
 		}
 	}
 }
-
-// waitFor polls cond until it holds or ctx ends.
-func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("condition not reached before the test's deadline")
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}

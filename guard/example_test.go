@@ -34,17 +34,12 @@ func ExampleOpen() {
 // redis.Nil, a failure a *RedisError.
 func ExampleGuard_Call() {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Standalone())
+	l, g, err := startRedis(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer l.Close()
-	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	defer g.Close()
 
 	var v string
@@ -70,17 +65,12 @@ func ExampleGuard_Call() {
 // served by Redis.
 func ExampleCache() {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Standalone())
+	l, g, err := startRedis(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer l.Close()
-	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	defer g.Close()
 
 	prices, err := guard.NewCache(g, guard.CacheConfig[int]{
@@ -109,17 +99,12 @@ func ExampleCache() {
 // Retry-After.
 func ExampleLimiter() {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Standalone())
+	l, g, err := startRedis(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer l.Close()
-	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	defer g.Close()
 
 	logins, err := guard.NewLimiter(g, guard.LimiterConfig{Name: "login", Limit: 5, Window: time.Minute})
@@ -144,17 +129,12 @@ func ExampleLimiter() {
 // 409.
 func ExampleGate() {
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Standalone())
+	l, g, err := startRedis(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer l.Close()
-	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	defer g.Close()
 
 	payments, err := guard.NewGate(g, guard.GateConfig{Name: "payment", TTL: 30 * time.Second})
@@ -223,4 +203,19 @@ func ExampleStatusCode() {
 	// 503 ""
 	// 503 ""
 	// 500 ""
+}
+
+// startRedis starts a standalone lab Redis and opens a Guard on it with
+// the default settings and the key prefix "shop".
+func startRedis(ctx context.Context) (*lab.Lab, *guard.Guard, error) {
+	l, err := lab.Start(ctx, lab.Standalone())
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
+	if err != nil {
+		_ = l.Close()
+		return nil, nil, err
+	}
+	return l, g, nil
 }

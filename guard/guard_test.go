@@ -3,7 +3,6 @@ package guard_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -133,21 +132,13 @@ func TestCallClassifiesFailures(t *testing.T) {
 	l := lab.New(t, lab.Config{Password: "right"})
 	n := l.Node(0)
 
-	// Nothing listens on a port we just closed.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	_ = ln.Close()
-
 	good := relaxed(n)
 	wrong := relaxed(n)
 	wrong.Password = "not-the-password-7f3"
 	none := relaxed(n)
 	none.Password = ""
 	deadS := relaxed(n)
-	deadS.Addr = dead
+	deadS.Addr = deadAddr(t)
 
 	for _, tc := range []struct {
 		name string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,12 +17,7 @@ import (
 
 func check(t *testing.T, ctx context.Context, s guard.Settings, write bool) guard.Report {
 	t.Helper()
-	g := open(t, s)
-	c, err := guard.NewChecker(g, guard.HealthConfig{WriteProbe: write})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := c.Check(ctx)
+	r, err := newChecker(t, open(t, s), write).Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +112,7 @@ func TestHealthPausedTimesOutWithinTheBound(t *testing.T) {
 	s := settings(n)
 	s.ReadTimeout = time.Second // the call limit, not the socket timeout, must end it
 	g := open(t, s)
-	c, err := guard.NewChecker(g, guard.HealthConfig{WriteProbe: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newChecker(t, g, true)
 	if r, _ := c.Check(ctx); r.State != guard.StateWritable {
 		t.Fatalf("before the pause: %v", r)
 	}
@@ -144,13 +135,7 @@ func TestHealthPausedTimesOutWithinTheBound(t *testing.T) {
 
 func TestHealthUnreachable(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	r := check(t, ctx, guard.Settings{Addr: addr, KeyPrefix: "test"}, true)
+	r := check(t, ctx, guard.Settings{Addr: deadAddr(t), KeyPrefix: "test"}, true)
 	if r.State != guard.StateUnreachable || r.PingOK {
 		t.Fatalf("report %+v, want unreachable", r)
 	}
@@ -158,14 +143,8 @@ func TestHealthUnreachable(t *testing.T) {
 
 func TestHealthCheckCallerCancellation(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
-	l := lab.New(t, lab.Standalone())
-	n := l.Node(0)
-	resumeOnCleanup(t, n)
-	g := open(t, settings(n))
-	c, err := guard.NewChecker(g, guard.HealthConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, g := pausable(t)
+	c := newChecker(t, g, false)
 	if err := n.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +157,8 @@ func TestHealthCheckCallerCancellation(t *testing.T) {
 
 func TestMonitorKeepsTheLastReport(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
-	l := lab.New(t, lab.Standalone())
-	n := l.Node(0)
-	resumeOnCleanup(t, n)
-	g := open(t, settings(n))
-	c, err := guard.NewChecker(g, guard.HealthConfig{WriteProbe: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, g := pausable(t)
+	c := newChecker(t, g, true)
 	var reports atomic.Int64
 	m, err := guard.NewMonitor(c, guard.MonitorConfig{Interval: 20 * time.Millisecond,
 		OnReport: func(guard.Report) { reports.Add(1) }})
@@ -236,10 +209,7 @@ func TestMonitorBeforeFirstCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	c, err := guard.NewChecker(g, guard.HealthConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newChecker(t, g, false)
 	m, err := guard.NewMonitor(c, guard.MonitorConfig{Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

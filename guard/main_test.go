@@ -2,6 +2,7 @@ package guard_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -13,6 +14,12 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// waitFor polls cond until it holds (see guard.WaitFor).
+func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
+	t.Helper()
+	guard.WaitFor(t, ctx, cond)
 }
 
 // testContext is a context for one test, cancelled when it ends.
@@ -59,4 +66,35 @@ func resumeOnCleanup(t *testing.T, n *lab.Node) {
 			_ = n.Resume()
 		}
 	})
+}
+
+// deadAddr is an address nothing listens on: a port just closed.
+func deadAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// newChecker returns a checker on g, with or without the write probe.
+func newChecker(t *testing.T, g *guard.Guard, write bool) *guard.Checker {
+	t.Helper()
+	c, err := guard.NewChecker(g, guard.HealthConfig{WriteProbe: write})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// pausable is a standalone lab node, resumed when the test ends, with a
+// guard of the default (timed) settings on it.
+func pausable(t *testing.T) (*lab.Node, *guard.Guard) {
+	t.Helper()
+	n := lab.New(t, lab.Standalone()).Node(0)
+	resumeOnCleanup(t, n)
+	return n, open(t, settings(n))
 }

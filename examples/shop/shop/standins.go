@@ -51,14 +51,8 @@ func (p *PriceStore) Price(ctx context.Context, sku string) (int64, error) {
 			return 0, ctx.Err()
 		}
 	}
-	if p.delay > 0 {
-		t := time.NewTimer(p.delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
+	if err := sleep(ctx, p.delay); err != nil {
+		return 0, err
 	}
 	if !ok {
 		return 0, fmt.Errorf("%w %q", ErrUnknownProduct, sku)
@@ -131,14 +125,8 @@ func NewProvider(delay time.Duration) *Provider {
 // Charge charges amountMinor under idempotencyKey.
 func (p *Provider) Charge(ctx context.Context, idempotencyKey string, amountMinor int64) (Payment, error) {
 	p.calls.Add(1)
-	if p.delay > 0 {
-		t := time.NewTimer(p.delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return Payment{}, ctx.Err()
-		}
+	if err := sleep(ctx, p.delay); err != nil {
+		return Payment{}, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -160,3 +148,18 @@ func (p *Provider) Calls() int64 { return p.calls.Load() }
 
 // Charges is the number of payments actually made.
 func (p *Provider) Charges() int64 { return p.charges.Load() }
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
