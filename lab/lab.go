@@ -245,8 +245,20 @@ func parallel[T any](items []T, f func(T) error) error {
 	return errors.Join(errs...)
 }
 
+// waitReplicasSynced waits until every replica has loaded the master's
+// data and the replication stream demonstrably flows to it. After a
+// diskless sync, Redis holds a replica's command stream back until the
+// replica's first acknowledgement (sent once a second), so a replica can
+// report its link "connected" and still receive nothing, and not count for
+// WAIT, for up to a second. The lab publishes on a channel of its own
+// (pub/sub messages are replicated; the keyspace is untouched) and waits
+// until every replica has acknowledged that offset.
 func (l *Lab) waitReplicasSynced(ctx context.Context) error {
-	return poll(ctx, "replicas to sync", func() error {
+	if len(l.nodes) == 1 {
+		return nil
+	}
+	master := l.nodes[0]
+	err := poll(ctx, "replicas to sync", func() error {
 		for _, n := range l.nodes[1:] {
 			r, err := n.Role(ctx)
 			if err != nil {
@@ -255,6 +267,28 @@ func (l *Lab) waitReplicasSynced(ctx context.Context) error {
 			if r.Role != "slave" || r.LinkState != "connected" {
 				return fmt.Errorf("%s: role %s, link %s", n.name, r.Role, r.LinkState)
 			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// WAIT on the connection that published asks the replicas for an
+	// acknowledgement at once (REPLCONF GETACK) instead of at their next
+	// once-a-second report.
+	conn := master.adminClient().Conn()
+	defer conn.Close()
+	if err := conn.Do(ctx, "PUBLISH", "__rediskit_lab__", "sync").Err(); err != nil {
+		return fmt.Errorf("lab: %s: %w", master.name, err)
+	}
+	want := len(l.nodes) - 1
+	return poll(ctx, "replicas to acknowledge the master's offset", func() error {
+		n, err := conn.Do(ctx, "WAIT", want, 100).Int()
+		if err != nil {
+			return err
+		}
+		if n < want {
+			return fmt.Errorf("%d of %d replicas acknowledged", n, want)
 		}
 		return nil
 	})

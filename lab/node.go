@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
 // Node is a data node: a redis-server that starts as the master or as a
@@ -119,80 +120,14 @@ func (n *Node) Restart(ctx context.Context) error {
 }
 
 // Role is a parsed ROLE reply.
-type Role struct {
-	// Role is "master", "slave" or "sentinel".
-	Role string
-	// Offset is the replication offset: the master's own, or the offset a
-	// replica has processed.
-	Offset int64
-	// Replicas lists, on a master, each connected replica's announced
-	// address and acknowledged offset.
-	Replicas []ReplicaOffset
-	// MasterAddr is, on a replica, the address of its master.
-	MasterAddr string
-	// LinkState is, on a replica, the state of the link to the master:
-	// "connect", "connecting", "sync" or "connected".
-	LinkState string
-}
+type Role = redisinfo.Role
 
 // ReplicaOffset is one replica in a master's ROLE reply.
-type ReplicaOffset struct {
-	Addr   string
-	Offset int64
-}
+type ReplicaOffset = redisinfo.ReplicaOffset
 
 // Role runs ROLE on the node's own port.
 func (n *Node) Role(ctx context.Context) (Role, error) {
-	return ParseRole(n.Do(ctx, "ROLE"))
-}
-
-// ParseRole parses the reply of ROLE as go-redis returns it.
-func ParseRole(cmd *redis.Cmd) (Role, error) {
-	v, err := cmd.Slice()
-	if err != nil {
-		return Role{}, err
-	}
-	if len(v) == 0 {
-		return Role{}, fmt.Errorf("lab: empty ROLE reply")
-	}
-	r := Role{Role: fmt.Sprint(v[0])}
-	switch r.Role {
-	case "master":
-		if len(v) < 3 {
-			return r, fmt.Errorf("lab: short ROLE reply %v", v)
-		}
-		r.Offset = toInt64(v[1])
-		list, _ := v[2].([]any)
-		for _, item := range list {
-			fields, ok := item.([]any)
-			if !ok || len(fields) < 3 {
-				continue
-			}
-			r.Replicas = append(r.Replicas, ReplicaOffset{
-				Addr:   net.JoinHostPort(fmt.Sprint(fields[0]), fmt.Sprint(fields[1])),
-				Offset: toInt64(fields[2]),
-			})
-		}
-	case "slave":
-		if len(v) < 5 {
-			return r, fmt.Errorf("lab: short ROLE reply %v", v)
-		}
-		r.MasterAddr = net.JoinHostPort(fmt.Sprint(v[1]), fmt.Sprint(toInt64(v[2])))
-		r.LinkState = fmt.Sprint(v[3])
-		r.Offset = toInt64(v[4])
-	}
-	return r, nil
-}
-
-func toInt64(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		i, _ := strconv.ParseInt(x, 10, 64)
-		return i
-	}
-	return 0
+	return redisinfo.ParseRole(n.Do(ctx, "ROLE"))
 }
 
 // ReplicationInfo returns the fields of INFO replication.
@@ -201,24 +136,12 @@ func (n *Node) ReplicationInfo(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseInfo(s), nil
+	return redisinfo.ParseInfo(s), nil
 }
 
-// ParseInfo parses an INFO reply into its key:value fields.
-func ParseInfo(s string) map[string]string {
-	fields := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			fields[k] = v
-		}
-	}
-	return fields
-}
+// ParseInfo parses an INFO reply into its key:value fields, e.g.
+// ParseInfo(info)["master_link_status"].
+func ParseInfo(s string) map[string]string { return redisinfo.ParseInfo(s) }
 
 // ReplicaOf makes the node a replica of master (REPLICAOF with master's
 // announced address).

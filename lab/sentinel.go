@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
 // SentinelNode is one redis-sentinel process.
@@ -64,32 +66,7 @@ func (s *SentinelNode) MasterAddr(ctx context.Context) (string, error) {
 // Replicas returns this sentinel's view of the master's replicas (the
 // fields of SENTINEL REPLICAS, one map per replica).
 func (s *SentinelNode) Replicas(ctx context.Context) ([]map[string]string, error) {
-	return sentinelTable(s.Do(ctx, "SENTINEL", "REPLICAS", s.lab.cfg.MasterName))
-}
-
-// sentinelTable parses a SENTINEL REPLICAS / SENTINELS reply, which is a
-// list of flat field/value lists (RESP2) or maps (RESP3).
-func sentinelTable(cmd *redis.Cmd) ([]map[string]string, error) {
-	v, err := cmd.Slice()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]map[string]string, 0, len(v))
-	for _, item := range v {
-		m := map[string]string{}
-		switch x := item.(type) {
-		case []any:
-			for i := 0; i+1 < len(x); i += 2 {
-				m[fmt.Sprint(x[i])] = fmt.Sprint(x[i+1])
-			}
-		case map[any]any:
-			for k, val := range x {
-				m[fmt.Sprint(k)] = fmt.Sprint(val)
-			}
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return redisinfo.ParseTable(s.Do(ctx, "SENTINEL", "REPLICAS", s.lab.cfg.MasterName))
 }
 
 func (l *Lab) renderSentinelConfig(s *SentinelNode, master *Node, replicas []*Node) string {

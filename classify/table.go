@@ -1,0 +1,250 @@
+package classify
+
+import (
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/rediskit/rediskit/classify/internal/cmdinfo"
+)
+
+// entry is one command or subcommand of a table, with its decision worked
+// out when the table is built, so that classifying is a map lookup.
+type entry struct {
+	name     string // as Redis names it: "get", "object|encoding"
+	flags    cmdinfo.Flags
+	arity    int
+	evalBody bool // EVAL: read-only when the body has a no-writes shebang
+	decision Decision
+	// subs holds a container's subcommands by their own lower-case name
+	// ("encoding"); nil for other commands.
+	subs map[string]*entry
+}
+
+// table is an immutable snapshot: built once, then only read.
+type table struct {
+	commands map[string]*entry // by lower-case name
+	maxName  int               // longest command or subcommand name, for a cheap miss
+	source   string
+}
+
+// builtinTable is the table built from the generated builtinSpecs. It is
+// built on first use and never changes; every Classifier starts with it and
+// the package-level functions use only it.
+var builtinTable = sync.OnceValue(func() *table {
+	return buildTable(builtinSpecs, "built-in table (redis-server "+builtinVersion+")")
+})
+
+func buildTable(specs []cmdinfo.Spec, source string) *table {
+	t := &table{commands: make(map[string]*entry, len(specs)), source: source}
+	for _, s := range specs {
+		top := &entry{
+			name:     s.Name,
+			flags:    s.Flags,
+			arity:    s.Arity,
+			evalBody: s.Name == "eval",
+			decision: rule(s.Name, s),
+		}
+		t.commands[s.Name] = top
+		t.maxName = max(t.maxName, len(s.Name))
+		if len(s.Subcommands) == 0 {
+			continue
+		}
+		if !isFamilyRule(top.decision.Reason) {
+			// A container alone (OBJECT, XINFO) is an incomplete command.
+			top.decision = Decision{Reason: ReasonMissingSubcommand, Command: s.Name}
+		}
+		top.subs = make(map[string]*entry, len(s.Subcommands))
+		for _, sub := range s.Subcommands {
+			_, short, _ := strings.Cut(sub.Name, "|")
+			top.subs[short] = &entry{name: sub.Name, flags: sub.Flags, arity: sub.Arity, decision: rule(s.Name, sub)}
+			t.maxName = max(t.maxName, len(short))
+		}
+	}
+	return t
+}
+
+// find returns the entry Redis names fullName ("get", "object|encoding").
+func (t *table) find(fullName string) *entry {
+	parent, sub, isSub := strings.Cut(fullName, "|")
+	e := t.commands[parent]
+	if !isSub || e == nil {
+		return e
+	}
+	return e.subs[sub]
+}
+
+// rule decides one command or subcommand; top is the top-level command's
+// name (for a subcommand, its container's). The order is the one the
+// package documentation gives: rules by name first, then Redis's flags.
+func rule(top string, s cmdinfo.Spec) Decision {
+	master := func(r Reason) Decision { return Decision{Reason: r, Command: s.Name} }
+	replica := func(r Reason) Decision { return Decision{ReadOnly: true, Reason: r, Command: s.Name} }
+	switch {
+	case isTransaction(top):
+		return master(ReasonTransaction)
+	case top == "select":
+		return master(ReasonSelect)
+	case isServerCommand(top) || s.Flags&cmdinfo.Admin != 0:
+		return master(ReasonServer)
+	}
+	switch s.Name {
+	case "eval":
+		return master(ReasonScriptMayWrite) // unless the body says otherwise; see decide
+	case "evalsha", "fcall":
+		return master(ReasonScriptUnseen)
+	case "eval_ro", "evalsha_ro", "fcall_ro":
+		return replica(ReasonReadOnlyScript)
+	}
+	switch f := s.Flags; {
+	case f&cmdinfo.Write != 0:
+		return master(ReasonWrite)
+	case f&cmdinfo.PubSub != 0:
+		return master(ReasonPubSub)
+	case f&cmdinfo.Blocking != 0:
+		return master(ReasonBlocking)
+	case f&cmdinfo.ReadOnly != 0:
+		return replica(ReasonReadOnly)
+	case f&cmdinfo.Module != 0:
+		return master(ReasonModule)
+	}
+	return master(ReasonNotReadOnly)
+}
+
+// isFamilyRule reports whether r comes from a rule that covers a command
+// and all its subcommands by name.
+func isFamilyRule(r Reason) bool {
+	return r == ReasonTransaction || r == ReasonSelect || r == ReasonServer
+}
+
+func isTransaction(name string) bool {
+	switch name {
+	case "multi", "exec", "discard", "watch", "unwatch":
+		return true
+	}
+	return false
+}
+
+// isServerCommand lists the commands (with all their subcommands) that
+// describe or manage the server, the replication or the cluster. They go to
+// the master whatever Redis's flags say: a dashboard or tool asking INFO,
+// CLIENT LIST or MEMORY USAGE means the server it thinks it talks to.
+func isServerCommand(name string) bool {
+	switch name {
+	case "acl", "bgrewriteaof", "bgsave", "client", "cluster", "command", "config",
+		"debug", "failover", "info", "lastsave", "latency", "lolwut", "memory",
+		"module", "monitor", "pfdebug", "pfselftest", "psync", "replconf", "replicaof",
+		"role", "save", "shutdown", "slaveof", "slowlog", "sync":
+		return true
+	}
+	return false
+}
+
+// decide classifies one command given as go-redis arguments. It does not
+// allocate unless a name has upper-case letters and is longer than 64 bytes
+// while the table has names that long (module commands).
+func (t *table) decide(args []any) Decision {
+	if len(args) == 0 {
+		return Decision{Reason: ReasonEmpty}
+	}
+	name, ok := argString(args[0])
+	if !ok {
+		return Decision{Reason: ReasonUnknown}
+	}
+	e := lookup(t.commands, name, t.maxName)
+	if e == nil {
+		return Decision{Reason: ReasonUnknown}
+	}
+	if e.subs != nil {
+		if len(args) < 2 {
+			return e.decision
+		}
+		sub, ok := argString(args[1])
+		if !ok {
+			return Decision{Reason: ReasonUnknownSubcommand, Command: e.name}
+		}
+		se := lookup(e.subs, sub, t.maxName)
+		if se == nil {
+			return Decision{Reason: ReasonUnknownSubcommand, Command: e.name}
+		}
+		return se.decision
+	}
+	if e.evalBody && len(args) >= 2 {
+		if body, ok := argString(args[1]); ok && shebangNoWrites(body) {
+			return Decision{ReadOnly: true, Reason: ReasonScriptNoWrites, Command: e.name}
+		}
+	}
+	return e.decision
+}
+
+// lookup finds name in m, whose keys are lower case, ignoring ASCII case.
+// A lower-case name (as go-redis's typed commands send them) is looked up
+// as it is; otherwise it is lower-cased into a stack buffer, and indexing
+// the map with string(bytes) does not copy.
+func lookup(m map[string]*entry, name string, maxName int) *entry {
+	if len(name) == 0 || len(name) > maxName {
+		return nil
+	}
+	upper := false
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'A' <= c && c <= 'Z' {
+			upper = true
+			break
+		}
+	}
+	if !upper {
+		return m[name]
+	}
+	var buf [64]byte
+	key := buf[:0]
+	if len(name) > len(buf) {
+		key = make([]byte, 0, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		key = append(key, c)
+	}
+	return m[string(key)]
+}
+
+// argString returns a command argument that is text, as go-redis would send
+// it: a string, a []byte or a *string. A []byte is viewed, not copied; the
+// view is only read during the call that made it.
+func argString(a any) (string, bool) {
+	switch v := a.(type) {
+	case string:
+		return v, true
+	case []byte:
+		return unsafe.String(unsafe.SliceData(v), len(v)), true
+	case *string:
+		if v != nil {
+			return *v, true
+		}
+	}
+	return "", false
+}
+
+// explain is decide plus, for unknown commands, the name that was asked
+// about (which costs an allocation, so only Explain does it).
+func (t *table) explain(args []any) Decision {
+	d := t.decide(args)
+	if len(args) == 0 {
+		return d
+	}
+	switch d.Reason {
+	case ReasonUnknown:
+		if name, ok := argString(args[0]); ok {
+			d.Command = strings.ToLower(name)
+		}
+	case ReasonUnknownSubcommand:
+		if len(args) > 1 {
+			if sub, ok := argString(args[1]); ok {
+				d.Command += "|" + strings.ToLower(sub)
+			}
+		}
+	}
+	return d
+}

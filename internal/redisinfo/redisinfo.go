@@ -1,0 +1,155 @@
+// Package redisinfo parses the replies rediskit reads to learn a topology:
+// ROLE, INFO, and the SENTINEL tables. go-redis returns these as generic
+// values; the shapes differ between RESP2 and RESP3, and both are handled.
+package redisinfo
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Role is a parsed ROLE reply.
+type Role struct {
+	// Role is "master", "slave" or "sentinel".
+	Role string
+	// Offset is the replication offset: the master's own, or the offset a
+	// replica has processed.
+	Offset int64
+	// Replicas lists, on a master, each connected replica's announced
+	// address and acknowledged offset.
+	Replicas []ReplicaOffset
+	// MasterAddr is, on a replica, the address of its master.
+	MasterAddr string
+	// LinkState is, on a replica, the state of the link to the master:
+	// "connect", "connecting", "sync" or "connected".
+	LinkState string
+}
+
+// ReplicaOffset is one replica in a master's ROLE reply.
+type ReplicaOffset struct {
+	Addr   string
+	Offset int64
+}
+
+// ParseRole parses the reply of ROLE.
+func ParseRole(cmd *redis.Cmd) (Role, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return Role{}, err
+	}
+	if len(v) == 0 {
+		return Role{}, fmt.Errorf("empty ROLE reply")
+	}
+	r := Role{Role: fmt.Sprint(v[0])}
+	switch r.Role {
+	case "master":
+		if len(v) < 3 {
+			return r, fmt.Errorf("short ROLE reply %v", v)
+		}
+		r.Offset = toInt64(v[1])
+		list, _ := v[2].([]any)
+		for _, item := range list {
+			fields, ok := item.([]any)
+			if !ok || len(fields) < 3 {
+				continue
+			}
+			r.Replicas = append(r.Replicas, ReplicaOffset{
+				Addr:   net.JoinHostPort(fmt.Sprint(fields[0]), fmt.Sprint(fields[1])),
+				Offset: toInt64(fields[2]),
+			})
+		}
+	case "slave":
+		if len(v) < 5 {
+			return r, fmt.Errorf("short ROLE reply %v", v)
+		}
+		r.MasterAddr = net.JoinHostPort(fmt.Sprint(v[1]), strconv.FormatInt(toInt64(v[2]), 10))
+		r.LinkState = fmt.Sprint(v[3])
+		r.Offset = toInt64(v[4])
+	}
+	return r, nil
+}
+
+func toInt64(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		i, _ := strconv.ParseInt(x, 10, 64)
+		return i
+	}
+	return 0
+}
+
+// ParseInfo parses an INFO reply into its key:value fields.
+func ParseInfo(s string) map[string]string {
+	fields := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields
+}
+
+// ParseTable parses a SENTINEL REPLICAS / SENTINELS / MASTERS reply: a
+// list of flat field/value lists (RESP2) or maps (RESP3).
+func ParseTable(cmd *redis.Cmd) ([]map[string]string, error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]string, 0, len(v))
+	for _, item := range v {
+		out = append(out, parseFields(item))
+	}
+	return out, nil
+}
+
+// ParseFields parses one SENTINEL MASTER reply.
+func ParseFields(cmd *redis.Cmd) (map[string]string, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseFields(v), nil
+}
+
+func parseFields(item any) map[string]string {
+	m := map[string]string{}
+	switch x := item.(type) {
+	case []any:
+		for i := 0; i+1 < len(x); i += 2 {
+			m[fmt.Sprint(x[i])] = fmt.Sprint(x[i+1])
+		}
+	case map[any]any:
+		for k, val := range x {
+			m[fmt.Sprint(k)] = fmt.Sprint(val)
+		}
+	}
+	return m
+}
+
+// Addr joins the "ip" and "port" fields of a SENTINEL table row.
+func Addr(row map[string]string) string {
+	return net.JoinHostPort(row["ip"], row["port"])
+}
+
+// HasFlag reports whether a comma-separated SENTINEL flags field has flag.
+func HasFlag(flags, flag string) bool {
+	for f := range strings.SplitSeq(flags, ",") {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
