@@ -15,13 +15,14 @@ import (
 // refusal the package returns matches exactly one of them with errors.Is.
 var (
 	// ErrUnavailable: the guard could not do its job, because Redis failed
-	// (a *RedisError) or because a fallback is saturated (an
-	// *UnavailableError with ReasonBusy). HTTP 503.
+	// (a *RedisError, or an *UnavailableError with ReasonRedis) or because a
+	// fallback is saturated or too slow (an *UnavailableError with
+	// ReasonBusy or ReasonLoadTimeout). HTTP 503.
 	ErrUnavailable = errors.New("guard: unavailable")
 	// ErrTooManyRequests: a rate limit is reached (a *LimitError, which
 	// carries the time until the window ends). HTTP 429 with Retry-After.
 	ErrTooManyRequests = errors.New("guard: too many requests")
-	// ErrBusy: another attempt holds the admission key (an *BusyError).
+	// ErrBusy: another attempt holds the admission key (a *BusyError).
 	// HTTP 409.
 	ErrBusy = errors.New("guard: an attempt is already in progress")
 )
