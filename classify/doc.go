@@ -4,11 +4,11 @@
 // write" that could drift from it.
 //
 //	c := classify.New()
-//	c.ReadOnlyArgs("GET", "k")                 // true
-//	c.ReadOnlyArgs("object", "encoding", "k")  // true: OBJECT ENCODING is read-only
-//	c.ReadOnly(rdb.Set(ctx, "k", "v", 0))      // false
-//	c.ReadOnlyPipeline(cmds)                   // true only if every command is
-//	c.Explain("INFO")                          // info: server management (master)
+//	c.ReadOnlyArgs("GET", "k")                          // true
+//	c.ReadOnlyArgs("object", "encoding", "k")           // true: OBJECT ENCODING is read-only
+//	c.ReadOnly(redis.NewStatusCmd(ctx, "set", "k", "v")) // false (a go-redis command, as a hook sees it)
+//	c.ReadOnlyPipeline(cmds)                            // true only if every command is
+//	c.Explain("INFO")                                   // info: server management (master)
 //
 // The package-level functions (ReadOnly, ReadOnlyArgs, ReadOnlyPipeline,
 // Explain) use the built-in table and never change. A Classifier starts

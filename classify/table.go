@@ -13,7 +13,6 @@ import (
 type entry struct {
 	name     string // as Redis names it: "get", "object|encoding"
 	flags    cmdinfo.Flags
-	arity    int
 	evalBody bool // EVAL: read-only when the body has a no-writes shebang
 	decision Decision
 	// subs holds a container's subcommands by their own lower-case name
@@ -41,7 +40,6 @@ func buildTable(specs []cmdinfo.Spec, source string) *table {
 		top := &entry{
 			name:     s.Name,
 			flags:    s.Flags,
-			arity:    s.Arity,
 			evalBody: s.Name == "eval",
 			decision: rule(s.Name, s),
 		}
@@ -57,7 +55,7 @@ func buildTable(specs []cmdinfo.Spec, source string) *table {
 		top.subs = make(map[string]*entry, len(s.Subcommands))
 		for _, sub := range s.Subcommands {
 			_, short, _ := strings.Cut(sub.Name, "|")
-			top.subs[short] = &entry{name: sub.Name, flags: sub.Flags, arity: sub.Arity, decision: rule(s.Name, sub)}
+			top.subs[short] = &entry{name: sub.Name, flags: sub.Flags, decision: rule(s.Name, sub)}
 			t.maxName = max(t.maxName, len(short))
 		}
 	}

@@ -1,0 +1,356 @@
+package redisurl
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Kind is what a URL connects to.
+type Kind string
+
+// The kinds, by scheme.
+const (
+	Standalone Kind = "standalone" // redis://, rediss://
+	Unix       Kind = "unix"       // unix://
+	Sentinel   Kind = "sentinel"   // redis+sentinel://, rediss+sentinel://
+)
+
+// ReadFrom says where a Sentinel client sends read-only commands.
+type ReadFrom string
+
+// The ReadFrom values, as written in the readFrom parameter.
+const (
+	// Master sends every command to the master (the default).
+	Master ReadFrom = "master"
+	// Replica sends read-only commands to a replica, and fails them when
+	// no replica is healthy.
+	Replica ReadFrom = "replica"
+	// ReplicaPreferred sends read-only commands to a replica, and to the
+	// master when no replica is healthy (preferReplica=true).
+	ReplicaPreferred ReadFrom = "replicaPreferred"
+	// Nearest sends read-only commands to the node (master or replica)
+	// with the lowest round-trip time.
+	Nearest ReadFrom = "nearest"
+)
+
+// ParseReadFrom reads a readFrom value, ignoring case.
+func ParseReadFrom(s string) (ReadFrom, error) {
+	for _, r := range []ReadFrom{Master, Replica, ReplicaPreferred, Nearest} {
+		if strings.EqualFold(s, string(r)) {
+			return r, nil
+		}
+	}
+	return "", &Error{Field: "readFrom", Value: s, Reason: "unknown value", Hint: "want master, replica, replicaPreferred or nearest"}
+}
+
+// Config is a parsed connection URL. Parse fills it; URL formats it back
+// (Parse(c.URL()) gives an equal Config), and Redacted, String, GoString
+// and LogValue format it with every password replaced by "xxxxx".
+//
+// Durations left zero mean go-redis's defaults. Passwords are tagged
+// json:"-".
+type Config struct {
+	// Kind is Standalone, Unix or Sentinel (a zero Kind formats and
+	// connects as Standalone).
+	Kind Kind
+	// TLS is set by rediss:// and rediss+sentinel://: TLS to the server,
+	// or to the sentinels and to every data node.
+	TLS bool
+
+	// Addr is the server's host:port (Standalone), always with a port
+	// (default 6379). IPv6 addresses are in brackets.
+	Addr string
+	// SocketPath is the Unix socket's absolute path (Unix).
+	SocketPath string
+	// Sentinels are the sentinels' host:port addresses in URL order
+	// (Sentinel), always with a port (default 26379).
+	Sentinels []string
+	// MasterName is the name the sentinels monitor the master under.
+	MasterName string
+	// DB is the database number (the path /db, /masterName/db, or ?db=).
+	DB int
+
+	// Username and Password authenticate to the data nodes (the URL's
+	// userinfo). A username needs a password.
+	Username string
+	Password string `json:"-"`
+	// SentinelUsername and SentinelPassword authenticate to the sentinels
+	// themselves (sentinelUser, sentinelPassword), separately from the
+	// data nodes.
+	SentinelUsername string
+	SentinelPassword string `json:"-"`
+
+	// ReadFrom says where read-only commands go (readFrom, or
+	// preferReplica=true for ReplicaPreferred). Parse sets Master when the
+	// URL does not say; a zero ReadFrom formats as Master.
+	ReadFrom ReadFrom
+
+	// DialTimeout, ReadTimeout and WriteTimeout (dialTimeout, readTimeout,
+	// writeTimeout) are positive when set; zero means go-redis's default.
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// ClientName is sent with CLIENT SETNAME on every connection
+	// (clientName).
+	ClientName string
+
+	// CAFile is a PEM file of certificates to trust instead of the
+	// system's (caFile). CertFile and KeyFile are a client certificate
+	// and its key (certFile, keyFile), for servers that require one.
+	CAFile   string
+	CertFile string
+	KeyFile  string
+	// ServerName is the name to verify the server's certificate against
+	// (serverName). Default: the host being dialled.
+	ServerName string
+	// InsecureSkipVerify turns off certificate verification. It is only
+	// ever set by an explicit insecureSkipVerify=true.
+	InsecureSkipVerify bool
+}
+
+const redactedPassword = "xxxxx"
+
+func (c Config) kind() Kind {
+	if c.Kind == "" {
+		return Standalone
+	}
+	return c.Kind
+}
+
+func (c Config) scheme() string {
+	switch {
+	case c.kind() == Unix:
+		return "unix"
+	case c.kind() == Sentinel && c.TLS:
+		return "rediss+sentinel"
+	case c.kind() == Sentinel:
+		return "redis+sentinel"
+	case c.TLS:
+		return "rediss"
+	}
+	return "redis"
+}
+
+// URL formats the Config as a URL, with its passwords. Parse(c.URL())
+// returns a Config equal to c for every c that Parse returned. Keep it out
+// of logs; use Redacted.
+func (c Config) URL() string { return c.format(false) }
+
+// Redacted is URL with every password replaced by "xxxxx": safe to log and
+// print. It does not depend on the passwords, only on whether they are set.
+func (c Config) Redacted() string { return c.format(true) }
+
+// String is Redacted. (Config's formatting methods have value receivers so
+// that a Config printed by value is redacted too.)
+func (c Config) String() string { return c.Redacted() }
+
+// GoString keeps %#v from printing the passwords.
+func (c Config) GoString() string { return "redisurl.Config(" + strconv.Quote(c.Redacted()) + ")" }
+
+// LogValue makes slog log the redacted URL.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.Redacted()) }
+
+func (c Config) format(redact bool) string {
+	secret := func(s string) string {
+		if redact && s != "" {
+			return redactedPassword
+		}
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(c.scheme())
+	b.WriteString("://")
+	if c.Username != "" || c.Password != "" {
+		b.WriteString(escape(c.Username, false))
+		if c.Password != "" {
+			b.WriteString(":")
+			b.WriteString(escape(secret(c.Password), false))
+		}
+		b.WriteString("@")
+	}
+	var q query
+	switch c.kind() {
+	case Unix:
+		b.WriteString(escape(c.SocketPath, true))
+		if c.DB != 0 {
+			q.add("db", strconv.Itoa(c.DB))
+		}
+	case Sentinel:
+		for i, s := range c.Sentinels {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(formatAddr(s))
+		}
+		b.WriteString("/")
+		b.WriteString(escape(c.MasterName, false))
+		if c.DB != 0 {
+			b.WriteString("/" + strconv.Itoa(c.DB))
+		}
+	default:
+		b.WriteString(formatAddr(c.Addr))
+		if c.DB != 0 {
+			b.WriteString("/" + strconv.Itoa(c.DB))
+		}
+	}
+	q.add("sentinelUser", c.SentinelUsername)
+	q.add("sentinelPassword", secret(c.SentinelPassword))
+	if c.ReadFrom != "" && c.ReadFrom != Master {
+		q.add("readFrom", string(c.ReadFrom))
+	}
+	q.addDuration("dialTimeout", c.DialTimeout)
+	q.addDuration("readTimeout", c.ReadTimeout)
+	q.addDuration("writeTimeout", c.WriteTimeout)
+	q.add("clientName", c.ClientName)
+	q.add("caFile", c.CAFile)
+	q.add("certFile", c.CertFile)
+	q.add("keyFile", c.KeyFile)
+	q.add("serverName", c.ServerName)
+	if c.InsecureSkipVerify {
+		q.add("insecureSkipVerify", "true")
+	}
+	b.WriteString(q.String())
+	return b.String()
+}
+
+// query builds a query string in a fixed order, skipping empty values.
+type query struct{ b strings.Builder }
+
+func (q *query) add(name, value string) {
+	if value == "" {
+		return
+	}
+	if q.b.Len() == 0 {
+		q.b.WriteString("?")
+	} else {
+		q.b.WriteString("&")
+	}
+	q.b.WriteString(name)
+	q.b.WriteString("=")
+	q.b.WriteString(escape(value, false))
+}
+
+func (q *query) addDuration(name string, d time.Duration) {
+	if d != 0 {
+		q.add(name, d.String())
+	}
+}
+
+func (q *query) String() string { return q.b.String() }
+
+// escape percent-encodes every byte but the unreserved characters of RFC
+// 3986 (and '/' in paths), so any text survives Parse unchanged: '+' is
+// written %2B, a space %20.
+func escape(s string, path bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isUnreserved(c) || (path && c == '/') {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte("0123456789ABCDEF"[c>>4])
+		b.WriteByte("0123456789ABCDEF"[c&15])
+	}
+	return b.String()
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// formatAddr writes an address for a URL: an IPv6 zone's '%' as %25.
+func formatAddr(addr string) string {
+	return strings.ReplaceAll(addr, "%", "%25")
+}
+
+// TLSConfig returns the TLS configuration the URL asks for, or nil, nil
+// without TLS: TLS 1.2 or newer, the CA file's certificates as roots when
+// caFile is set, the client certificate when certFile and keyFile are, the
+// server name when serverName is (otherwise the dialled host is verified,
+// as crypto/tls does), and InsecureSkipVerify only when the URL said so.
+// Each call reads the files again.
+func (c *Config) TLSConfig() (*tls.Config, error) {
+	if !c.TLS {
+		return nil, nil
+	}
+	cfg := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         c.ServerName,
+		InsecureSkipVerify: c.InsecureSkipVerify, //nolint:gosec // only when the URL explicitly asks
+	}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, &Error{Field: "caFile", Value: c.CAFile, Reason: "cannot be read", Err: err}
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, &Error{Field: "caFile", Value: c.CAFile, Reason: "holds no PEM certificate"}
+		}
+		cfg.RootCAs = pool
+	}
+	if c.CertFile != "" || c.KeyFile != "" {
+		if c.CertFile == "" || c.KeyFile == "" {
+			return nil, &Error{Field: "certFile", Reason: "certFile and keyFile go together"}
+		}
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, &Error{Field: "certFile", Value: c.CertFile, Reason: "cannot load the key pair", Err: err}
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// Options returns go-redis options for a redis://, rediss:// or unix://
+// URL: address, credentials, database, client name, timeouts, TLS, and no
+// hidden retries (MaxRetries -1: no command is retried; DialerRetries 1:
+// one dial attempt, where go-redis's 0 would mean five). A sentinel URL
+// names a master to discover rather than a server, so Options returns an
+// error for it: the Sentinel client reads the Config itself.
+func (c *Config) Options() (*redis.Options, error) {
+	o := &redis.Options{
+		Username:      c.Username,
+		Password:      c.Password,
+		DB:            c.DB,
+		ClientName:    c.ClientName,
+		DialTimeout:   c.DialTimeout,
+		ReadTimeout:   c.ReadTimeout,
+		WriteTimeout:  c.WriteTimeout,
+		MaxRetries:    -1,
+		DialerRetries: 1, // go-redis treats 0 as 5 attempts
+	}
+	switch c.kind() {
+	case Standalone:
+		if c.Addr == "" {
+			return nil, &Error{Field: "address", Reason: ReasonMissing}
+		}
+		o.Network, o.Addr = "tcp", c.Addr
+	case Unix:
+		if c.SocketPath == "" {
+			return nil, &Error{Field: "socket path", Reason: ReasonMissing}
+		}
+		o.Network, o.Addr = "unix", c.SocketPath
+	case Sentinel:
+		return nil, &Error{Field: "scheme", Value: c.scheme(), Reason: "Options needs a single server",
+			Hint: "a sentinel URL names a master to discover: give the Config to the Sentinel client"}
+	default:
+		return nil, &Error{Field: "Kind", Value: string(c.Kind), Reason: ReasonUnknown}
+	}
+	tlsConfig, err := c.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	o.TLSConfig = tlsConfig
+	return o, nil
+}
