@@ -7,8 +7,9 @@
 //
 //   - Settings and Open: a go-redis client that fails fast (no retries,
 //     one dial attempt, 100 ms timeouts, a pool that does not queue, no
-//     extra round trips on connect) and the Guard around it. New wraps a
-//     client you already have, such as a Sentinel client.
+//     extra round trips on connect) and the Guard around it;
+//     SettingsFromURL reads them from a redis://, rediss:// or unix:// URL.
+//     New wraps a client you already have, such as a Sentinel client.
 //   - Guard: the key prefix, applied to every key (Guard.Key), and
 //     Guard.Call, which runs a Redis operation under a total time limit.
 //   - Cache (fail open): read-through with a bounded fallback to a loader.

@@ -30,6 +30,23 @@ func ExampleOpen() {
 	// shop:price:sku-1
 }
 
+// Settings from a connection URL (package redisurl); the key prefix is
+// set separately, since a URL does not carry one.
+func ExampleSettingsFromURL() {
+	s, err := guard.SettingsFromURL("redis://app:s3cret@10.0.0.7:6380/2?readTimeout=250ms")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s.KeyPrefix = "shop"
+	fmt.Println(s)
+	_, err = guard.SettingsFromURL("redis+sentinel://10.0.0.1,10.0.0.2/mymaster")
+	fmt.Println(err != nil)
+	// Output:
+	// guard.Settings{Addr: "10.0.0.7:6380", Username: "app", Password: "xxxxx", DB: 2, TLS: false, KeyPrefix: "shop", PoolSize: 0, DialTimeout: 0s, ReadTimeout: 250ms, WriteTimeout: 0s, CallLimit: 0s}
+	// true
+}
+
 // A guarded call: at most CallLimit, never retried; a missing key is
 // redis.Nil, a failure a *RedisError.
 func ExampleGuard_Call() {
