@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -48,7 +47,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger) int {
 	fs := flag.NewFlagSet("shop", flag.ContinueOnError)
 	fs.SetOutput(stdout)
-	redisURL := fs.String("redis", "redis://127.0.0.1:6379", "Redis `URL`: redis://[user:password@]host:port[/db], rediss:// for TLS")
+	redisURL := fs.String("redis", "redis://127.0.0.1:6379", "Redis `URL`: redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP listen `address`")
 	prefix := fs.String("prefix", "shop", "key `prefix` in Redis")
 	if err := fs.Parse(args); err != nil {
@@ -58,11 +57,12 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 		fmt.Fprintf(stdout, "shop: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	settings, err := settingsFromURL(*redisURL, *prefix)
+	settings, err := guard.SettingsFromURL(*redisURL)
 	if err != nil {
 		fmt.Fprintf(stdout, "shop: -redis: %v\n", err)
 		return 2
 	}
+	settings.KeyPrefix = *prefix
 	settings.Logger = log
 	g, err := guard.Open(settings)
 	if err != nil {
@@ -105,29 +105,6 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 	}
 	fmt.Fprintln(stdout, "shop stopped")
 	return 0
-}
-
-// settingsFromURL reads the address, credentials, database and TLS from a
-// redis:// or rediss:// URL with go-redis's parser. Query parameters are
-// refused: they would set go-redis options (retries, timeouts) that
-// guard.Settings decides.
-//
-// (guard's own URL constructor will come with the redisurl package; until
-// then the example does this itself.)
-func settingsFromURL(raw, prefix string) (guard.Settings, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return guard.Settings{}, errors.New("not a URL") // url's error would repeat the password
-	}
-	if u.RawQuery != "" {
-		return guard.Settings{}, errors.New("query parameters are not supported here")
-	}
-	o, err := redis.ParseURL(raw)
-	if err != nil {
-		return guard.Settings{}, errors.New("want redis://[user:password@]host:port[/db] or rediss://")
-	}
-	return guard.Settings{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB,
-		TLSConfig: o.TLSConfig, KeyPrefix: prefix}, nil
 }
 
 // redisLogger sends go-redis's log lines to slog.
