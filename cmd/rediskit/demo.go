@@ -33,6 +33,7 @@ func demoSteps() []demoStep {
 		{"The lab", (*demo).describeLab},
 		{"A PING round through every node", (*demo).pingRound},
 		{"Every sentinel names the master", (*demo).askSentinels},
+		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 	}
 }
 

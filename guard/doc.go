@@ -1,0 +1,85 @@
+// Package guard decides what a service does when Redis is slow, down, or
+// answers but refuses writes: which routes keep working without Redis
+// (fail open) and which refuse (fail closed), with every wait bounded. A
+// successful PING says none of this.
+//
+// The pieces:
+//
+//   - Settings and Open: a go-redis client that fails fast (no retries,
+//     one dial attempt, 100 ms timeouts, a pool that does not queue, no
+//     extra round trips on connect) and the Guard around it;
+//     SettingsFromURL reads them from a redis://, rediss:// or unix:// URL.
+//     New wraps a client you already have, such as a Sentinel client.
+//   - Guard: the key prefix, applied to every key (Guard.Key), and
+//     Guard.Call, which runs a Redis operation under a total time limit.
+//   - Cache (fail open): read-through with a bounded fallback to a loader.
+//   - Limiter (fail closed): N attempts per id per window.
+//   - Gate (fail closed): one admitted attempt per id per TTL (SET NX).
+//   - Checker and Monitor: PING plus an optional write probe, telling a
+//     writable primary from a read-only replica, a primary out of memory,
+//     an auth failure, a timeout and an unreachable server.
+//   - StatusCode, WriteError and Handler: the HTTP statuses 503, 429 (with
+//     Retry-After) and 409.
+//
+// # Errors
+//
+// Every refusal matches one of three sentinels with errors.Is, and carries
+// its details in a type for errors.As:
+//
+//	ErrUnavailable      503  *RedisError (from Call), *UnavailableError (from a component)
+//	ErrTooManyRequests  429  *LimitError (RetryAfter)
+//	ErrBusy             409  *BusyError
+//
+// A caller's own cancellation is returned as ctx.Err(), never as a Redis
+// failure; a hit call limit is a Redis failure (FailureTimeout) and does
+// not match context.DeadlineExceeded. Errors name the operation and the
+// server and say what to do; they never contain a password, and neither
+// do Settings.String or the logs.
+//
+// # Time limits
+//
+// Guard.Call gives each call CallLimit (default 150 ms) in total; the
+// client's own timeouts (100 ms each from Settings) bound each socket
+// operation inside it. Nothing is retried: when a reply is lost, the
+// command may have run on the server, so a rate limiter's attempt may be
+// counted and an admission key may be set. Choose the limits from the
+// request's deadline: the slowest cache lookup spends CallLimit reading,
+// SlotWait + LoadTimeout (default 0 + 500 ms) loading and CallLimit
+// writing back.
+//
+// # Defaults
+//
+//	Settings   PoolSize 10, DialTimeout/ReadTimeout/WriteTimeout 100 ms,
+//	           CallLimit 150 ms, no retries, 1 dial attempt, no pool wait
+//	Cache      TTL 1 min + jitter in [0, TTL/10), 8 load slots, SlotWait 0
+//	           (refuse at once when all are busy), LoadTimeout 500 ms
+//	Gate       TTL 30 s
+//	Checker    probe key <prefix>:health:write, TTL 60 s
+//	Monitor    a check every 5 s
+//
+// go-redis's own defaults, for comparison: 3 retries of a failed command
+// (MaxRetries; -1 disables them, 0 means the default), 5 dial attempts 100
+// ms apart (DialerRetries; 0 or less means 5), 5 s dial, read and write
+// timeouts, a pool of 10 connections per GOMAXPROCS where a command waits
+// up to ReadTimeout + 1 s (PoolTimeout) for a free connection, and context
+// deadlines ignored on the socket unless ContextTimeoutEnabled.
+//
+// go-redis also logs failed dials to stderr through its global logger;
+// this package never changes it. Call redis.SetLogger in main to redirect
+// it.
+//
+// # Keys
+//
+// Every key is <KeyPrefix>:<component name>:<id>: a Cache named "price"
+// with prefix "shop" stores sku-1 under "shop:price:sku-1", a Limiter
+// named "login" counts under "shop:login:<account>". The prefix is
+// required, so two applications sharing a Redis cannot collide by
+// accident.
+//
+// # Probes
+//
+// Redis belongs neither in liveness (a restart does not bring Redis back)
+// nor, for a service whose routes degrade, in readiness (an unready
+// service loses the routes that still work). See Monitor for the reasons
+// and what to do instead: export the Monitor's cached state as a metric.
+package guard

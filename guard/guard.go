@@ -1,0 +1,215 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultCallLimit is the total time a guarded Redis call may take when
+// Config.CallLimit (or Settings.CallLimit) is zero.
+const DefaultCallLimit = 150 * time.Millisecond
+
+// Config configures a Guard around an existing client (New).
+type Config struct {
+	// KeyPrefix is put in front of every key the guard and its components
+	// use, followed by ':' (prefix "shop" gives "shop:price:sku-1").
+	// Required: it must not be empty, end with ':' or contain spaces or
+	// control characters.
+	KeyPrefix string
+	// CallLimit bounds every guarded call, whatever the client's own
+	// timeouts. Default DefaultCallLimit (150 ms).
+	CallLimit time.Duration
+	// Server names the Redis server in errors and reports. Default: the
+	// client's Addr when the client has an Options method (as *redis.Client
+	// does), else empty.
+	Server string
+	// Logger receives the components' warnings (a cache read that failed, a
+	// write-back that failed, ...). Default: discarded.
+	Logger *slog.Logger
+}
+
+// Guard holds what every component shares: the client, the key prefix,
+// the call limit and the logger. It is safe for concurrent use.
+type Guard struct {
+	client redis.Cmdable
+	closer io.Closer // the client, when Open created it; nil when New wrapped it
+	prefix string
+	limit  time.Duration
+	server string
+	log    *slog.Logger
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// optionser is what *redis.Client (and go-redis's failover client) has.
+type optionser interface{ Options() *redis.Options }
+
+// New returns a Guard around client, which may be a *redis.Client, our
+// Sentinel client or any other redis.Cmdable (every redis.UniversalClient
+// is one). The guard does not own the client: Close leaves it open.
+//
+// The call limit is enforced through the context deadline the guard hands
+// to the client, so the client must honour context deadlines: a
+// *redis.Client needs Options.ContextTimeoutEnabled (clients built from
+// Settings have it). New refuses a client that says it does not, because
+// its calls would then be bounded by the client's socket timeouts
+// instead of CallLimit.
+func New(client redis.Cmdable, cfg Config) (*Guard, error) {
+	if client == nil {
+		return nil, &ConfigError{Field: "client", Problem: "is nil"}
+	}
+	if err := checkPrefix(cfg.KeyPrefix); err != nil {
+		return nil, err
+	}
+	if cfg.CallLimit < 0 {
+		return nil, &ConfigError{Field: "CallLimit", Problem: "must not be negative"}
+	}
+	if cfg.CallLimit == 0 {
+		cfg.CallLimit = DefaultCallLimit
+	}
+	if o, ok := client.(optionser); ok {
+		opt := o.Options()
+		if opt != nil && !opt.ContextTimeoutEnabled {
+			return nil, &ConfigError{Field: "client", Problem: "ignores context deadlines " +
+				"(redis.Options.ContextTimeoutEnabled is false), so CallLimit cannot bound its calls; " +
+				"set ContextTimeoutEnabled, or build the client with guard.Settings"}
+		}
+		if cfg.Server == "" && opt != nil {
+			cfg.Server = opt.Addr
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Guard{
+		client: client,
+		prefix: cfg.KeyPrefix,
+		limit:  cfg.CallLimit,
+		server: cfg.Server,
+		log:    cfg.Logger,
+	}, nil
+}
+
+func checkPrefix(p string) error {
+	switch {
+	case p == "":
+		return &ConfigError{Field: "KeyPrefix", Problem: `is required (for example "shop"), so keys of different applications cannot collide`}
+	case strings.HasSuffix(p, ":"):
+		return &ConfigError{Field: "KeyPrefix", Problem: `must not end with ':' (the guard adds the separator)`}
+	case strings.IndexFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return &ConfigError{Field: "KeyPrefix", Problem: "must not contain spaces or control characters"}
+	}
+	return nil
+}
+
+// Client is the client the guard calls.
+func (g *Guard) Client() redis.Cmdable { return g.client }
+
+// KeyPrefix is the prefix every key starts with (without the separator).
+func (g *Guard) KeyPrefix() string { return g.prefix }
+
+// CallLimit is the limit of every guarded call.
+func (g *Guard) CallLimit() time.Duration { return g.limit }
+
+// Server is the server's name used in errors and reports.
+func (g *Guard) Server() string { return g.server }
+
+// Key joins the prefix and parts with ':': with prefix "shop",
+// Key("price", "sku-1") is "shop:price:sku-1". Every component builds its
+// keys with it; use it for your own commands too.
+func (g *Guard) Key(parts ...string) string {
+	n := len(g.prefix)
+	for _, p := range parts {
+		n += 1 + len(p)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(g.prefix)
+	for _, p := range parts {
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// Call runs op under the guard's call limit: op receives a context whose
+// deadline is at most CallLimit away, and the client it should use.
+//
+// What Call returns:
+//   - nil, or redis.Nil unchanged (a missing key is an answer, not a
+//     failure);
+//   - the caller's own ctx.Err() when ctx ended before or during the call:
+//     a cancellation is never reported as a Redis failure (a caller
+//     deadline that expires first counts as the caller's, too);
+//   - else a *RedisError (matching ErrUnavailable) for any failure: the
+//     limit was hit, the connection failed, or the server replied with an
+//     error.
+//
+// A cancellation is seen when the call returns: go-redis interrupts a
+// socket read at a deadline, not at a cancellation, so a call that waits
+// for a reply returns at the latest at CallLimit.
+//
+// Call never retries. A command that was sent before the limit hit may
+// still run on the server: a counter may have counted, a key may have been
+// set. Choose the limit from the request's deadline: a route that reads,
+// falls back and writes back spends up to two limits on Redis.
+func (g *Guard) Call(ctx context.Context, op string, fn func(ctx context.Context, c redis.Cmdable) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, g.limit)
+	err := fn(cctx, g.client)
+	end := time.Now()
+	cancel()
+	if err == nil || errors.Is(err, redis.Nil) {
+		return err
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	// The socket deadline is the context's deadline, and the socket can
+	// report it a moment before the context's own timer has fired: judge
+	// by the clock whose deadline has passed.
+	if dl, ok := ctx.Deadline(); ok && !end.Before(dl) {
+		return context.DeadlineExceeded
+	}
+	dl, _ := cctx.Deadline()
+	return g.failure(op, err, end.Sub(start), !end.Before(dl))
+}
+
+func (g *Guard) failure(op string, err error, elapsed time.Duration, limitHit bool) *RedisError {
+	kind := classify(err, limitHit)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// Our own limit's context error: keep the text, not the identity,
+		// so errors.Is(err, context.DeadlineExceeded) stays the caller's.
+		err = errors.New(err.Error())
+	}
+	return &RedisError{Op: op, Server: g.server, Kind: kind, Elapsed: elapsed, Limit: g.limit, Err: err}
+}
+
+// Close closes the client if the guard created it (Open); a guard made by
+// New leaves its client to its owner. Close is safe to call twice.
+func (g *Guard) Close() error {
+	g.closeOnce.Do(func() {
+		if g.closer != nil {
+			g.closeErr = g.closer.Close()
+		}
+	})
+	return g.closeErr
+}
+
+// String describes the guard without secrets.
+func (g *Guard) String() string {
+	return fmt.Sprintf("guard.Guard{server: %q, prefix: %q, limit: %v}", g.server, g.prefix, g.limit)
+}

@@ -1,0 +1,101 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// StatusCode maps an error to the HTTP status a route should answer:
+//
+//   - nil: 200;
+//   - ErrTooManyRequests (a *LimitError): 429;
+//   - ErrBusy (a *BusyError): 409;
+//   - ErrUnavailable (Redis failed, a fallback is saturated): 503;
+//   - the request's own context.Canceled or context.DeadlineExceeded: 503
+//     (the client is most likely gone; the status is for the logs);
+//   - anything else: 500.
+func StatusCode(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, ErrTooManyRequests):
+		return http.StatusTooManyRequests
+	case errors.Is(err, ErrBusy):
+		return http.StatusConflict
+	case errors.Is(err, ErrUnavailable),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// RetryAfter is the Retry-After value for err, in whole seconds rounded
+// up (at least 1), when err carries one (a *LimitError), else "".
+func RetryAfter(err error) string {
+	var le *LimitError
+	if !errors.As(err, &le) {
+		return ""
+	}
+	secs := int64((le.RetryAfter + time.Second - 1) / time.Second)
+	return strconv.FormatInt(max(secs, 1), 10)
+}
+
+// WriteError answers the request with err's status (StatusCode), a
+// Retry-After header for a 429, and a short plain-text body that says
+// what happened without internal details (no server address, no key).
+// It returns the status written. It writes nothing for a nil err.
+func WriteError(w http.ResponseWriter, err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	code := StatusCode(err)
+	if ra := RetryAfter(err); ra != "" {
+		w.Header().Set("Retry-After", ra)
+	}
+	http.Error(w, publicMessage(err, code), code)
+	return code
+}
+
+func publicMessage(err error, code int) string {
+	var (
+		ue *UnavailableError
+		le *LimitError
+		be *BusyError
+	)
+	switch {
+	case errors.As(err, &le):
+		return le.Name + ": too many attempts, retry after " + RetryAfter(err) + " s"
+	case errors.As(err, &be):
+		return be.Name + ": an attempt is already in progress"
+	case errors.As(err, &ue) && ue.Reason == ReasonRedis:
+		return ue.Name + " unavailable, try again later"
+	case errors.As(err, &ue):
+		return ue.Name + " busy, try again later"
+	}
+	return http.StatusText(code)
+}
+
+// Handler adapts a handler that returns an error: a nil error means the
+// handler has answered; a non-nil one is answered with WriteError. Errors
+// are logged to log (nil: discarded): 5xx at Warn level, 4xx at Info.
+func Handler(log *slog.Logger, fn func(http.ResponseWriter, *http.Request) error) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := fn(w, r)
+		if err == nil {
+			return
+		}
+		code := WriteError(w, err)
+		level := slog.LevelInfo
+		if code >= 500 {
+			level = slog.LevelWarn
+		}
+		log.Log(r.Context(), level, "guard: request refused", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	})
+}

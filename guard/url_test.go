@@ -1,0 +1,75 @@
+package guard_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/redisurl"
+)
+
+func TestSettingsFromURL(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want guard.Settings
+	}{
+		{"redis://127.0.0.1", guard.Settings{Addr: "127.0.0.1:6379"}},
+		{"redis://app:pw@10.0.0.7:6380/3?clientName=shop&readTimeout=250ms",
+			guard.Settings{Addr: "10.0.0.7:6380", Username: "app", Password: "pw", DB: 3, ClientName: "shop", ReadTimeout: 250 * time.Millisecond}},
+		{"unix:///run/redis.sock?db=2", guard.Settings{Addr: "/run/redis.sock", DB: 2}},
+	} {
+		got, err := guard.SettingsFromURL(tc.url)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		if got.String() != tc.want.String() || got.Password != tc.want.Password || got.ClientName != tc.want.ClientName {
+			t.Errorf("%s:\n got %v\nwant %v", tc.url, got, tc.want)
+		}
+	}
+	s, err := guard.SettingsFromURL("rediss://127.0.0.1:6380")
+	if err != nil || s.TLSConfig == nil {
+		t.Errorf("rediss://: TLS config %v, %v", s.TLSConfig, err)
+	}
+}
+
+func TestSettingsFromURLErrors(t *testing.T) {
+	const secret = "url-secret-9c2"
+	for _, raw := range []string{
+		"redis+sentinel://:" + secret + "@10.0.0.1,10.0.0.2/mymaster",
+		"redis://:" + secret + "@127.0.0.1?max_retries=5",
+		"redis://:" + secret + "@127.0.0.1:notaport",
+		"http://127.0.0.1",
+	} {
+		_, err := guard.SettingsFromURL(raw)
+		var ue *redisurl.Error
+		if !errors.As(err, &ue) {
+			t.Errorf("%s: %v, want a *redisurl.Error", strings.ReplaceAll(raw, secret, "xxxxx"), err)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(fmt.Sprintf("%+v", err), secret) {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
+
+// A lab URL with a password opens a working guard.
+func TestSettingsFromURLOpens(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Password: "lab-url-secret"})
+	s, err := guard.SettingsFromURL(l.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(s.String(), "lab-url-secret") {
+		t.Fatalf("String shows the password: %s", s)
+	}
+	s.KeyPrefix = "test"
+	g := open(t, s)
+	if r, err := newChecker(t, g, true).Check(ctx); err != nil || r.State != guard.StateWritable {
+		t.Fatalf("check through the URL's settings: %v, %v", r, err)
+	}
+}
