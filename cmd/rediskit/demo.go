@@ -33,6 +33,7 @@ func demoSteps() []demoStep {
 		{"The lab", (*demo).describeLab},
 		{"A PING round through every node", (*demo).pingRound},
 		{"Every sentinel names the master", (*demo).askSentinels},
+		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
 	}
 }
 
