@@ -21,16 +21,18 @@ func TestMain(m *testing.M) {
 }
 
 // fast are the test timings: the defaults' proportions (heartbeat :
-// deadline : expiry = 10 : 50 : 60) scaled down, with the retry waits
-// shortened so recoveries take a fraction of a second.
+// deadline : expiry = 10 : 50 : 60) scaled down 25 times, with the retry
+// waits shortened so recoveries take a fraction of a second. The deadline
+// stays long enough (8 heartbeats) that a healthy node on a loaded 2-core
+// machine running -race does not lapse.
 func fast(host string, log *slog.Logger) *Options {
 	return &Options{
 		Hostname:          host,
 		Logger:            log,
-		HeartbeatInterval: 200 * time.Millisecond,
-		OwnershipDeadline: 1000 * time.Millisecond,
-		Expiry:            1200 * time.Millisecond,
-		CleanupInterval:   2400 * time.Millisecond,
+		HeartbeatInterval: 250 * time.Millisecond,
+		OwnershipDeadline: 2 * time.Second,
+		Expiry:            2500 * time.Millisecond,
+		CleanupInterval:   5 * time.Second,
 		SubscribeTimeout:  2 * time.Second,
 		RetryWait:         50 * time.Millisecond,
 		MaxRetryWait:      300 * time.Millisecond,

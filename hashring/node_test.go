@@ -330,7 +330,7 @@ func TestStartSubscribeTimeoutAndBusy(t *testing.T) {
 	if err := n.Start(ctx); !errors.Is(err, ErrBusy) {
 		t.Errorf("Start during Start: %v, want ErrBusy", err)
 	}
-	if d := time.Since(t0); d > 100*time.Millisecond {
+	if d := time.Since(t0); d > 500*time.Millisecond { // far below the 1.5 s the Start waits
 		t.Errorf("ErrBusy took %v", d)
 	}
 
@@ -343,20 +343,22 @@ func TestStartSubscribeTimeoutAndBusy(t *testing.T) {
 	if !errors.As(err, &e) || e.Step != "subscribe" || e.Wrote || e.Server != l.Node(0).Addr() {
 		t.Errorf("error %#v", e)
 	}
-	if took < o.SubscribeTimeout || took > o.SubscribeTimeout+time.Second {
+	if took < o.SubscribeTimeout || took > o.SubscribeTimeout+2*time.Second {
 		t.Errorf("Start gave up after %v, want about %v", took, o.SubscribeTimeout)
 	}
 	t.Logf("error: %v", err)
 
-	// Cancelling the context ends the wait at once.
+	// Cancelling the context ends the wait, long before the timeout.
+	o.SubscribeTimeout = 10 * time.Second
+	patient := newNode(t, c, "ring", o)
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(100*time.Millisecond, cancel)
 	began = time.Now()
-	if err := n.Start(cctx); !errors.Is(err, context.Canceled) {
+	if err := patient.Start(cctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Start: %v", err)
 	}
-	if d := time.Since(began); d > time.Second {
-		t.Errorf("cancelled Start returned after %v", d)
+	if d := time.Since(began); d > 3*time.Second {
+		t.Errorf("cancelled Start returned after %v, want soon after the cancel at 100ms", d)
 	}
 	if got := l.Node(0).Do(ctx, "ZCARD", "ring").Val(); got != int64(0) {
 		t.Errorf("zcard %v after failed starts", got)
