@@ -130,8 +130,9 @@
 //	OwnershipDeadline + skew < Expiry, i.e. skew < 10 s by default,
 //
 // where skew is how far another host's wall clock runs ahead of the node's
-// host's clock. With a larger skew two nodes can own the same keys at the
-// same time. Keep hosts synchronised (NTP), and change the timings only
+// host's clock; a backward step of the node's own wall clock counts too
+// (with ZADD GT its scores then stay put until its clock catches up). With
+// a larger skew two nodes can own the same keys at the same time. Keep hosts synchronised (NTP), and change the timings only
 // together on every node of a ring (Python's are fixed: 10 s heartbeat,
 // 60 s expiry).
 //
