@@ -2,7 +2,6 @@ package hashring
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -100,21 +99,18 @@ func NewNode(client redis.UniversalClient, key string, opts *Options) (*Node, er
 	if err != nil {
 		return nil, err
 	}
-	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
-	}
-	if key == "" {
-		return nil, fmt.Errorf("%w: empty key", ErrInvalidOptions)
+	st, err := newStore(client, key, o)
+	if err != nil {
+		return nil, err
 	}
 	n := &Node{
+		st:      st,
 		opts:    o,
 		id:      o.Hostname + ":" + o.pid(),
 		members: newMembers(o.Replicas, o.Hostname, o.pid()),
 		mine:    make(map[Member]bool, o.Replicas),
 		changes: make(chan struct{}, 1),
 	}
-	n.st = store{client: client, key: key, hash: o.Hash, expiry: o.Expiry,
-		bad: &malformedLog{log: o.Logger, key: key}}
 	for _, m := range n.members {
 		n.names = append(n.names, m.String())
 		n.mine[m] = true

@@ -27,6 +27,18 @@ type store struct {
 	bad    *malformedLog
 }
 
+// newStore checks the client and key and returns the ring's store.
+func newStore(client redis.UniversalClient, key string, o Options) (store, error) {
+	if client == nil {
+		return store{}, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	}
+	if key == "" {
+		return store{}, fmt.Errorf("%w: empty key", ErrInvalidOptions)
+	}
+	return store{client: client, key: key, hash: o.Hash, expiry: o.Expiry,
+		bad: &malformedLog{log: o.Logger, key: key}}, nil
+}
+
 func fmtScore(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // read returns the live replicas: score ≥ now − expiry, as redis-hashring

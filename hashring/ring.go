@@ -2,7 +2,6 @@ package hashring
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -36,15 +35,12 @@ func NewRing(client redis.UniversalClient, key string, opts *Options) (*Ring, er
 	if err != nil {
 		return nil, err
 	}
-	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
-	}
-	if key == "" {
-		return nil, fmt.Errorf("%w: empty key", ErrInvalidOptions)
+	st, err := newStore(client, key, o)
+	if err != nil {
+		return nil, err
 	}
 	return &Ring{
-		st: store{client: client, key: key, hash: o.Hash, expiry: o.Expiry,
-			bad: &malformedLog{log: o.Logger, key: key}},
+		st:      st,
 		opts:    o,
 		changes: make(chan struct{}, 1),
 	}, nil
