@@ -234,3 +234,52 @@ func TestPrintListsReplicasAndNodes(t *testing.T) {
 		t.Errorf("%d replica rows of printer.local, want 3", got)
 	}
 }
+
+// Neither errors nor log records carry the Redis password.
+func TestNoSecretsInErrorsOrLogs(t *testing.T) {
+	const secret = "ring-secret-7f3a"
+	l := lab.New(t, lab.Config{Password: secret})
+	ctx := testContext(t, 30*time.Second)
+
+	wrong := *l.Node(0).Options()
+	wrong.Password = secret + "-wrong"
+	n := newNode(t, client(t, &wrong, time.Second), "ring", fast("locked-out", nil))
+	err := n.Start(ctx)
+	if err == nil {
+		t.Fatal("Start with a wrong password succeeded")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error shows the password: %v", err)
+	}
+
+	rec, log := newRecorder()
+	good := newNode(t, client(t, l.Node(0).Options(), 300*time.Millisecond), "ring", fast("keyholder", log))
+	start(t, ctx, good)
+	if err := l.Node(0).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "no failed attempt logged", func() bool {
+		return len(rec.find(slog.LevelWarn, msgRetry)) >= 2
+	})
+	if err := l.Node(0).Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	waitFor(t, 10*time.Second, "no heartbeat after the restart", func() bool {
+		return good.ValidUntil().After(restarted.Add(good.opts.OwnershipDeadline))
+	})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, r := range rec.recs {
+		text := r.Message
+		r.Attrs(func(a slog.Attr) bool { text += " " + a.String(); return true })
+		if strings.Contains(text, secret) {
+			t.Errorf("log record shows the password: %s", text)
+		}
+	}
+	var out bytes.Buffer
+	_ = good.Print(ctx, &out)
+	if strings.Contains(out.String(), secret) {
+		t.Error("listing shows the password")
+	}
+}
