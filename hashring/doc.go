@@ -141,7 +141,9 @@
 // reads the notice (milliseconds, or up to HeartbeatInterval if the notice
 // is lost), so work that must never run twice needs a lock too; and when a
 // node leaves or dies its ranges have no owner until the others read the
-// ring.
+// ring. (A rarer gap: a heartbeat that timed out at the client but reaches
+// Redis after Stop's ZREM puts the stopped node's replicas back with that
+// heartbeat's score; their ranges then have no owner until they expire.)
 //
 // # Redis clients
 //
