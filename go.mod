@@ -3,6 +3,7 @@ module github.com/rediskit/rediskit
 go 1.26.0
 
 require (
+	github.com/OneOfOne/xxhash v1.2.8
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0

@@ -34,6 +34,7 @@ func demoSteps() []demoStep {
 		{"A PING round through every node", (*demo).pingRound},
 		{"Every sentinel names the master", (*demo).askSentinels},
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
+		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
 	}
 }
 

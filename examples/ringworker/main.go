@@ -1,0 +1,79 @@
+// Command ringworker is a worker that processes only the items its hash
+// ring node owns: start it in several terminals and watch the items split
+// between them and move when one stops.
+//
+//	go run ./examples/ringworker -redis redis://127.0.0.1:6379 -key example-ring
+//	go run ./examples/ringworker -redis redis://127.0.0.1:6379 -key example-ring -print
+//
+// Python workers of redis-hashring's example.py (with the same key) can
+// share the ring with it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/examples/ringworker/worker"
+	"github.com/rediskit/rediskit/hashring"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ringworker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ringworker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("redis", "redis://127.0.0.1:6379", "Redis URL")
+	key := fs.String("key", "example-ring", "the ring's Redis key")
+	n := fs.Int("keys", 100, "number of items, named 0 … keys-1")
+	printRing := fs.Bool("print", false, "print the ring and exit")
+	crc := fs.Bool("crc32", false, "hash keys with CRC-32 instead of xxHash (for old rings)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	opts, err := redis.ParseURL(*url)
+	if err != nil {
+		return err
+	}
+	// No hidden retries: the ring node retries, with backoff, and logs.
+	opts.MaxRetries, opts.DialerRetries = -1, 1
+	client := redis.NewClient(opts)
+	defer client.Close()
+
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ringOpts := &hashring.Options{Logger: log}
+	if *crc {
+		ringOpts.Hash = hashring.CRC32
+	}
+	if *printRing {
+		ring, err := hashring.NewRing(client, *key, ringOpts)
+		if err != nil {
+			return err
+		}
+		return ring.Print(ctx, stdout)
+	}
+	w, err := worker.New(client, *key, worker.Items(*n), ringOpts)
+	if err != nil {
+		return err
+	}
+	pid := os.Getpid()
+	return w.Run(ctx, func(_ context.Context, owned []string) {
+		// Process the owned items here; the example only reports them.
+		fmt.Fprintf(stdout, "PID %d, %d keys (%v)\n", pid, len(owned), owned)
+	})
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestRunAndPrint(t *testing.T) {
+	l := lab.New(t, lab.Standalone())
+	url := "redis://" + l.Node(0).Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	var out, errs syncBuffer
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(wctx, []string{"-redis", url, "-key", "k", "-keys", "10"}, &out, &errs) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), ", 10 keys ([0 1 2 3 4 5 6 7 8 9])") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no report of 10 keys:\n%s\n%s", out.String(), errs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	var listing bytes.Buffer
+	if err := run(ctx, []string{"-redis", url, "-key", "k", "-print"}, &listing, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(listing.String(), `Hash ring "k" nodes:`) || !strings.Contains(listing.String(), "100.00%        16") {
+		t.Errorf("listing:\n%s", listing.String())
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"-no-such-flag"}, &out, &errs); err == nil {
+		t.Error("a bad flag was accepted")
+	}
+}

@@ -1,0 +1,532 @@
+package hashring
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Node is a member of a ring: it keeps its replicas on the ring while
+// started, and answers which keys it owns. Create it with NewNode; Start
+// joins the ring, Stop leaves it. Contains, Owner, Ranges, NodeCount and
+// ValidUntil are lock-free and safe to call from any goroutine at any
+// time.
+type Node struct {
+	st      store
+	opts    Options
+	id      string
+	members []Member
+	names   []string
+	mine    map[Member]bool
+	changes chan struct{}
+
+	mu    sync.Mutex // guards phase and cur
+	phase phase
+	cur   *run
+
+	// viewMu serialises writes of view and the deadline timer; reads of
+	// view are lock-free.
+	viewMu sync.Mutex
+	view   atomic.Pointer[view]
+	timer  *time.Timer
+}
+
+type phase int
+
+const (
+	stopped phase = iota
+	starting
+	running
+	stopping
+)
+
+// view is what the ownership methods read: the last ring read, this
+// node's replicas in it, and until when the node may use it.
+type view struct {
+	snap     *Snapshot
+	mine     []bool  // mine[i]: snap.replicas[i] is this node's
+	ranges   []Range // this node's ranges, in ring order
+	deadline time.Time
+}
+
+// valid reports whether the view may be used now. A nil view is not.
+// The deadline carries a monotonic clock reading, and time.Until reads
+// only the monotonic clock: half the cost of time.Now on Linux.
+func (v *view) valid() bool { return v != nil && time.Until(v.deadline) > 0 }
+
+// effective is the ranges the node owns now.
+func (v *view) effective() []Range {
+	if !v.valid() {
+		return nil
+	}
+	return v.ranges
+}
+
+// run is one started period of a node, from Start to Stop. Its fields
+// below the line belong to the run's goroutine (and to Start before it
+// begins).
+type run struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool // guarded by Node.viewMu: Stop began, publish nothing more
+
+	sub           *subscription
+	deadline      time.Time // ownership deadline (monotonic clock)
+	expiredLogged bool      // the ERROR for this deadline was logged
+	readFailed    bool      // no heartbeat until a read works
+	notifyPending bool      // publish "*" after the next heartbeat
+	lastCleanup   time.Time
+	nextHeartbeat time.Time
+}
+
+// NewNode returns a node of the ring stored at key. It picks the node's
+// replicas (random starts and ids) now; they stay the same across Stop and
+// Start. It does not talk to Redis.
+//
+// The node uses client for all its Redis calls, and opens one pub/sub
+// connection on it (client.Subscribe) while started. The client remains
+// the caller's: the node never closes it, and its timeouts bound every
+// call the node makes (see the package documentation).
+func NewNode(client redis.UniversalClient, key string, opts *Options) (*Node, error) {
+	o, err := opts.resolved(true)
+	if err != nil {
+		return nil, err
+	}
+	st, err := newStore(client, key, o)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		st:      st,
+		opts:    o,
+		id:      o.Hostname + ":" + o.pid(),
+		members: newMembers(o.Replicas, o.Hostname, o.pid()),
+		mine:    make(map[Member]bool, o.Replicas),
+		changes: make(chan struct{}, 1),
+	}
+	for _, m := range n.members {
+		n.names = append(n.names, m.String())
+		n.mine[m] = true
+	}
+	return n, nil
+}
+
+// ID is the node's identity on the ring, "<hostname>:<pid>".
+func (n *Node) ID() string { return n.id }
+
+// Key is the ring's Redis key.
+func (n *Node) Key() string { return n.st.key }
+
+// Members returns the node's ZSET members.
+func (n *Node) Members() []string { return slices.Clone(n.names) }
+
+// Changes returns a channel that receives a value when the ranges this
+// node owns may have changed: after a read of the ring changed them, when
+// the ownership deadline passes, when ownership is restored, and at Stop.
+// Signals are coalesced (capacity 1) and may be spurious; read Ranges or
+// call Contains after each. The channel is never closed.
+func (n *Node) Changes() <-chan struct{} { return n.changes }
+
+func (n *Node) signal() {
+	select {
+	case n.changes <- struct{}{}:
+	default:
+	}
+}
+
+// Contains reports whether this node owns the key: false when the node is
+// not started or its ownership deadline has passed (checked against the
+// clock at every call).
+func (n *Node) Contains(key string) bool {
+	return n.ContainsPoint(n.opts.Hash.Point(key))
+}
+
+// ContainsPoint is Contains for a point of the ring.
+func (n *Node) ContainsPoint(p uint32) bool {
+	v := n.view.Load()
+	if !v.valid() || len(v.mine) == 0 {
+		return false
+	}
+	return v.mine[v.snap.index(p)]
+}
+
+// Owner returns the ID of the node that owns the key by this node's view
+// of the ring, or false when the node is not started, its ownership
+// deadline has passed, or the ring is empty.
+func (n *Node) Owner(key string) (string, bool) {
+	p := n.opts.Hash.Point(key)
+	v := n.view.Load()
+	if !v.valid() {
+		return "", false
+	}
+	return v.snap.OwnerOfPoint(p)
+}
+
+// Ranges returns the ranges this node owns: one per replica, two for the
+// replica that wraps around the top of the ring, in ring order (as
+// redis-hashring's get_ranges). Empty when the node is not started or its
+// ownership deadline has passed.
+func (n *Node) Ranges() []Range {
+	v := n.view.Load()
+	if !v.valid() {
+		return nil
+	}
+	return slices.Clone(v.ranges)
+}
+
+// NodeCount is the number of nodes on the ring by this node's view; 0 when
+// the node is not started or its ownership deadline has passed.
+func (n *Node) NodeCount() int {
+	v := n.view.Load()
+	if !v.valid() {
+		return 0
+	}
+	return v.snap.NodeCount()
+}
+
+// ValidUntil is the node's ownership deadline: until then, unless a
+// renewal extends it, the node's answers stand. Zero when the node is not
+// started or the deadline has passed.
+func (n *Node) ValidUntil() time.Time {
+	v := n.view.Load()
+	if !v.valid() {
+		return time.Time{}
+	}
+	return v.deadline
+}
+
+// Print writes the ring's debug listing (see Ring.Print). It reads the
+// ring from Redis and works whether or not the node is started.
+func (n *Node) Print(ctx context.Context, w io.Writer) error {
+	return printRing(ctx, &n.st, w)
+}
+
+// Start joins the ring: it subscribes to the ring's channel (waiting at
+// most Options.SubscribeTimeout for the confirmation), sends a heartbeat,
+// notifies the other nodes, removes expired replicas, and reads the ring.
+// It returns when the node has its ranges, so Contains is right at once.
+//
+// When a step fails (or ctx ends) Start returns an *Error after trying to
+// remove the replicas it may have added; the node can then Start again.
+// Start on a started node returns ErrAlreadyStarted; while another Start
+// or Stop of the node runs it returns ErrBusy at once.
+//
+// After Start the node keeps itself on the ring until Stop, retrying after
+// every error (see the package documentation).
+func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	switch n.phase {
+	case starting, stopping:
+		n.mu.Unlock()
+		return ErrBusy
+	case running:
+		n.mu.Unlock()
+		return ErrAlreadyStarted
+	}
+	n.phase = starting
+	n.mu.Unlock()
+
+	r, err := n.join(ctx)
+
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err != nil {
+		n.phase = stopped
+		return err
+	}
+	n.phase, n.cur = running, r
+	return nil
+}
+
+func (n *Node) join(ctx context.Context) (*run, error) {
+	r := &run{done: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	wrote := false
+	fail := func(step string, err error) (*run, error) {
+		r.cancel()
+		r.sub.close()
+		e := &Error{Op: "start", Step: step, Key: n.st.key, Server: serverOf(n.st.client), Err: err, Wrote: wrote}
+		if wrote {
+			rctx, cancel := ctx, context.CancelFunc(func() {})
+			if ctx.Err() != nil {
+				rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), DefaultRemoveTimeout)
+			}
+			e.Cleanup = n.st.remove(rctx, n.names)
+			cancel()
+		}
+		return nil, e
+	}
+
+	sub, err := n.st.subscribe(ctx, n.opts.SubscribeTimeout)
+	if err != nil {
+		return fail("subscribe", err)
+	}
+	r.sub = sub
+	if err := ctx.Err(); err != nil {
+		return fail("subscribe", context.Cause(ctx))
+	}
+	wrote = true // a heartbeat may be applied even when its reply is lost
+	t0, added, err := n.st.heartbeat(ctx, n.names)
+	if err != nil {
+		return fail("heartbeat", err)
+	}
+	if added > 0 {
+		if err := n.st.notify(ctx); err != nil {
+			return fail("notify", err)
+		}
+	}
+	removed, err := n.st.cleanup(ctx)
+	if err != nil {
+		return fail("cleanup", err)
+	}
+	r.lastCleanup = time.Now()
+	if removed > 0 {
+		if err := n.st.notify(ctx); err != nil {
+			return fail("notify", err)
+		}
+	}
+	snap, err := n.st.read(ctx)
+	if err != nil {
+		return fail("read", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail("read", context.Cause(ctx))
+	}
+	r.deadline = t0.Add(n.opts.OwnershipDeadline)
+	r.nextHeartbeat = t0.Add(n.opts.HeartbeatInterval)
+	n.publish(r, snap)
+	go n.loop(r)
+	return r, nil
+}
+
+// Stop leaves the ring: the node gives up its keys at once (Contains is
+// false from the moment Stop is called), its goroutine ends, and its
+// replicas are removed from the ring and the other nodes notified. It
+// waits for a Redis call the goroutine is making, which the client's
+// timeouts bound.
+//
+// Stop on a node that is not started does nothing. While another Start
+// or Stop of the node runs it returns ErrBusy at once. When the removal
+// fails it returns an *Error: the node is stopped anyway, and its replicas
+// expire on their own after Options.Expiry.
+func (n *Node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	switch n.phase {
+	case starting, stopping:
+		n.mu.Unlock()
+		return ErrBusy
+	case stopped:
+		n.mu.Unlock()
+		return nil
+	}
+	n.phase = stopping
+	r := n.cur
+	n.mu.Unlock()
+
+	n.viewMu.Lock()
+	r.closed = true
+	old := n.view.Swap(nil)
+	if n.timer != nil {
+		n.timer.Stop()
+	}
+	n.viewMu.Unlock()
+	if len(old.effective()) > 0 {
+		n.signal()
+	}
+	r.cancel()
+	<-r.done
+
+	err := n.st.remove(ctx, n.names)
+
+	n.mu.Lock()
+	n.phase, n.cur = stopped, nil
+	n.mu.Unlock()
+	if err != nil {
+		return &Error{Op: "stop", Step: "remove", Key: n.st.key, Server: serverOf(n.st.client), Err: err}
+	}
+	return nil
+}
+
+// publish makes a new ring read the node's view, with the run's current
+// deadline, and signals Changes when the node's ranges changed.
+func (n *Node) publish(r *run, snap *Snapshot) {
+	v := &view{snap: snap, deadline: r.deadline, mine: make([]bool, len(snap.replicas))}
+	for i, rep := range snap.replicas {
+		if n.mine[rep.Member] {
+			v.mine[i] = true
+			v.ranges = snap.replicaRanges(i, v.ranges)
+		}
+	}
+
+	n.viewMu.Lock()
+	defer n.viewMu.Unlock()
+	if r.closed {
+		return
+	}
+	old := n.view.Swap(v)
+	if !slices.Equal(old.effective(), v.effective()) {
+		n.signal()
+	}
+	// Signal again when the deadline passes, so a worker waiting on
+	// Changes drops its keys on time even while a Redis call blocks.
+	if d := time.Until(v.deadline); n.timer == nil {
+		n.timer = time.AfterFunc(d, n.signal)
+	} else {
+		n.timer.Reset(d)
+	}
+}
+
+// loop keeps the node on the ring until the run is cancelled.
+func (n *Node) loop(r *run) {
+	defer close(r.done)
+	defer func() { r.sub.close() }()
+	timer := time.NewTimer(time.Until(r.nextHeartbeat))
+	defer timer.Stop()
+	for {
+		var msgs <-chan struct{}
+		var errs <-chan error
+		if r.sub != nil {
+			msgs, errs = r.sub.msgs, r.sub.errs
+		}
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-msgs:
+			// Another node changed the ring: read it. The deadline
+			// does not move; only a heartbeat and a read renew it.
+			snap, err := n.st.read(r.ctx)
+			if err != nil {
+				r.readFailed = true
+				n.recover(r, "read", err)
+				break
+			}
+			n.publish(r, snap)
+		case err := <-errs:
+			n.recover(r, "subscription", err)
+		case <-timer.C:
+			if step, err := n.renew(r); err != nil {
+				n.recover(r, step, err)
+			}
+		}
+		timer.Reset(time.Until(r.nextHeartbeat))
+	}
+}
+
+// renew is one heartbeat round: (re)subscribe if needed, read first if the
+// last read failed, send the heartbeat, notify if needed, clean up if due,
+// read the ring, and advance the ownership deadline. It returns the step
+// that failed.
+func (n *Node) renew(r *run) (string, error) {
+	n.observe(r, nil)
+	ctx := r.ctx
+	if r.sub == nil {
+		sub, err := n.st.subscribe(ctx, n.opts.SubscribeTimeout)
+		if err != nil {
+			return "subscribe", err
+		}
+		r.sub = sub
+	}
+	if r.readFailed {
+		snap, err := n.st.read(ctx)
+		if err != nil {
+			return "read", err
+		}
+		r.readFailed = false
+		n.publish(r, snap)
+	}
+	t0, added, err := n.st.heartbeat(ctx, n.names)
+	if err != nil {
+		return "heartbeat", err
+	}
+	// Tell the others when the node (re)appears: its replicas were added,
+	// or it had given its keys up, so the others may have dropped it.
+	if added > 0 || !t0.Before(r.deadline) {
+		r.notifyPending = true
+	}
+	if t := time.Now(); t.Sub(r.lastCleanup) >= n.opts.CleanupInterval {
+		removed, err := n.st.cleanup(ctx)
+		if err != nil {
+			return "cleanup", err
+		}
+		r.lastCleanup = t
+		if removed > 0 {
+			r.notifyPending = true
+		}
+	}
+	if r.notifyPending {
+		if err := n.st.notify(ctx); err != nil {
+			return "notify", err
+		}
+		r.notifyPending = false
+	}
+	snap, err := n.st.read(ctx)
+	if err != nil {
+		r.readFailed = true
+		return "read", err
+	}
+	n.observe(r, nil) // log the old deadline's passing before replacing it
+	r.deadline = t0.Add(n.opts.OwnershipDeadline)
+	r.nextHeartbeat = t0.Add(n.opts.HeartbeatInterval)
+	n.publish(r, snap)
+	if r.expiredLogged && time.Now().Before(r.deadline) {
+		r.expiredLogged = false
+		n.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "hashring: ownership restored",
+			slog.String("key", n.st.key), slog.String("node", n.id),
+			slog.Time("valid_until", r.deadline))
+	}
+	return "", nil
+}
+
+// recover retries after a failed step until a renewal succeeds or the run
+// ends: a random wait, at most RetryWait after the first failure, doubling
+// up to MaxRetryWait. Every failure is logged at WARN. The subscription is
+// renewed too, since a notice may have been lost with the connection.
+func (n *Node) recover(r *run, step string, err error) {
+	for attempt := 1; ; attempt++ {
+		if r.ctx.Err() != nil {
+			return
+		}
+		r.sub.close()
+		r.sub = nil
+		wait := backoff(attempt, n.opts.RetryWait, n.opts.MaxRetryWait)
+		n.opts.Logger.LogAttrs(r.ctx, slog.LevelWarn, "hashring: ring update failed; retrying",
+			slog.String("key", n.st.key), slog.String("node", n.id), slog.String("step", step),
+			slog.Int("attempt", attempt), slog.Duration("wait", wait), slog.Any("error", err))
+		n.observe(r, err)
+		if !sleep(r.ctx, wait) {
+			return
+		}
+		n.observe(r, nil)
+		if step, err = n.renew(r); err == nil {
+			return
+		}
+	}
+}
+
+// observe logs, once per passing, that the ownership deadline has passed.
+func (n *Node) observe(r *run, cause error) {
+	if r.expiredLogged || r.deadline.IsZero() {
+		return
+	}
+	now := time.Now()
+	if now.Before(r.deadline) {
+		return
+	}
+	r.expiredLogged = true
+	attrs := []slog.Attr{
+		slog.String("key", n.st.key), slog.String("node", n.id),
+		slog.Duration("late", now.Sub(r.deadline)),
+	}
+	if cause != nil {
+		attrs = append(attrs, slog.Any("error", cause))
+	}
+	n.opts.Logger.LogAttrs(r.ctx, slog.LevelError,
+		"hashring: ownership deadline passed; the node owns no keys until a heartbeat and a read succeed", attrs...)
+}

@@ -1,0 +1,164 @@
+package hashring
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Defaults. The timings are redis-hashring's (POLL_INTERVAL, NODE_TIMEOUT,
+// CLEANUP_INTERVAL, RING_REPLICAS) plus the seed's stricter additions. A
+// ring shared with Python nodes must keep HeartbeatInterval and Expiry at
+// these values, since Python's are constants.
+const (
+	// DefaultReplicas is the number of replicas (points) per node; more
+	// replicas spread keys more evenly, and a node's weight is its number
+	// of replicas.
+	DefaultReplicas = 16
+	// DefaultHeartbeatInterval is how often a node refreshes the scores of
+	// its replicas and then re-reads the ring; also how often a Ring view
+	// re-reads the ring when no notice arrives.
+	DefaultHeartbeatInterval = 10 * time.Second
+	// DefaultExpiry is how long after its last heartbeat a replica counts
+	// as alive.
+	DefaultExpiry = 60 * time.Second
+	// DefaultOwnershipDeadline is how long after the last heartbeat that
+	// was followed by a successful read a node keeps its keys. It must be
+	// shorter than Expiry: the difference is the clock skew tolerated
+	// between hosts (see the package documentation).
+	DefaultOwnershipDeadline = 50 * time.Second
+	// DefaultCleanupInterval is the least time between two removals of
+	// expired replicas by one node.
+	DefaultCleanupInterval = 120 * time.Second
+	// DefaultSubscribeTimeout bounds the wait for Redis to confirm the
+	// subscription to the ring's channel.
+	DefaultSubscribeTimeout = 10 * time.Second
+	// DefaultRetryWait is the longest random wait after the first failed
+	// attempt; each further failure doubles it, up to DefaultMaxRetryWait.
+	DefaultRetryWait = 1 * time.Second
+	// DefaultMaxRetryWait caps the random wait between attempts.
+	DefaultMaxRetryWait = 10 * time.Second
+	// DefaultRemoveTimeout bounds the removal of a node's replicas when
+	// Start fails and the caller's context has already ended.
+	DefaultRemoveTimeout = 10 * time.Second
+)
+
+// Options configure a Node or a Ring view. The zero value (or nil) means
+// every default. Fields marked "node only" are ignored by a Ring view.
+type Options struct {
+	// Hash maps keys to points. Default XXHash. Every node and view of a
+	// ring must use the same.
+	Hash Hash
+	// Logger receives the records: WARN for each failed attempt and each
+	// malformed member (once per member), ERROR once when a node's
+	// ownership deadline is observed passed, INFO when it is restored.
+	// Default: discarded.
+	Logger *slog.Logger
+
+	// Replicas is the number of replicas of the node (node only). Default
+	// 16.
+	Replicas int
+	// Hostname is the node's hostname in its members (node only). Default
+	// os.Hostname(). It must not contain ':'.
+	Hostname string
+	// PID is the process id in the node's members (node only). Default
+	// os.Getpid(). Two nodes in one process on one ring must differ in
+	// Hostname or PID: the ring identifies a node by "<hostname>:<pid>".
+	PID int
+
+	// HeartbeatInterval is the time between heartbeats (node) or
+	// periodic reads (view). Default 10 s.
+	HeartbeatInterval time.Duration
+	// Expiry is how long a replica stays alive after its last heartbeat.
+	// Default 60 s.
+	Expiry time.Duration
+	// OwnershipDeadline is how long a node keeps its keys after its last
+	// heartbeat that was followed by a read (node only). Default 50 s;
+	// must be shorter than Expiry.
+	OwnershipDeadline time.Duration
+	// CleanupInterval is the least time between two removals of expired
+	// replicas (node only). Default 120 s.
+	CleanupInterval time.Duration
+	// SubscribeTimeout bounds the wait for the subscription confirmation.
+	// Default 10 s.
+	SubscribeTimeout time.Duration
+	// RetryWait is the longest random wait after the first failed attempt;
+	// it doubles after each further failure up to MaxRetryWait. Defaults
+	// 1 s and 10 s.
+	RetryWait    time.Duration
+	MaxRetryWait time.Duration
+}
+
+// resolved returns the options with defaults filled in and checks them.
+func (o *Options) resolved(node bool) (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if !r.Hash.valid() {
+		return r, fmt.Errorf("%w: unknown Hash %d", ErrInvalidOptions, int(r.Hash))
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&r.HeartbeatInterval, DefaultHeartbeatInterval)
+	def(&r.Expiry, DefaultExpiry)
+	def(&r.OwnershipDeadline, DefaultOwnershipDeadline)
+	def(&r.CleanupInterval, DefaultCleanupInterval)
+	def(&r.SubscribeTimeout, DefaultSubscribeTimeout)
+	def(&r.RetryWait, DefaultRetryWait)
+	def(&r.MaxRetryWait, DefaultMaxRetryWait)
+	for name, d := range map[string]time.Duration{
+		"HeartbeatInterval": r.HeartbeatInterval, "Expiry": r.Expiry,
+		"OwnershipDeadline": r.OwnershipDeadline, "CleanupInterval": r.CleanupInterval,
+		"SubscribeTimeout": r.SubscribeTimeout, "RetryWait": r.RetryWait, "MaxRetryWait": r.MaxRetryWait,
+	} {
+		if d < 0 {
+			return r, fmt.Errorf("%w: negative %s %v", ErrInvalidOptions, name, d)
+		}
+	}
+	if r.MaxRetryWait < r.RetryWait {
+		return r, fmt.Errorf("%w: MaxRetryWait %v is shorter than RetryWait %v", ErrInvalidOptions, r.MaxRetryWait, r.RetryWait)
+	}
+	if !node {
+		return r, nil
+	}
+	if r.OwnershipDeadline >= r.Expiry {
+		return r, fmt.Errorf("%w: OwnershipDeadline %v must be shorter than Expiry %v, or two nodes can own a key at once", ErrInvalidOptions, r.OwnershipDeadline, r.Expiry)
+	}
+	if r.HeartbeatInterval >= r.OwnershipDeadline {
+		return r, fmt.Errorf("%w: HeartbeatInterval %v must be shorter than OwnershipDeadline %v, or the node loses its keys between heartbeats", ErrInvalidOptions, r.HeartbeatInterval, r.OwnershipDeadline)
+	}
+	if r.Replicas == 0 {
+		r.Replicas = DefaultReplicas
+	}
+	if r.Replicas < 0 {
+		return r, fmt.Errorf("%w: negative Replicas %d", ErrInvalidOptions, r.Replicas)
+	}
+	if r.Hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return r, fmt.Errorf("%w: %v; set Options.Hostname", ErrInvalidHostname, err)
+		}
+		r.Hostname = h
+	}
+	if err := checkHostname(r.Hostname); err != nil {
+		return r, err
+	}
+	if r.PID == 0 {
+		r.PID = os.Getpid()
+	}
+	if r.PID < 0 {
+		return r, fmt.Errorf("%w: negative PID %d", ErrInvalidOptions, r.PID)
+	}
+	return r, nil
+}
+
+func (o *Options) pid() string { return strconv.Itoa(o.PID) }

@@ -1,0 +1,262 @@
+package hashring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// store is the Redis side of a ring: one key that is both the ZSET of
+// replicas and the pub/sub channel. Every method is one Redis round trip
+// (or one MULTI/EXEC), bounded by the client's own timeouts: go-redis
+// applies a context's deadline to the socket only with
+// ContextTimeoutEnabled, so ReadTimeout/WriteTimeout are what bound a call.
+type store struct {
+	client redis.UniversalClient
+	key    string
+	hash   Hash
+	expiry time.Duration
+	bad    *malformedLog
+}
+
+// newStore checks the client and key and returns the ring's store.
+func newStore(client redis.UniversalClient, key string, o Options) (store, error) {
+	if client == nil {
+		return store{}, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	}
+	if key == "" {
+		return store{}, fmt.Errorf("%w: empty key", ErrInvalidOptions)
+	}
+	return store{client: client, key: key, hash: o.Hash, expiry: o.Expiry,
+		bad: &malformedLog{log: o.Logger, key: key}}, nil
+}
+
+func fmtScore(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// read returns the live replicas: score ≥ now − expiry, as redis-hashring
+// reads them (ZRANGEBYSCORE key <now-60> INF).
+func (s *store) read(ctx context.Context) (*Snapshot, error) {
+	now := time.Now()
+	zs, err := s.client.ZRangeByScoreWithScores(ctx, s.key, &redis.ZRangeBy{
+		Min: fmtScore(timeScore(now.Add(-s.expiry))), Max: "+inf",
+	}).Result()
+	if err != nil {
+		return nil, err
+	}
+	// Redis did the filtering; a zero cutoff keeps every entry it sent.
+	return buildSnapshot(s.key, s.hash, now, time.Time{}, entries(zs), s.bad.note), nil
+}
+
+// readAll returns every replica, expired ones included (for Print).
+func (s *store) readAll(ctx context.Context) (*Snapshot, error) {
+	now := time.Now()
+	zs, err := s.client.ZRangeWithScores(ctx, s.key, 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	return buildSnapshot(s.key, s.hash, now, now.Add(-s.expiry), entries(zs), s.bad.note), nil
+}
+
+func entries(zs []redis.Z) []entry {
+	es := make([]entry, len(zs))
+	for i, z := range zs {
+		m, _ := z.Member.(string)
+		es[i] = entry{member: m, score: z.Score}
+	}
+	return es
+}
+
+// heartbeat sets the score of every member to now in one MULTI/EXEC. It
+// uses ZADD GT, so a delayed heartbeat (one sent on a connection that
+// timed out, and applied by Redis later) can never move a score back in
+// time. It returns the time written and how many members were added
+// rather than updated.
+func (s *store) heartbeat(ctx context.Context, members []string) (time.Time, int64, error) {
+	now := time.Now()
+	score := timeScore(now)
+	zs := make([]redis.Z, len(members))
+	for i, m := range members {
+		zs[i] = redis.Z{Score: score, Member: m}
+	}
+	var added *redis.IntCmd
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		added = p.ZAddGT(ctx, s.key, zs...)
+		return nil
+	})
+	if err != nil {
+		return now, 0, err
+	}
+	return now, added.Val(), nil
+}
+
+// notify publishes "*" on the ring's channel: the ring changed.
+func (s *store) notify(ctx context.Context) error {
+	return s.client.Publish(ctx, s.key, "*").Err()
+}
+
+// cleanup removes the replicas whose last heartbeat is older than expiry,
+// and returns how many it removed.
+func (s *store) cleanup(ctx context.Context) (int64, error) {
+	cutoff := timeScore(time.Now().Add(-s.expiry))
+	return s.client.ZRemRangeByScore(ctx, s.key, "-inf", fmtScore(cutoff)).Result()
+}
+
+// remove deletes the members and publishes "*", in one MULTI/EXEC.
+func (s *store) remove(ctx context.Context, members []string) error {
+	args := make([]any, len(members))
+	for i, m := range members {
+		args[i] = m
+	}
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, s.key, args...)
+		p.Publish(ctx, s.key, "*")
+		return nil
+	})
+	return err
+}
+
+// subscription is a confirmed subscription to the ring's channel and the
+// goroutine that receives from it. Messages are coalesced into one pending
+// signal; the payload is ignored (redis-hashring publishes "*").
+type subscription struct {
+	ps   *redis.PubSub
+	msgs chan struct{} // a notice arrived (capacity 1: coalesced)
+	errs chan error    // the connection failed (at most one error)
+	done chan struct{} // the receiving goroutine returned
+	once sync.Once
+}
+
+// subscribe subscribes to the ring's channel and waits at most timeout for
+// Redis to confirm. The wait also ends when ctx ends (the pub/sub
+// connection is closed then, since go-redis does not watch cancellation
+// while it reads).
+func (s *store) subscribe(ctx context.Context, timeout time.Duration) (*subscription, error) {
+	ps := s.client.Subscribe(ctx, s.key)
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	reply, err := ps.ReceiveTimeout(ctx, timeout)
+	if !stop() { // ctx ended: the pub/sub connection is closed
+		_ = ps.Close()
+		return nil, context.Cause(ctx)
+	}
+	if err != nil {
+		_ = ps.Close()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, fmt.Errorf("%w (waited %v): %w", ErrSubscribeTimeout, timeout, err)
+		}
+		return nil, err
+	}
+	if _, ok := reply.(*redis.Subscription); !ok {
+		_ = ps.Close()
+		return nil, fmt.Errorf("hashring: unexpected reply %T while waiting for the subscription", reply)
+	}
+	sub := &subscription{
+		ps:   ps,
+		msgs: make(chan struct{}, 1),
+		errs: make(chan error, 1),
+		done: make(chan struct{}),
+	}
+	go sub.receive()
+	return sub, nil
+}
+
+// receive runs until the subscription's connection fails or is closed.
+// Receive blocks without a deadline; close ends it.
+func (sub *subscription) receive() {
+	defer close(sub.done)
+	for {
+		msg, err := sub.ps.Receive(context.Background())
+		if err != nil {
+			sub.errs <- err
+			return
+		}
+		if _, ok := msg.(*redis.Message); ok {
+			select {
+			case sub.msgs <- struct{}{}:
+			default: // a notice is already pending
+			}
+		}
+	}
+}
+
+// close closes the subscription and waits for its goroutine. Safe to call
+// more than once and on nil.
+func (sub *subscription) close() {
+	if sub == nil {
+		return
+	}
+	sub.once.Do(func() { _ = sub.ps.Close() })
+	<-sub.done
+}
+
+// backoff is the random wait before retry number attempt (1 for the first
+// retry): uniform in [0, min(first·2^(attempt−1), max)].
+func backoff(attempt int, first, max time.Duration) time.Duration {
+	limit := first
+	for i := 1; i < attempt && limit < max; i++ {
+		limit *= 2
+	}
+	limit = min(limit, max)
+	if limit <= 0 {
+		return 0
+	}
+	return rand.N(limit + 1)
+}
+
+// sleep waits d or until ctx ends; it reports whether it waited the full d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// maxMalformedLogged bounds the set of malformed members remembered for
+// logging once; beyond it new ones are counted but not logged.
+const maxMalformedLogged = 1024
+
+// malformedLog logs each malformed member once per node or view.
+type malformedLog struct {
+	log  *slog.Logger
+	key  string
+	mu   sync.Mutex
+	seen map[string]bool
+	full bool
+}
+
+func (m *malformedLog) note(member string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[member] {
+		return
+	}
+	if len(m.seen) >= maxMalformedLogged {
+		if !m.full {
+			m.full = true
+			m.log.Warn("hashring: more malformed ring members; not logging further ones",
+				slog.String("key", m.key), slog.Int("logged", len(m.seen)))
+		}
+		return
+	}
+	if m.seen == nil {
+		m.seen = make(map[string]bool)
+	}
+	m.seen[member] = true
+	m.log.Warn("hashring: ignoring malformed ring member",
+		slog.String("key", m.key), slog.String("member", member), slog.Any("error", err))
+}
