@@ -36,7 +36,7 @@ func TestDiscoverySkipsDownSentinel(t *testing.T) {
 	}
 	var skipped bool
 	for _, ev := range events.all() {
-		if ev.Kind == EventSentinelSkipped && ev.Sentinel == l.SentinelAddrs()[0] && strings.Contains(ev.Err.Error(), "down") {
+		if ev.Kind == EventSentinelSkipped && ev.Sentinel == l.SentinelAddrs()[0] && ev.Reason == string(SkipDown) && strings.Contains(ev.Err.Error(), "down") {
 			skipped = true
 		}
 	}
@@ -67,7 +67,7 @@ func TestDiscoverySkipsSentinelNamingAReplica(t *testing.T) {
 	}
 	var mismatch *RoleMismatchError
 	for _, ev := range events.all() {
-		if ev.Kind == EventSentinelSkipped && ev.Sentinel == s0.Addr() && errors.As(ev.Err, &mismatch) {
+		if ev.Kind == EventSentinelSkipped && ev.Sentinel == s0.Addr() && errors.As(ev.Err, &mismatch) && ev.Reason == string(SkipRoleMismatch) {
 			if mismatch.Addr != replica.Addr() || mismatch.Role != "slave" {
 				t.Fatalf("mismatch %+v", mismatch)
 			}
@@ -100,6 +100,11 @@ func TestAllSentinelsDownErrorListsEach(t *testing.T) {
 	for _, s := range l.SentinelAddrs() {
 		if !strings.Contains(err.Error(), s+": down") {
 			t.Errorf("error does not say %s is down: %v", s, err)
+		}
+	}
+	for _, a := range de.Attempts {
+		if a.Reason != SkipDown {
+			t.Errorf("attempt %+v: reason %q, want %q", a, a.Reason, SkipDown)
 		}
 	}
 }

@@ -113,12 +113,12 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 			return rep, describeSentinelError(err, c.opts.SentinelTimeout)
 		}
 		if len(v) != 2 {
-			return rep, errUnknownMaster
+			return rep, skipped(SkipUnknownMaster, errUnknownMaster)
 		}
 		rep.addr = net.JoinHostPort(v[0], v[1])
 		return rep, nil
 	case strings.Contains(err.Error(), "No such master"):
-		return rep, errUnknownMaster
+		return rep, skipped(SkipUnknownMaster, errUnknownMaster)
 	default:
 		return rep, describeSentinelError(err, c.opts.SentinelTimeout)
 	}
@@ -129,13 +129,13 @@ func describeSentinelError(err error, timeout time.Duration) error {
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("slow: no answer within %v: %w", timeout, err)
+		return skipped(SkipSlow, fmt.Errorf("slow: no answer within %v: %w", timeout, err))
 	case redis.IsAuthError(err):
-		return fmt.Errorf("AUTH failed on the sentinel: %w", err)
+		return skipped(SkipAuth, fmt.Errorf("AUTH failed on the sentinel: %w", err))
 	case isNetworkError(err):
-		return fmt.Errorf("down: %w", err)
+		return skipped(SkipDown, fmt.Errorf("down: %w", err))
 	}
-	return err
+	return skipped(SkipOther, err)
 }
 
 // discover asks the sentinels in order for the master and verifies it
@@ -184,8 +184,9 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 			}
 		}
 		if err != nil {
-			c.skipSentinel(s, rep.addr, err)
-			attempts = append(attempts, SentinelAttempt{Sentinel: s, Named: rep.addr, Err: err})
+			reason := skipReason(err)
+			c.skipSentinel(s, rep.addr, reason, err)
+			attempts = append(attempts, SentinelAttempt{Sentinel: s, Named: rep.addr, Reason: reason, Err: err})
 			continue
 		}
 		c.sentinels.moveToFront(s)
@@ -200,7 +201,7 @@ func (c *Client) verifyMaster(ctx context.Context, addr string) error {
 	defer cancel()
 	role, err := c.nodes.get(addr).role(ctx)
 	if err != nil {
-		return fmt.Errorf("named %s, but ROLE there failed: %w", addr, err)
+		return skipped(SkipUnverified, fmt.Errorf("named %s, but ROLE there failed: %w", addr, err))
 	}
 	if role.Role != "master" {
 		return &RoleMismatchError{Addr: addr, Role: role.Role}
@@ -208,10 +209,10 @@ func (c *Client) verifyMaster(ctx context.Context, addr string) error {
 	return nil
 }
 
-func (c *Client) skipSentinel(sentinel, named string, err error) {
+func (c *Client) skipSentinel(sentinel, named string, reason SkipReason, err error) {
 	c.stats.sentinelsSkipped.Add(1)
-	c.emit(Event{Kind: EventSentinelSkipped, Sentinel: sentinel, Master: named, Err: err})
-	c.log.Debug("sentinel skipped", "sentinel", sentinel, "named", named, "err", err)
+	c.emit(Event{Kind: EventSentinelSkipped, Sentinel: sentinel, Master: named, Reason: string(reason), Err: err})
+	c.log.Debug("sentinel skipped", "sentinel", sentinel, "named", named, "reason", reason, "err", err)
 }
 
 // replicaReport is a replica a sentinel reports healthy and ROLE confirms.
