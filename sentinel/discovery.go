@@ -147,29 +147,36 @@ func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DiscoveryTimeout)
 	defer cancel()
 	backoff := 50 * time.Millisecond
+	var last []SentinelAttempt // the last round that asked every sentinel
 	for {
-		rep, attempts := c.discoverOnce(ctx, stale)
+		rep, attempts, complete := c.discoverOnce(ctx, stale)
 		if rep.addr != "" {
 			c.lastFailure.Store(nil)
 			return rep, nil
 		}
 		c.stats.discoveryFailures.Add(1)
-		c.lastFailure.Store(&DiscoveryError{MasterName: c.opts.MasterName, Attempts: attempts})
+		if complete || last == nil {
+			last = attempts
+		}
+		c.lastFailure.Store(&DiscoveryError{MasterName: c.opts.MasterName, Attempts: last})
 		select {
 		case <-ctx.Done():
-			return masterReport{}, &DiscoveryError{MasterName: c.opts.MasterName, Attempts: attempts, Cause: ctx.Err()}
+			return masterReport{}, &DiscoveryError{MasterName: c.opts.MasterName, Attempts: last, Cause: ctx.Err()}
 		case <-time.After(backoff):
 			backoff = min(backoff*2, 400*time.Millisecond)
 		}
 	}
 }
 
-func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) error) (masterReport, []SentinelAttempt) {
-	var attempts []SentinelAttempt
+// discoverOnce asks every sentinel once. complete is false when ctx ended
+// the round before every sentinel was asked.
+func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) error) (found masterReport, attempts []SentinelAttempt, complete bool) {
 	verified := map[string]error{} // several sentinels usually name the same node
+	complete = true
 	for _, s := range c.sentinels.list() {
 		if ctx.Err() != nil {
-			attempts = append(attempts, SentinelAttempt{Sentinel: s, Err: fmt.Errorf("not asked: %w", ctx.Err())})
+			complete = false
+			attempts = append(attempts, SentinelAttempt{Sentinel: s, Reason: SkipOther, Err: fmt.Errorf("not asked: %w", ctx.Err())})
 			continue
 		}
 		rep, err := c.askSentinel(ctx, s)
@@ -190,9 +197,9 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 			continue
 		}
 		c.sentinels.moveToFront(s)
-		return rep, attempts
+		return rep, attempts, complete
 	}
-	return masterReport{}, attempts
+	return masterReport{}, attempts, complete
 }
 
 // verifyMaster checks with ROLE that addr is a master.
