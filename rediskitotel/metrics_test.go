@@ -207,8 +207,8 @@ func TestGuardMetrics(t *testing.T) {
 	_, _ = limiter.Allow(ctx, "alice")
 	_, _ = limiter.Allow(ctx, "alice") // limited
 	_ = gate.Admit(ctx, "order-1")
-	_ = gate.Admit(ctx, "order-1") // busy
-	l.Node(0).Proxy().Suspend()    // Redis down
+	_ = gate.Admit(ctx, "order-1")    // busy
+	l.Node(0).Proxy().Suspend()       // Redis down
 	_, _ = cache.Lookup(ctx, "sku-2") // fallback
 	_, _ = limiter.Allow(ctx, "bob")  // unavailable
 	if err := l.Node(0).Proxy().Resume(); err != nil {
