@@ -51,7 +51,7 @@
 //	rediskit.guard.admission.attempts  counter {attempt} rediskit.name, rediskit.result (admitted|busy|unavailable)
 //	rediskit.guard.redis.failures      counter {failure} rediskit.name, rediskit.component (cache|limiter|admission)
 //	    Redis calls that failed in a guard component.
-//	rediskit.guard.health.state        gauge 1          rediskit.name, rediskit.state
+//	rediskit.guard.health.state        gauge            rediskit.name, rediskit.state
 //	    1 for the last health check's state (writable, reachable, read-only,
 //	    out-of-memory, auth-failed, timeout, unreachable, pool-full,
 //	    error-reply, unknown), 0 for the others.

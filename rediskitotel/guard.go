@@ -94,7 +94,7 @@ func (m *Metrics) redisFailures() (metric.Int64ObservableCounter, error) {
 //
 // Reading them makes no network call: the Monitor's cached report is used.
 func (m *Metrics) RegisterHealth(name string, mon *guard.Monitor) (metric.Registration, error) {
-	state, err1 := m.meter.Int64ObservableGauge("rediskit.guard.health.state", metric.WithUnit("1"),
+	state, err1 := m.meter.Int64ObservableGauge("rediskit.guard.health.state",
 		metric.WithDescription("1 for the state of the last health check (writable, reachable, read-only, out-of-memory, auth-failed, timeout, unreachable, ...), 0 for the others."))
 	age, err2 := m.meter.Float64ObservableGauge("rediskit.guard.health.age", metric.WithUnit("s"),
 		metric.WithDescription("Seconds since the last health check started."))
