@@ -134,7 +134,9 @@ type Options struct {
 	FailoverHold time.Duration
 
 	// Observer, when set, receives every Event. It is called synchronously
-	// from the goroutine that produced the event and must return quickly.
+	// from the goroutine that produced the event (the topology goroutine,
+	// its workers, or a caller's), possibly concurrently: it must be safe
+	// for concurrent use and return quickly.
 	Observer func(Event)
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
