@@ -3,7 +3,6 @@ package sentinel
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
@@ -155,24 +155,14 @@ func (s *nodeSet) closeAll() {
 	}
 }
 
-// dialError marks a failure to connect: nothing was sent, so the command
-// provably did not execute.
-type dialError struct {
-	addr string
-	err  error
-}
-
-func (e *dialError) Error() string { return fmt.Sprintf("connect to %s: %v", e.addr, e.err) }
-func (e *dialError) Unwrap() error { return e.err }
-
 // dialer connects to data nodes (with TLS when configured) and marks every
-// failure as a dialError.
+// failure as a *failure.DialError.
 func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: opts.DialTimeout}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := d.DialContext(ctx, network, addr)
 		if err != nil {
-			return nil, &dialError{addr: addr, err: err}
+			return nil, &failure.DialError{Addr: addr, Err: err}
 		}
 		if opts.TLSConfig != nil {
 			cfg := opts.TLSConfig
@@ -185,15 +175,10 @@ func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.
 			tc := tls.Client(conn, cfg)
 			if err := tc.HandshakeContext(ctx); err != nil {
 				_ = conn.Close()
-				return nil, &dialError{addr: addr, err: fmt.Errorf("TLS: %w", err)}
+				return nil, &failure.DialError{Addr: addr, Err: fmt.Errorf("TLS: %w", err)}
 			}
 			return tc, nil
 		}
 		return conn, nil
 	}
-}
-
-func isDialError(err error) bool {
-	var de *dialError
-	return errors.As(err, &de)
 }
