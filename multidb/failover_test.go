@@ -316,3 +316,67 @@ func TestAllDown(t *testing.T) {
 		t.Fatalf("last switch %v, want an automatic one from none to db1", last)
 	}
 }
+
+// TestStalledActiveUnderLoad black-holes the active database (it accepts
+// and never answers) under continuous reads and writes with the default
+// settings: calls time out at the database client's ReadTimeout (500 ms
+// here), three timeouts trip the breaker, and traffic moves on; the time
+// from the stall to the first call served by the next database is bounded
+// by that timeout, not by the health checks.
+func TestStalledActiveUnderLoad(t *testing.T) {
+	nodes := standalone(t, 2, lab.Config{Proxy: true})
+	ctx := testCtx(t, 30*time.Second)
+	for i, n := range nodes {
+		if err := n.Do(ctx, "SET", "who", "db"+strconv.Itoa(i)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := &eventLog{}
+	cfg := Config{Observer: log.observe}
+	for i, n := range nodes {
+		cfg.Databases = append(cfg.Databases, Database{Name: "db" + strconv.Itoa(i), Weight: []float64{10, 5}[i], Options: opts(n)})
+	}
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	var ops []op
+	done := make(chan struct{})
+	go func() { ops = load(ctx, c, 4, 4, stop); close(done) }()
+	time.Sleep(300 * time.Millisecond)
+	stalled := time.Now()
+	nodes[0].BlackHole()
+	waitFor(t, 5*time.Second, "traffic on db1", func() bool { return c.Active() == "db1" })
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	<-done
+
+	var first time.Time
+	var changed, failed int
+	for _, o := range ops {
+		if o.err == nil && !o.write && o.val == "db1" && (first.IsZero() || o.end.Before(first)) {
+			first = o.end
+		}
+		switch {
+		case errors.Is(o.err, ErrDatabaseChanged):
+			changed++
+		case o.err != nil:
+			failed++
+		}
+	}
+	if first.IsZero() {
+		t.Fatal("no read was served by db1")
+	}
+	took := first.Sub(stalled)
+	t.Logf("stall → first success on db1: %v (ReadTimeout %v); %d writes refused as DatabaseChanged, %d other errors",
+		took.Round(time.Millisecond), opts(nodes[0]).ReadTimeout, changed, failed)
+	if limit := opts(nodes[0]).ReadTimeout + time.Second; took > limit {
+		t.Errorf("stall to first success took %v, want ≤ %v (the read timeout and a margin)", took, limit)
+	}
+	if sw := log.switches(); len(sw) != 1 || sw[0].New != "db1" {
+		t.Fatalf("switches %v", sw)
+	}
+	nodes[0].Restore()
+}
