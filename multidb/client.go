@@ -410,17 +410,11 @@ func (c *Client) PoolStats() *redis.PoolStats {
 		clients = append(clients, db.client)
 	}
 	c.mu.Unlock()
-	var sum redis.PoolStats
-	for _, cl := range clients {
-		st := cl.PoolStats()
-		sum.Hits += st.Hits
-		sum.Misses += st.Misses
-		sum.Timeouts += st.Timeouts
-		sum.TotalConns += st.TotalConns
-		sum.IdleConns += st.IdleConns
-		sum.StaleConns += st.StaleConns
+	stats := make([]*redis.PoolStats, len(clients))
+	for i, cl := range clients {
+		stats[i] = cl.PoolStats()
 	}
-	return &sum
+	return routing.SumPoolStats(stats...)
 }
 
 // AutoPipeline is not supported: go-redis's auto-pipeliners send on their

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
 // Defaults for the zero fields of Config. The health-check, grace-period
@@ -72,8 +72,9 @@ type Database struct {
 	// refuses a client whose Options() say otherwise.
 	Client redis.UniversalClient
 	// Options, instead of Client, makes multidb build the client (and
-	// close it). Retries are turned off (MaxRetries -1, DialerRetries 1)
-	// and context deadlines turned on, whatever the options say.
+	// close it). Retries are turned off (MaxRetries -1, DialerRetries 1),
+	// context deadlines turned on, CLIENT SETINFO and maintenance
+	// notifications off, whatever the options say.
 	Options *redis.Options
 
 	// GracePeriod is how long the database's breaker stays OPEN before a
@@ -263,16 +264,10 @@ func checkClientOptions(name string, opt *redis.Options) error {
 }
 
 // clientOptions are the go-redis options multidb builds a database's
-// client from: the caller's, with retries off and context deadlines on.
+// client from: the caller's, under rediskit's inner-client policy (package
+// internal/redisopt: no retries, context deadlines on sockets, no CLIENT
+// SETINFO, no maintenance notifications).
 func clientOptions(in *redis.Options) *redis.Options {
 	o := *in
-	o.MaxRetries = -1
-	o.DialerRetries = 1 // go-redis treats 0 as 5 attempts
-	o.ContextTimeoutEnabled = true
-	if o.MaintNotificationsConfig == nil {
-		// Maintenance notifications are a Redis Enterprise feature; "auto"
-		// costs a command on every new connection.
-		o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	}
-	return &o
+	return redisopt.Inner(&o)
 }

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 // pubsubRouter owns the client that Subscribe, PSubscribe and SSubscribe
@@ -24,9 +24,7 @@ import (
 type pubsubRouter struct {
 	c      *Client
 	client *redis.Client
-
-	mu    sync.Mutex
-	conns map[*trackedConn]struct{}
+	conns  routing.Conns[*database]
 }
 
 // errMoved is what a dial gets when the active database changed while it
@@ -34,17 +32,12 @@ type pubsubRouter struct {
 var errMoved = errors.New("multidb: the active database changed while connecting")
 
 func newPubsubRouter(c *Client) *pubsubRouter {
-	r := &pubsubRouter{c: c, conns: map[*trackedConn]struct{}{}}
-	r.client = redis.NewClient(&redis.Options{
+	r := &pubsubRouter{c: c}
+	r.client = redis.NewClient(redisopt.Inner(&redis.Options{
 		Addr:                       "multidb/pubsub",
 		Dialer:                     r.dial,
 		CredentialsProviderContext: r.credentials,
-		MaxRetries:                 -1,
-		DialerRetries:              1,
-		ContextTimeoutEnabled:      true,
-		DisableIdentity:            true,
-		MaintNotificationsConfig:   &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	}))
 	return r
 }
 
@@ -72,10 +65,7 @@ func (r *pubsubRouter) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 	if err != nil {
 		return nil, &failure.DialError{Addr: db.pubsub.Addr, Err: err}
 	}
-	tc := &trackedConn{Conn: conn, router: r, db: db}
-	r.mu.Lock()
-	r.conns[tc] = struct{}{}
-	r.mu.Unlock()
+	tc := r.conns.Track(conn, db)
 	// A switch that happened while dialing did not see this connection.
 	if r.c.route.Load().active != db {
 		_ = tc.Close()
@@ -139,39 +129,11 @@ func dialEndpoint(ctx context.Context, o *redis.Options) (net.Conn, error) {
 }
 
 // moveTo closes every subscription connection to a database other than db.
-func (r *pubsubRouter) moveTo(db *database) {
-	r.mu.Lock()
-	var stale []*trackedConn
-	for tc := range r.conns {
-		if tc.db != db {
-			stale = append(stale, tc)
-		}
-	}
-	r.mu.Unlock()
-	for _, tc := range stale {
-		_ = tc.Close()
-	}
-}
+func (r *pubsubRouter) moveTo(db *database) { r.conns.CloseOthers(db) }
 
 func (r *pubsubRouter) addHook(h redis.Hook) { r.client.AddHook(h) }
 
 func (r *pubsubRouter) close() { _ = r.client.Close() }
-
-type trackedConn struct {
-	net.Conn
-	router *pubsubRouter
-	db     *database
-	once   sync.Once
-}
-
-func (t *trackedConn) Close() error {
-	t.once.Do(func() {
-		t.router.mu.Lock()
-		delete(t.router.conns, t)
-		t.router.mu.Unlock()
-	})
-	return t.Conn.Close()
-}
 
 // Subscribe subscribes to channels on the active database; the
 // subscription moves with it (see the package documentation).

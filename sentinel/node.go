@@ -12,6 +12,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 // node is the go-redis client of one data node. A node that leaves the
@@ -102,17 +103,11 @@ func (s *nodeSet) addHook(h redis.Hook) {
 func (s *nodeSet) poolStats() *redis.PoolStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var sum redis.PoolStats
+	stats := make([]*redis.PoolStats, 0, len(s.live))
 	for _, n := range s.live {
-		st := n.client.PoolStats()
-		sum.Hits += st.Hits
-		sum.Misses += st.Misses
-		sum.Timeouts += st.Timeouts
-		sum.TotalConns += st.TotalConns
-		sum.IdleConns += st.IdleConns
-		sum.StaleConns += st.StaleConns
+		stats = append(stats, n.client.PoolStats())
 	}
-	return &sum
+	return routing.SumPoolStats(stats...)
 }
 
 // keepOnly retires every live node whose address is not in keep.

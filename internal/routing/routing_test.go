@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,5 +155,57 @@ func TestIsTx(t *testing.T) {
 		if got := IsTx(tt.cmds); got != tt.want {
 			t.Errorf("case %d: IsTx = %v, want %v", i, got, tt.want)
 		}
+	}
+}
+
+func TestConnsCloseOthers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	var tr Conns[string]
+	dial := func(target string) net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Track(c, target)
+	}
+	a1, a2, b := dial("a"), dial("a"), dial("b")
+	tr.CloseOthers("b")
+	if tr.Len() != 1 {
+		t.Fatalf("%d tracked after closing the others, want 1", tr.Len())
+	}
+	for _, c := range []net.Conn{a1, a2} {
+		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("a connection to a was not closed: %v", err)
+		}
+	}
+	if _, err := b.Write([]byte("x")); err != nil {
+		t.Fatalf("the connection to b was closed: %v", err)
+	}
+	_ = b.Close()
+	_ = b.Close() // twice is fine
+	if tr.Len() != 0 {
+		t.Fatalf("%d tracked after closing all", tr.Len())
+	}
+}
+
+func TestSumPoolStats(t *testing.T) {
+	got := SumPoolStats(&redis.PoolStats{Hits: 1, Misses: 2, Timeouts: 3, TotalConns: 4, IdleConns: 5, StaleConns: 6},
+		&redis.PoolStats{Hits: 10, Misses: 20, Timeouts: 30, TotalConns: 40, IdleConns: 50, StaleConns: 60})
+	want := redis.PoolStats{Hits: 11, Misses: 22, Timeouts: 33, TotalConns: 44, IdleConns: 55, StaleConns: 66}
+	if *got != want {
+		t.Fatalf("got %+v, want %+v", *got, want)
 	}
 }
