@@ -58,6 +58,25 @@ func load(ctx context.Context, c *Client, writers, readers int, stop <-chan stru
 	return ops
 }
 
+// underLoad runs load (4 writers, 4 readers) through c: after warmup it
+// applies fault, waits until moved holds (10 s at most), runs for after
+// more, and returns every operation.
+func underLoad(ctx context.Context, c *Client, warmup time.Duration, fault func(), moved func() bool, after time.Duration) []op {
+	stop := make(chan struct{})
+	var ops []op
+	done := make(chan struct{})
+	go func() { ops = load(ctx, c, 4, 4, stop); close(done) }()
+	time.Sleep(warmup)
+	fault()
+	for deadline := time.Now().Add(10 * time.Second); !moved() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(after)
+	close(stop)
+	<-done
+	return ops
+}
+
 // TestKillActiveUnderLoad kills the active database (SIGKILL) under
 // continuous reads and writes, with the client's default settings: traffic
 // moves to the next database by weight; the time from the kill to the first
@@ -68,35 +87,15 @@ func TestKillActiveUnderLoad(t *testing.T) {
 	aof := lab.Config{ExtraConfig: []string{"appendonly yes", "appendfsync always"}}
 	nodes := standalone(t, 3, aof)
 	ctx := testCtx(t, 60*time.Second)
-	for i, n := range nodes {
-		if err := n.Do(ctx, "SET", "who", "db"+strconv.Itoa(i)).Err(); err != nil {
-			t.Fatal(err)
+	nameNodes(t, nodes)
+	c, log := newClient(t, Config{}, nodes, 10, 5, 1) // every setting at its default
+	var killed time.Time
+	ops := underLoad(ctx, c, 500*time.Millisecond, func() {
+		killed = time.Now()
+		if err := nodes[0].Kill(); err != nil {
+			t.Error(err)
 		}
-	}
-	log := &eventLog{}
-	cfg := Config{Observer: log.observe} // every other setting at its default
-	for i, n := range nodes {
-		cfg.Databases = append(cfg.Databases, Database{Name: "db" + strconv.Itoa(i), Weight: []float64{10, 5, 1}[i], Options: n.Options()})
-	}
-	c, err := NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-
-	stop := make(chan struct{})
-	var ops []op
-	done := make(chan struct{})
-	go func() { ops = load(ctx, c, 4, 4, stop); close(done) }()
-	time.Sleep(500 * time.Millisecond)
-	killed := time.Now()
-	if err := nodes[0].Kill(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "traffic on db1", func() bool { return c.Active() == "db1" })
-	time.Sleep(time.Second)
-	close(stop)
-	<-done
+	}, func() bool { return c.Active() == "db1" }, time.Second)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -326,32 +325,13 @@ func TestAllDown(t *testing.T) {
 func TestStalledActiveUnderLoad(t *testing.T) {
 	nodes := standalone(t, 2, lab.Config{Proxy: true})
 	ctx := testCtx(t, 30*time.Second)
-	for i, n := range nodes {
-		if err := n.Do(ctx, "SET", "who", "db"+strconv.Itoa(i)).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log := &eventLog{}
-	cfg := Config{Observer: log.observe}
-	for i, n := range nodes {
-		cfg.Databases = append(cfg.Databases, Database{Name: "db" + strconv.Itoa(i), Weight: []float64{10, 5}[i], Options: opts(n)})
-	}
-	c, err := NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	stop := make(chan struct{})
-	var ops []op
-	done := make(chan struct{})
-	go func() { ops = load(ctx, c, 4, 4, stop); close(done) }()
-	time.Sleep(300 * time.Millisecond)
-	stalled := time.Now()
-	nodes[0].BlackHole()
-	waitFor(t, 5*time.Second, "traffic on db1", func() bool { return c.Active() == "db1" })
-	time.Sleep(500 * time.Millisecond)
-	close(stop)
-	<-done
+	nameNodes(t, nodes)
+	c, log := newClient(t, Config{}, nodes, 10, 5) // every setting at its default
+	var stalled time.Time
+	ops := underLoad(ctx, c, 300*time.Millisecond, func() {
+		stalled = time.Now()
+		nodes[0].BlackHole()
+	}, func() bool { return c.Active() == "db1" }, 500*time.Millisecond)
 
 	var first time.Time
 	var changed, failed int

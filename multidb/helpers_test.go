@@ -141,6 +141,17 @@ func stateOf(c *Client, name string) DatabaseStats {
 	return DatabaseStats{}
 }
 
+// nameNodes sets key "who" on each node to the database name newClient
+// gives it (db0, db1, ...), so a read says which database served it.
+func nameNodes(t *testing.T, nodes []*lab.Node) {
+	t.Helper()
+	for i, n := range nodes {
+		if err := n.Do(context.Background(), "SET", "who", "db"+strconv.Itoa(i)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // get reads key directly on the node's own port (past the client).
 func get(t *testing.T, n *lab.Node, key string) string {
 	t.Helper()

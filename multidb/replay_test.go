@@ -19,11 +19,7 @@ import (
 func proxied(t *testing.T, mod func(*Config)) ([]*lab.Node, *Client, *eventLog) {
 	t.Helper()
 	nodes := standalone(t, 2, lab.Config{Proxy: true})
-	for i, n := range nodes {
-		if err := n.Do(context.Background(), "SET", "who", "db"+strconv.Itoa(i)).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	nameNodes(t, nodes)
 	cfg := fast(Config{ConsecutiveFailures: 1, HealthCheckInterval: time.Hour})
 	if mod != nil {
 		mod(&cfg)
