@@ -43,7 +43,7 @@ func benchClients(b *testing.B) (*Client, *redis.Client) {
 	return ours, plain
 }
 
-var benchOps = map[string]func(ctx context.Context, c redis.UniversalClient) error{
+var benchOps = map[string]benchcmp.Op{
 	"GET": func(ctx context.Context, c redis.UniversalClient) error { return c.Get(ctx, "bench").Err() },
 	"SET": func(ctx context.Context, c redis.UniversalClient) error { return c.Set(ctx, "bench", "value", 0).Err() },
 	"pipeline10": func(ctx context.Context, c redis.UniversalClient) error {
@@ -65,24 +65,7 @@ var benchOrder = []string{"GET", "SET", "pipeline10"}
 func BenchmarkRouting(b *testing.B) {
 	ours, plain := benchClients(b)
 	for _, op := range benchOrder {
-		for _, target := range []struct {
-			name   string
-			client redis.UniversalClient
-		}{{"rediskit", ours}, {"go-redis", plain}} {
-			b.Run(op+"/"+target.name, func(b *testing.B) {
-				ctx := context.Background()
-				do := benchOps[op]
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := do(ctx, target.client); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			})
-		}
+		benchcmp.Parallel(b, op, ours, plain, benchOps[op])
 	}
 }
 

@@ -36,7 +36,7 @@ func benchClients(b *testing.B) (*Client, *redis.Client) {
 	return ours, plain
 }
 
-var benchOps = map[string]func(ctx context.Context, c redis.UniversalClient) error{
+var benchOps = map[string]benchcmp.Op{
 	"GET": func(ctx context.Context, c redis.UniversalClient) error { return c.Get(ctx, "bench").Err() },
 	"SET": func(ctx context.Context, c redis.UniversalClient) error { return c.Set(ctx, "bench", "value", 0).Err() },
 }
@@ -46,24 +46,7 @@ var benchOps = map[string]func(ctx context.Context, c redis.UniversalClient) err
 func BenchmarkRouting(b *testing.B) {
 	ours, plain := benchClients(b)
 	for _, op := range []string{"GET", "SET"} {
-		for _, target := range []struct {
-			name   string
-			client redis.UniversalClient
-		}{{"rediskit", ours}, {"go-redis", plain}} {
-			b.Run(op+"/"+target.name, func(b *testing.B) {
-				ctx := context.Background()
-				do := benchOps[op]
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := do(ctx, target.client); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			})
-		}
+		benchcmp.Parallel(b, op, ours, plain, benchOps[op])
 	}
 }
 

@@ -1,6 +1,6 @@
-// Package benchcmp runs one operation through two clients in the same
-// benchmark, interleaved, so both see the same machine: the way rediskit's
-// benchmarks compare a client of ours with plain go-redis.
+// Package benchcmp runs one operation through a client of ours and through
+// plain go-redis in the same benchmark: side by side (Parallel), and
+// interleaved so both see the same machine (Interleaved).
 package benchcmp
 
 import (
@@ -12,6 +12,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Op is one operation under benchmark.
+type Op func(context.Context, redis.UniversalClient) error
+
+// Parallel runs do through each client with b.RunParallel, as the
+// sub-benchmarks name/rediskit and name/go-redis, reporting allocations.
+func Parallel(b *testing.B, name string, ours, plain redis.UniversalClient, do Op) {
+	for _, target := range []struct {
+		name   string
+		client redis.UniversalClient
+	}{{"rediskit", ours}, {"go-redis", plain}} {
+		b.Run(name+"/"+target.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := do(ctx, target.client); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
 // Workers is how many goroutines Interleaved runs.
 const Workers = 8
 
@@ -20,7 +45,7 @@ const Workers = 8
 // operation ("rediskit-ns/op", "go-redis-ns/op") and the throughput ratio
 // (go-redis time / rediskit time; 1 means equal, below 1 rediskit is
 // slower).
-func Interleaved(b *testing.B, ours, plain redis.UniversalClient, do func(context.Context, redis.UniversalClient) error) {
+func Interleaved(b *testing.B, ours, plain redis.UniversalClient, do Op) {
 	b.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
