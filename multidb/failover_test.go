@@ -167,7 +167,7 @@ func TestKillActiveUnderLoad(t *testing.T) {
 			t.Errorf("%s ran on db2", o.key)
 		}
 	}
-	sw := log.switches()
+	sw := log.awaitSwitches(t, 1)
 	if len(sw) != 1 || sw[0].Old != "db0" || sw[0].New != "db1" || sw[0].Reason != ReasonAutomatic {
 		t.Fatalf("switches %v, want one automatic db0 → db1", sw)
 	}
@@ -231,7 +231,7 @@ func TestFailbackAfterDwell(t *testing.T) {
 	waitFor(t, dwell+3*time.Second, "failback to db0", func() bool { return c.Active() == "db0" })
 	back := time.Now()
 
-	sw := log.switches()
+	sw := log.awaitSwitches(t, 2)
 	if len(sw) != 2 || sw[0].New != "db1" || sw[0].Reason != ReasonAutomatic || sw[1].New != "db0" || sw[1].Reason != ReasonFailback {
 		t.Fatalf("switches %v, want db0 → db1 (automatic), db1 → db0 (failback)", sw)
 	}
@@ -268,7 +268,7 @@ func TestAllDown(t *testing.T) {
 		}
 	}
 	waitFor(t, 3*time.Second, "no active database", func() bool { return c.Active() == "" })
-	down := log.of(EventAllUnhealthy)
+	down := log.await(t, EventAllUnhealthy, 1)
 	if len(down) != 1 {
 		t.Fatalf("all-unhealthy events %v", down)
 	}
@@ -291,7 +291,7 @@ func TestAllDown(t *testing.T) {
 	waitFor(t, attempts*delay+2*time.Second, "ErrNoHealthyDatabase", func() bool {
 		return errors.Is(c.Get(ctx, "k").Err(), ErrNoHealthyDatabase)
 	})
-	if ev := log.of(EventNoHealthyDatabase); len(ev) != 1 || ev[0].Time.Sub(down[0].Time) < attempts*delay {
+	if ev := log.await(t, EventNoHealthyDatabase, 1); len(ev) != 1 || ev[0].Time.Sub(down[0].Time) < attempts*delay {
 		t.Fatalf("exhausted events %v, want one ≥ %v after all-unhealthy at %v", ev, attempts*delay, down[0].Time)
 	}
 	if st := c.Stats(); !st.Exhausted || st.UnavailableSince.IsZero() {
@@ -311,6 +311,10 @@ func TestAllDown(t *testing.T) {
 	}
 	// Resuming is reported as a switch from no database.
 	sw := log.switches()
+	waitFor(t, 2*time.Second, "the resume event", func() bool {
+		sw = log.switches()
+		return len(sw) > 0 && sw[len(sw)-1].Old == ""
+	})
 	if last := sw[len(sw)-1]; last.Old != "" || last.New != "db1" || last.Reason != ReasonAutomatic {
 		t.Fatalf("last switch %v, want an automatic one from none to db1", last)
 	}
@@ -355,7 +359,7 @@ func TestStalledActiveUnderLoad(t *testing.T) {
 	if limit := opts(nodes[0]).ReadTimeout + time.Second; took > limit {
 		t.Errorf("stall to first success took %v, want ≤ %v (the read timeout and a margin)", took, limit)
 	}
-	if sw := log.switches(); len(sw) != 1 || sw[0].New != "db1" {
+	if sw := log.awaitSwitches(t, 1); len(sw) != 1 || sw[0].New != "db1" {
 		t.Fatalf("switches %v", sw)
 	}
 	nodes[0].Restore()

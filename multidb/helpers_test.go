@@ -3,6 +3,7 @@ package multidb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -73,6 +74,22 @@ func (e *eventLog) switches() []Event {
 		return nil
 	}
 	return all[1:]
+}
+
+// await waits (events are delivered by the client's own goroutine) until
+// at least n events of kind arrived, and returns those of that kind.
+func (e *eventLog) await(t *testing.T, kind EventKind, n int) []Event {
+	t.Helper()
+	waitFor(t, 2*time.Second, fmt.Sprintf("%d %s events", n, kind), func() bool { return len(e.of(kind)) >= n })
+	return e.of(kind)
+}
+
+// awaitSwitches waits until at least n switches (after the first choice)
+// arrived, and returns them all.
+func (e *eventLog) awaitSwitches(t *testing.T, n int) []Event {
+	t.Helper()
+	e.await(t, EventActiveChanged, n+1)
+	return e.switches()
 }
 
 // standalone starts n independent standalone servers (extra: redis.conf

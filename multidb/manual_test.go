@@ -170,7 +170,7 @@ func TestModuleUpgradeWalkthrough(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Fatalf("%d of %d reads failed during the planned switches; first: %v", failed.Load(), reads.Load(), firstErr.Load())
 	}
-	sw := log.switches()
+	sw := log.awaitSwitches(t, 2)
 	if len(sw) != 2 || sw[0].New != "db1" || sw[1].New != "db0" || sw[0].Reason != ReasonManual || sw[1].Reason != ReasonManual {
 		t.Fatalf("switches %v, want db0 → db1 → db0, both manual", sw)
 	}
@@ -220,11 +220,11 @@ func TestAddRemoveDatabase(t *testing.T) {
 	if err := c.RemoveDatabase("db0"); !errors.As(err, &ce) {
 		t.Fatalf("removing the last database: %v", err)
 	}
-	sw := log.switches()
+	sw := log.awaitSwitches(t, 2)
 	if len(sw) != 2 || sw[0].New != "big" || sw[0].Reason != ReasonFailback || sw[1].New != "db0" || sw[1].Reason != ReasonManual {
 		t.Fatalf("switches %v", sw)
 	}
-	if len(log.of(EventDatabaseAdded)) != 2 || len(log.of(EventDatabaseRemoved)) != 2 {
+	if len(log.await(t, EventDatabaseAdded, 2)) != 2 || len(log.await(t, EventDatabaseRemoved, 2)) != 2 {
 		t.Fatalf("events %v", log.all())
 	}
 }
