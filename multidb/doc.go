@@ -47,8 +47,9 @@
 // a health check has closed its breaker. And it takes a mutex before and
 // after every request (the two-step variant also allocates a closure per
 // request) and calls OnStateChange with that mutex held; here every call
-// records its outcome with atomic counters, and the lock is taken only to
-// trip.
+// records its outcome with atomic counters, and only a failed call takes a
+// lock (to trip the breaker, or to wait for the switch another call's
+// trip makes).
 //
 // # Failures seen in traffic
 //
@@ -67,8 +68,8 @@
 // cancellation or deadline) says nothing about the database and is not
 // counted; with ContextTimeoutEnabled the socket deadline is the caller's,
 // so a stalled database is found by calls with no deadline or a longer
-// one than the client's ReadTimeout, or by the health checks. Neither are
-// client-side refusals (a closed client, a full pool).
+// one than the client's ReadTimeout, or by the health checks. Nor are
+// client-side refusals (a closed client, a full pool) counted.
 //
 // A dead database is usually found within milliseconds under load: a
 // killed server refuses connections and resets the pooled ones, and the
