@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,7 +259,9 @@ func TestFailbackAfterDwell(t *testing.T) {
 func TestAllDown(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	const attempts, delay = 3, 200 * time.Millisecond
-	c, log := newClient(t, fast(Config{FailoverAttempts: attempts, FailoverDelay: delay}), nodes, 10, 5)
+	var records syncBuffer
+	logger := slog.New(slog.NewTextHandler(&records, nil))
+	c, log := newClient(t, fast(Config{FailoverAttempts: attempts, FailoverDelay: delay, Logger: logger}), nodes, 10, 5)
 	ctx := testCtx(t, 30*time.Second)
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -317,6 +321,13 @@ func TestAllDown(t *testing.T) {
 	})
 	if last := sw[len(sw)-1]; last.Old != "" || last.New != "db1" || last.Reason != ReasonAutomatic {
 		t.Fatalf("last switch %v, want an automatic one from none to db1", last)
+	}
+	// The log tells the story.
+	for _, msg := range []string{"database unreachable", "no healthy database", "failover attempts used up",
+		"database reachable again", "service resumed", "active database changed"} {
+		if !strings.Contains(records.String(), "msg=\"multidb: "+msg) {
+			t.Errorf("no %q record in the log:\n%s", msg, records.String())
+		}
 	}
 }
 
