@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -91,7 +92,7 @@ func errKind(err error) string {
 		return "READONLY"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
-	case isNetworkError(err):
+	case failure.Network(err):
 		return "connection"
 	}
 	return strings.SplitN(err.Error(), " ", 2)[0]
