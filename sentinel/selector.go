@@ -44,9 +44,10 @@ type roundRobin struct {
 	next     atomic.Uint64
 }
 
-// NewRoundRobinSelector returns the default selector: every healthy,
+// NewRoundRobinSelector returns a selector that hands out every healthy,
 // ROLE-verified replica in turn. It has no latency data, so for Nearest it
-// behaves as for ReplicaPreferred.
+// behaves as for ReplicaPreferred. (The default is the latency-aware
+// replica.Selector.)
 func NewRoundRobinSelector() ReplicaSelector {
 	r := &roundRobin{}
 	r.replicas.Store(new([]string))
