@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -653,5 +654,77 @@ func TestEqualReplicasShareReads(t *testing.T) {
 		if share := float64(d[i]) / float64(total); share < 0.40 || share > 0.60 {
 			t.Fatalf("replica %d ran %.1f%% of the reads (%v), want 40–60%%", i, 100*share, d)
 		}
+	}
+}
+
+// lockedBuffer is a log sink for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// Passwords never appear in the table, the events or the logs, even when
+// probes fail to authenticate (the password changed under the client).
+func TestNoSecretsInTableEventsOrLogs(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	const oldPass, newPass = "s3cret-old-pw", "s3cret-new-pw"
+	l := latencyLab(t, lab.Config{Password: oldPass}, 2*ms, 2*ms, 2*ms)
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sel, events := newSelector(t, replica.Config{ProbeInterval: 100 * ms, Logger: logger})
+	c := newClient(t, l, sel, func(o *sentinel.Options) { o.Password, o.Logger, o.ClientName = oldPass, logger, "secret-test" })
+	waitReplicas(t, ctx, c, 2)
+	_ = c.Get(ctx, "k")
+	if err := sel.WaitRound(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The password changes on every node; the probe connections are cut, and
+	// the probes' new connections are refused.
+	for _, n := range l.Nodes() {
+		if err := n.Do(ctx, "CONFIG", "SET", "requirepass", newPass).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Do(ctx, "CLIENT", "KILL", "USER", "default", "SKIPME", "yes").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "the probes to fail", func() bool {
+		for _, st := range sel.Table() {
+			if st.Err != nil && strings.Contains(st.Err.Error(), "WRONGPASS") {
+				return true
+			}
+		}
+		return false
+	})
+	var texts []string
+	for _, st := range sel.Table() {
+		texts = append(texts, fmt.Sprintf("%+v", st), st.Why)
+		if st.Err != nil {
+			texts = append(texts, st.Err.Error())
+		}
+	}
+	for _, ev := range events.all() {
+		texts = append(texts, ev.String(), fmt.Sprintf("%+v", ev))
+	}
+	texts = append(texts, logs.String())
+	for _, s := range texts {
+		if strings.Contains(s, "s3cret") {
+			t.Fatalf("a password in %q", s)
+		}
+	}
+	if !strings.Contains(logs.String(), "WRONGPASS") {
+		t.Fatalf("the failed probes were not logged: %s", logs.String())
 	}
 }
