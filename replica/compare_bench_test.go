@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,7 @@ import (
 // election"): master +6 ms, replica A +6 ms, replica B +42 ms, 8 goroutines
 // each sending GETs one after the other.
 //
-//	go test -run '^$' -bench 'ReplicaReads' -benchtime 4000x ./replica/
+//	go test -run '^$' -bench 'ReplicaReads' -benchtime 8000x ./replica/
 //	go test -run '^$' -bench 'ReplicaAdaptation' -benchtime 1x -timeout 30m ./replica/
 
 const benchWorkers = 8
@@ -115,34 +116,39 @@ func warm(b *testing.B, c redis.UniversalClient, sel *replica.Selector, d time.D
 }
 
 // BenchmarkReplicaReads measures read latency (p50/p90/p99) and the share
-// of reads per node for each client, one after the other on one lab.
+// of reads per node for each client on one lab. b.N reads per client, in
+// 10 rounds: each round gives every client b.N/10 reads in turn, so a
+// change of the machine's load during the run is shared by all of them.
+// It reports rediskit's percentiles and their ratio to the best go-redis
+// option's (below 1: rediskit is faster) and to the near replica's own
+// p50, and logs the table of every client.
 func BenchmarkReplicaReads(b *testing.B) {
 	l := benchLab(b)
-	opened := map[string]redis.UniversalClient{}
-	b.Cleanup(func() {
-		for _, c := range opened {
-			_ = c.Close()
-		}
-	})
-	var rows []string
-	for _, bc := range benchClients {
-		b.Run(bc.name, func(b *testing.B) {
-			c := opened[bc.name]
-			if c == nil {
-				var sel *replica.Selector
-				c, sel = bc.open(b, l)
-				opened[bc.name] = c
-				warm(b, c, sel, 2*time.Second)
-			}
+	type result struct {
+		lat  []time.Duration
+		gets [3]int
+	}
+	clients := make([]redis.UniversalClient, len(benchClients))
+	results := make([]result, len(benchClients))
+	for i, bc := range benchClients {
+		c, sel := bc.open(b, l)
+		defer c.Close()
+		warm(b, c, sel, 2*time.Second)
+		clients[i] = c
+	}
+	const rounds = 10
+	per := max(b.N/rounds, 1)
+	b.ResetTimer()
+	for range rounds {
+		for i, c := range clients {
 			gets := countGets(b, l.Nodes())
 			lat := make([][]time.Duration, benchWorkers)
 			var next atomic.Int64
 			var wg sync.WaitGroup
-			b.ResetTimer()
 			for w := range benchWorkers {
 				wg.Go(func() {
 					ctx := context.Background()
-					for next.Add(1) <= int64(b.N) {
+					for next.Add(1) <= int64(per) {
 						t0 := time.Now()
 						if err := c.Get(ctx, "k").Err(); err != nil {
 							b.Error(err)
@@ -153,27 +159,40 @@ func BenchmarkReplicaReads(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			b.StopTimer()
-			all := slices.Sorted(slices.Values(slices.Concat(lat...)))
-			if len(all) == 0 {
-				return
+			results[i].lat = append(results[i].lat, slices.Concat(lat...)...)
+			d, _ := gets.deltas()
+			for n := range d {
+				results[i].gets[n] += d[n]
 			}
-			d, total := gets.deltas()
-			p := func(q float64) float64 { return float64(all[int(q*float64(len(all)-1))]) / 1e6 }
-			share := func(i int) float64 { return 100 * float64(d[i]) / float64(max(total, 1)) }
-			b.ReportMetric(p(0.50), "p50-ms")
-			b.ReportMetric(p(0.90), "p90-ms")
-			b.ReportMetric(p(0.99), "p99-ms")
-			b.ReportMetric(share(0), "master-%")
-			b.ReportMetric(share(1), "A-%")
-			b.ReportMetric(share(2), "B-%")
-			if b.N >= 100 {
-				rows = append(rows, fmt.Sprintf("| %s | %.2f | %.2f | %.2f | %.1f%% / %.1f%% / %.1f%% |", bc.name, p(0.5), p(0.9), p(0.99), share(0), share(1), share(2)))
-			}
-		})
+		}
 	}
-	b.Logf("%d goroutines, %d reads per client\n| client | p50 ms | p90 ms | p99 ms | reads on master / A (+6 ms) / B (+42 ms) |\n|---|---|---|---|---|\n%s",
-		benchWorkers, b.N, joinLines(rows))
+	b.StopTimer()
+
+	pct := func(r result, q float64) float64 {
+		all := slices.Sorted(slices.Values(r.lat))
+		return float64(all[int(q*float64(len(all)-1))]) / 1e6
+	}
+	var rows []string
+	bestP50, bestP99 := 1e9, 1e9
+	for i, bc := range benchClients {
+		r := results[i]
+		total := max(r.gets[0]+r.gets[1]+r.gets[2], 1)
+		share := func(n int) float64 { return 100 * float64(r.gets[n]) / float64(total) }
+		rows = append(rows, fmt.Sprintf("| %s | %.2f | %.2f | %.2f | %.1f%% / %.1f%% / %.1f%% |",
+			bc.name, pct(r, 0.5), pct(r, 0.9), pct(r, 0.99), share(0), share(1), share(2)))
+		if strings.HasPrefix(bc.name, "go-redis") {
+			bestP50, bestP99 = min(bestP50, pct(r, 0.5)), min(bestP99, pct(r, 0.99))
+		}
+	}
+	ours, near := results[1], results[0] // rediskit Nearest, the near replica direct
+	b.ReportMetric(pct(ours, 0.5), "rediskit-p50-ms")
+	b.ReportMetric(pct(ours, 0.99), "rediskit-p99-ms")
+	b.ReportMetric(pct(ours, 0.5)/bestP50, "p50-vs-best-go-redis")
+	b.ReportMetric(pct(ours, 0.99)/bestP99, "p99-vs-best-go-redis")
+	b.ReportMetric(pct(ours, 0.99)/pct(near, 0.5), "p99-vs-near-p50")
+	b.ReportMetric(pct(near, 0.99)/pct(near, 0.5), "near-p99-vs-near-p50")
+	b.Logf("%d goroutines, %d reads per client in %d rounds\n| client | p50 ms | p90 ms | p99 ms | reads on master / A (+6 ms) / B (+42 ms) |\n|---|---|---|---|---|\n%s",
+		benchWorkers, per*rounds, rounds, joinLines(rows))
 }
 
 func joinLines(rows []string) string {

@@ -12,10 +12,7 @@ func TestSentinelDefaultIsLatencyAware(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 42*ms, 6*ms)
 	c := newClient(t, l, nil, nil)
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitReplicas(t, ctx, c, 2)
+	ready(t, ctx, c, nil, 0)
 	waitFor(t, 5*time.Second, "reads on the near replica", func() bool {
 		gets := countGets(t, l.Nodes())
 		read(t, ctx, c, 1, 5)

@@ -130,6 +130,25 @@ func waitReplicas(t *testing.T, ctx context.Context, c *sentinel.Client, n int) 
 	})
 }
 
+// ready writes the key the tests read and waits until the client routes
+// with both replicas. With rounds > 0 it then sends a read that may go to
+// a replica (the first starts the prober) and waits for that many probe
+// rounds.
+func ready(t *testing.T, ctx context.Context, c *sentinel.Client, sel *replica.Selector, rounds uint64) {
+	t.Helper()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, ctx, c, 2)
+	if rounds == 0 {
+		return
+	}
+	_ = c.Get(ctx, "k")
+	if err := sel.WaitRound(ctx, rounds); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitFor polls cond every 10 ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -153,16 +172,13 @@ func cmdCalls(t testing.TB, n *lab.Node, cmd string) int {
 	return parseCalls(s, cmd)
 }
 
-// parseCalls reads a command's call count from INFO commandstats.
+// parseCalls reads a command's call count from INFO commandstats
+// ("cmdstat_get:calls=10,usec=...").
 func parseCalls(info, cmd string) int {
-	prefix := "cmdstat_" + cmd + ":calls="
-	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
-			v, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-			return v
-		}
-	}
-	return 0
+	stats := lab.ParseInfo(info)["cmdstat_"+cmd]
+	calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+	n, _ := strconv.Atoi(calls)
+	return n
 }
 
 // counter snapshots the GETs each node has run.
@@ -251,10 +267,7 @@ func TestNearReplicaTakesTheReads(t *testing.T) {
 	master, near, far := l.Node(0), l.Node(1), l.Node(2)
 	sel, events := newSelector(t, replica.Config{ProbeInterval: 500 * ms})
 	c := newClient(t, l, sel, nil)
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitReplicas(t, ctx, c, 2)
+	ready(t, ctx, c, sel, 0)
 	if sel.Rounds() != 0 {
 		t.Fatal("the prober ran before the first read that may go to a replica")
 	}
@@ -319,14 +332,7 @@ func TestElectionFollowsASwap(t *testing.T) {
 	// master, as near as B, takes the reads until B's average has
 	// converged, a few rounds.)
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ClientName, o.ReadFrom = "swap-test", sentinel.ReplicaPreferred })
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitReplicas(t, ctx, c, 2)
-	_ = c.Get(ctx, "k") // starts the prober
-	if err := sel.WaitRound(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	ready(t, ctx, c, sel, 2)
 	read(t, ctx, c, 8, 200)
 	pooled := clientIDs(t, a, "swap-test")
 	if len(pooled) < 2 {
@@ -397,14 +403,7 @@ func TestExclusionFactor(t *testing.T) {
 	a, b := l.Node(1), l.Node(2)
 	sel, events := newSelector(t, replica.Config{ProbeInterval: 200 * ms})
 	c := newClient(t, l, sel, nil)
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitReplicas(t, ctx, c, 2)
-	_ = c.Get(ctx, "k")
-	if err := sel.WaitRound(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	ready(t, ctx, c, sel, 3)
 	for _, tc := range []struct {
 		rf   sentinel.ReadFrom
 		node int
@@ -451,14 +450,7 @@ func TestBlackHoledReplicaIsDropped(t *testing.T) {
 	c := newClient(t, l, sel, func(o *sentinel.Options) {
 		o.ReadFrom, o.RefreshInterval, o.ReadTimeout = sentinel.ReplicaPreferred, time.Minute, time.Second
 	})
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitReplicas(t, ctx, c, 2)
-	_ = c.Get(ctx, "k")
-	if err := sel.WaitRound(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	ready(t, ctx, c, sel, 2)
 	if st := row(t, sel.Table(), a.Addr()); !st.Elected {
 		t.Fatalf("A not elected: %+v", sel.Table())
 	}
@@ -487,6 +479,7 @@ func TestBlackHoledReplicaIsDropped(t *testing.T) {
 	if ev.Reason != replica.ReasonRecovered {
 		t.Fatalf("A came back with %v", ev)
 	}
+	t.Logf("A elected again %v after the network came back", ev.Time.Sub(restored))
 }
 
 // A replica whose replication stalls while it still answers is excluded
@@ -517,14 +510,7 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 	const interval = 250 * ms
 	sel, events := newSelector(t, replica.Config{ProbeInterval: interval, MaxStaleness: maxStale})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitReplicas(t, ctx, c, 2)
-	_ = c.Get(ctx, "k")
-	if err := sel.WaitRound(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	ready(t, ctx, c, sel, 2)
 	if st := row(t, sel.Table(), b.Addr()); !st.Elected || !st.LagKnown || st.Lag > maxStale {
 		t.Fatalf("B before the stall: %+v", st)
 	}
@@ -638,14 +624,7 @@ func TestEqualReplicasShareReads(t *testing.T) {
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 6*ms)
 	sel, _ := newSelector(t, replica.Config{ProbeInterval: 200 * ms})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
-	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitReplicas(t, ctx, c, 2)
-	_ = c.Get(ctx, "k")
-	if err := sel.WaitRound(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	ready(t, ctx, c, sel, 2)
 	gets := countGets(t, l.Nodes())
 	read(t, ctx, c, 8, 3000)
 	d, total := gets.deltas()
@@ -685,11 +664,7 @@ func TestNoSecretsInTableEventsOrLogs(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sel, events := newSelector(t, replica.Config{ProbeInterval: 100 * ms, Logger: logger})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.Password, o.Logger, o.ClientName = oldPass, logger, "secret-test" })
-	waitReplicas(t, ctx, c, 2)
-	_ = c.Get(ctx, "k")
-	if err := sel.WaitRound(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	ready(t, ctx, c, sel, 1)
 	// The password changes on every node; the probe connections are cut, and
 	// the probes' new connections are refused.
 	for _, n := range l.Nodes() {
