@@ -703,3 +703,73 @@ func TestNoSecretsInTableEventsOrLogs(t *testing.T) {
 		t.Fatalf("the failed probes were not logged: %s", logs.String())
 	}
 }
+
+// Close returns at once even while a probe waits on a node that never
+// answers (its connection is closed under it), and the prober's goroutine
+// is gone (TestMain checks for leaks).
+func TestCloseIsPromptDuringAProbe(t *testing.T) {
+	l := lab.New(t, lab.Config{Replicas: 1, Proxy: true})
+	master, rep := l.Node(0), l.Node(1)
+	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms, ProbeTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel.Bind(replica.Env{MasterName: "close-test", Sentinels: []string{"127.0.0.1:1"}, NodeOptions: func(addr string) *redis.Options {
+		o := master.Options()
+		o.Addr = addr
+		return o
+	}})
+	sel.UpdateTopology(replica.Topology{Master: master.Addr(), Replicas: []string{rep.Addr()}})
+	rep.BlackHole()
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * ms) // the first round waits on the black hole (up to 10 s)
+	if sel.Rounds() != 0 {
+		t.Fatal("a round completed while a node was black-holed and the timeout is 10 s")
+	}
+	start := time.Now()
+	if err := sel.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 500*ms {
+		t.Fatalf("Close took %v during a probe", took)
+	}
+}
+
+// The CLI's probe command: a client from a URL, its Selector started at
+// once (before the client has found the topology), the table read after
+// each round, without any read.
+func TestTableWithoutReads(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := latencyLab(t, lab.Config{}, 2*ms, 2*ms, 30*ms)
+	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 200 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sentinel.NewClientFromURL(l.URL(), &sentinel.Options{ReplicaSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for n := uint64(1); n <= 3; n++ {
+		if err := sel.WaitRound(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		table := sel.Table()
+		if len(table) != 3 || table[0].Role != replica.RoleMaster || table[0].Addr != l.Node(0).Addr() {
+			t.Fatalf("round %d: table %+v", n, table)
+		}
+		for _, st := range table {
+			if !st.Healthy || st.RTT <= 0 || st.Samples == 0 || st.LastProbe.IsZero() {
+				t.Fatalf("round %d: %+v", n, st)
+			}
+		}
+		if st := row(t, table, l.Node(2).Addr()); st.Excluded != replica.ExcludedSlow {
+			t.Fatalf("round %d: the 30 ms replica is %+v", n, st)
+		}
+	}
+}
