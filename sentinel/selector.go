@@ -19,6 +19,9 @@ type BindableSelector interface {
 	Bind(replica.Env)
 }
 
+// The default selector binds to the client.
+var _ BindableSelector = (*replica.Selector)(nil)
+
 // ReplicaSelector chooses the replica for each read that may go to one. The
 // client calls UpdateTopology from its topology goroutine whenever the
 // master or the healthy replicas change, and Pick on the hot path of every
