@@ -133,6 +133,9 @@ type Stats struct {
 	Sentinels []string // known sentinels, in asking order
 	// FailoverInProgress is true while writes are held.
 	FailoverInProgress bool
+	// Nodes counts the calls sent to each address (reads by the node that
+	// served them, writes on the masters), sorted by address.
+	Nodes []NodeStats
 
 	MasterChanges     uint64
 	Resolutions       uint64 // topology refreshes (periodic, event-driven, on failure)
@@ -143,6 +146,13 @@ type Stats struct {
 	WritesRefused     uint64 // writes failed with a MasterChangedError
 	WritesHeld        uint64 // writes that waited for a failover to complete
 	WritesNotDurable  uint64 // durable writes WAIT did not confirm
+}
+
+// NodeStats counts the calls a client sent to one node.
+type NodeStats struct {
+	Addr   string
+	Reads  uint64 // read-only calls (commands, pipelines) it served
+	Writes uint64 // writing calls (commands, pipelines, transactions) sent to it
 }
 
 type counters struct {
@@ -156,6 +166,7 @@ func (c *Client) Stats() Stats {
 	snap := c.snap.Load()
 	st := Stats{
 		Sentinels:         c.sentinels.list(),
+		Nodes:             c.nodes.callCounts(),
 		MasterChanges:     c.stats.masterChanges.Load(),
 		Resolutions:       c.stats.resolutions.Load(),
 		DiscoveryFailures: c.stats.discoveryFailures.Load(),
