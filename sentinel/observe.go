@@ -128,9 +128,10 @@ func (c *Client) emit(ev Event) {
 // Stats are counters since the client was created, and the current
 // topology.
 type Stats struct {
-	Master    string   // the master the client routes writes to
-	Replicas  []string // healthy, ROLE-verified replicas
-	Sentinels []string // known sentinels, in asking order
+	MasterName string   // Options.MasterName
+	Master     string   // the master the client routes writes to
+	Replicas   []string // healthy, ROLE-verified replicas
+	Sentinels  []string // known sentinels, in asking order
 	// FailoverInProgress is true while writes are held.
 	FailoverInProgress bool
 	// Nodes counts the calls sent to each address (reads by the node that
@@ -165,6 +166,7 @@ type counters struct {
 func (c *Client) Stats() Stats {
 	snap := c.snap.Load()
 	st := Stats{
+		MasterName:        c.opts.MasterName,
 		Sentinels:         c.sentinels.list(),
 		Nodes:             c.nodes.callCounts(),
 		MasterChanges:     c.stats.masterChanges.Load(),
