@@ -107,6 +107,13 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 		if e, perr := strconv.ParseInt(fields["config-epoch"], 10, 64); perr == nil {
 			rep.epoch = e
 		}
+		// The sentinel leading a failover bumps the config epoch when the
+		// replica reports its promotion, but keeps naming the old master
+		// until it has reconfigured the other replicas, a second or more
+		// later: an answer mid-failover is stale whatever its epoch.
+		if redisinfo.HasFlag(fields["flags"], "failover_in_progress") {
+			return rep, skipped(SkipStale, fmt.Errorf("stale: leading a failover (state %s) and still naming %s", fields["failover-state"], rep.addr))
+		}
 		return rep, nil
 	case redis.IsPermissionError(err):
 		v, err := client.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", c.opts.MasterName).StringSlice()

@@ -191,3 +191,34 @@ func TestConcurrentFailuresShareResolution(t *testing.T) {
 		t.Fatalf("%d resolutions for 20 simultaneous failures; want them shared", n)
 	}
 }
+
+// The sentinel leading a failover names the old master with the new
+// config epoch until it has reconfigured the other replicas: the client
+// must not follow it back. Each failover is one switch.
+func TestNoSwitchBackToTheOldMaster(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	l := lab.New(t, lab.Sentinel(2))
+	c, events := newTestClient(t, l, func(o *Options) { o.RefreshInterval = 100 * time.Millisecond })
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		start := time.Now()
+		res, err := l.Failover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitSettled(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var switches []string
+		for _, ev := range events.all() {
+			if ev.Kind == EventMasterChanged && ev.Time.After(start) {
+				switches = append(switches, ev.Master)
+			}
+		}
+		if len(switches) != 1 || switches[0] != res.NewMaster.Addr() {
+			t.Fatalf("failover %d: the client switched to %v, want once to %s", i+1, switches, res.NewMaster.Addr())
+		}
+	}
+}

@@ -49,6 +49,7 @@ type loadReport struct {
 	readErrs        map[string]int
 	readErrsOutside int
 	gaps            []time.Duration // per failover: longest span without a surviving ack
+	switches        []int           // per failover: master changes the client reported
 	windows         []failoverWindow
 	writesPerSecond float64
 }
@@ -247,6 +248,13 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 	// and the switch, relative to each failover command.
 	for k, w := range rep.windows {
 		var held, switched time.Duration = -1, -1
+		switches := 0
+		for _, ev := range events.all() {
+			if ev.Kind == EventMasterChanged && !ev.Time.Before(w.requested) && ev.Time.Before(w.settled) {
+				switches++
+			}
+		}
+		rep.switches = append(rep.switches, switches)
 		for _, ev := range events.all() {
 			if ev.Time.Before(w.requested) || !ev.Time.Before(w.settled) {
 				continue
@@ -319,6 +327,13 @@ func TestFailoverUnderLoad(t *testing.T) {
 		}
 		if r.readErrsOutside != 0 {
 			t.Errorf("%s: %d read errors outside the failover windows", r.name, r.readErrsOutside)
+		}
+	}
+	for _, r := range []*loadReport{def, dur} {
+		for k, n := range r.switches {
+			if n != 1 {
+				t.Errorf("%s failover %d: the client switched %d times, want once", r.name, k+1, n)
+			}
 		}
 	}
 	if dur.lost != 0 {
