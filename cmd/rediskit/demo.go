@@ -33,6 +33,7 @@ func demoSteps() []demoStep {
 		{"The lab", (*demo).describeLab},
 		{"A PING round through every node", (*demo).pingRound},
 		{"Every sentinel names the master", (*demo).askSentinels},
+		{"A failover: reads go on, a held write runs once, an in-flight write is refused", (*demo).failoverTour},
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
 	}
@@ -56,15 +57,22 @@ Ctrl-C stops the tour and the lab cleanly.`,
 	return cmd
 }
 
-func runDemo(ctx context.Context, out io.Writer, quick bool) error {
+// demoLabConfig is the demo's topology, which --lab also starts: a master
+// and replica node1 6 ms away, replica node2 42 ms away, three sentinels.
+func demoLabConfig(password, sentinelPassword string) lab.Config {
 	cfg := lab.Sentinel(2)
 	cfg.Nodes = []lab.NodeConfig{
 		{Latency: 6 * time.Millisecond},
 		{Latency: 6 * time.Millisecond},
 		{Latency: 42 * time.Millisecond},
 	}
+	cfg.Password, cfg.SentinelPassword = password, sentinelPassword
+	return cfg
+}
+
+func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 	began := time.Now()
-	l, err := lab.Start(ctx, cfg)
+	l, err := lab.Start(ctx, demoLabConfig("", ""))
 	if err != nil {
 		return err
 	}
@@ -93,7 +101,7 @@ func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 }
 
 func (d *demo) describeLab(ctx context.Context) error {
-	return d.lab.Describe(ctx, d.out)
+	return describeLab(ctx, d.out, d.lab)
 }
 
 func (d *demo) pingRound(ctx context.Context) error {

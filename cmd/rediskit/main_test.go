@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,25 +47,81 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// rediskit runs the built binary and returns its output and exit code.
+// rediskit runs the built binary and returns its output (stdout and
+// stderr) and exit code.
 func rediskit(t *testing.T, ctx context.Context, env []string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	code := runBinary(t, ctx, env, &out, &out, args...)
+	return out.String(), code
+}
+
+// rediskitSplit is rediskit with stdout and stderr apart.
+func rediskitSplit(t *testing.T, ctx context.Context, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = runBinary(t, ctx, env, &o, &e, args...)
+	return o.String(), e.String(), code
+}
+
+func runBinary(t *testing.T, ctx context.Context, env []string, stdout, stderr io.Writer, args ...string) int {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = commandEnv(env)
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return out.String(), 0
+		return 0
 	case errors.As(err, &ee):
-		return out.String(), ee.ExitCode()
+		return ee.ExitCode()
 	default:
 		t.Fatalf("run rediskit %v: %v", args, err)
-		return "", -1
+		return -1
 	}
+}
+
+// commandEnv is the test's environment without REDISKIT_ variables, plus
+// env.
+func commandEnv(env []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDISKIT_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
+}
+
+type execCmd = exec.Cmd
+
+// startJoin starts "rediskit ring join" with args in the background; the
+// test's cleanup kills it if it is still running.
+func startJoin(t *testing.T, ctx context.Context, env []string, args ...string) *joined {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, binary, append([]string{"ring", "join"}, args...)...)
+	cmd.Env = commandEnv(env)
+	j := &joined{cmd: cmd, out: &safeBuffer{}, done: make(chan struct{})}
+	cmd.Stdout = j.out
+	cmd.Stderr = j.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		j.err = cmd.Wait()
+		close(j.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-j.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-j.done
+		}
+	})
+	return j
 }
 
 var pidColumn = regexp.MustCompile(`(?m)^(?:node|sentinel)\d+\s+\S+\s+\S+\s+\S+\s+(\d+)\s`)
@@ -103,6 +160,14 @@ func TestDemoQuick(t *testing.T) {
 		"started 1 master, 2 replicas and 3 sentinels",
 		"node2 ", "injected 42ms",
 		`as the master of "mymaster"`,
+		"SENTINEL FAILOVER mymaster sent to",
+		"writes are held from now on",
+		"the SET sent while writes were held: waited",
+		`ran once on node`,
+		"with the error a caller sees:\n  master changed, re-run — sentinel",
+		"it may have executed: check before re-running",
+		"it was not re-run: demo:orders does not exist",
+		"reads kept going: ",
 		"stopped 6 processes",
 	} {
 		if !strings.Contains(out, want) {
@@ -116,7 +181,7 @@ func TestLabUpStopsOnInterrupt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "lab", "up", "--replicas", "1", "--sentinels", "1", "--latency", "node1=5ms")
-	cmd.Env = append(os.Environ(), "REDISKIT_PASSWORD=lab-up-secret")
+	cmd.Env = commandEnv([]string{"REDISKIT_PASSWORD=lab-up-secret"})
 	var out safeBuffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -181,4 +246,56 @@ func (b *safeBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestLabUpTLSJSON(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json")
+	cmd.Env = commandEnv(envPasswords)
+	var stdout, stderr safeBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "Ctrl-C stops it") {
+		if time.Now().After(deadline) {
+			t.Fatalf("lab up did not come up:\n%s%s", stdout.String(), stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var d labJSON
+	decodeJSON(t, stdout.String()+stderr.String(), stdout.String(), &d)
+	if !d.TLS || d.MasterName != "mymaster" || len(d.Nodes) != 2 || len(d.Sentinels) != 1 ||
+		d.Nodes[0].Role != "master" || d.Nodes[1].Role != "replica" || d.Nodes[0].PID == 0 || d.Sentinels[0].PID == 0 {
+		t.Fatalf("lab %+v", d)
+	}
+	if !strings.HasPrefix(d.URL, "rediss+sentinel://"+d.Sentinels[0].Addr+"/mymaster?caFile=") || strings.Contains(d.URL, "xxxxx") {
+		t.Fatalf("the ready URL %q", d.URL)
+	}
+
+	// The ready URL works as it is, with the passwords from the environment.
+	out := mustRun(t, ctx, envPasswords, exitOK, "check", d.URL, "--write")
+	matches(t, out, `(?m)^ok   TLS      `+regexp.QuoteMeta(d.Nodes[0].Addr)+` .* TLS 1\.[23], server certificate`,
+		`(?m)^ok   AUTH `, `(?m)^ok   WRITE `)
+	// The same URL over TLS without the CA fails at the TLS stage.
+	noCA := d.URL[:strings.Index(d.URL, "?")]
+	out = mustRun(t, ctx, envPasswords, exitFailed, "check", noCA)
+	contains(t, out, "certificate signed by unknown authority")
+
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lab up after Ctrl-C: %v\n%s", err, stderr.String())
+	}
+	contains(t, stderr.String(), "stopped 3 processes")
+	assertNoSecrets(t, stdout.String()+stderr.String())
+	var pids []int
+	for _, n := range d.Nodes {
+		pids = append(pids, n.PID)
+	}
+	assertGone(t, append(pids, d.Sentinels[0].PID))
 }
