@@ -2,6 +2,8 @@ package hashring
 
 import (
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,10 +101,20 @@ func TestPausedRedisNodesGiveUpAtDeadline(t *testing.T) {
 	}
 	var nodes []*Node
 	var recs []*recorder
+	var evMu sync.Mutex
+	events := map[string][]EventKind{}
 	for _, h := range []string{"node-a", "node-b", "node-c"} {
 		rec, log := newRecorder()
 		recs = append(recs, rec)
-		nodes = append(nodes, newNode(t, client(t, l.Node(0).Options(), 5*time.Second), "ring", opts(h, log)))
+		o := opts(h, log)
+		o.Observer = func(ev Event) {
+			if ev.Kind == EventDeadlinePassed || ev.Kind == EventOwnershipRestored {
+				evMu.Lock()
+				events[ev.Node] = append(events[ev.Node], ev.Kind)
+				evMu.Unlock()
+			}
+		}
+		nodes = append(nodes, newNode(t, client(t, l.Node(0).Options(), 5*time.Second), "ring", o))
 	}
 	start(t, ctx, nodes...)
 	waitFor(t, 5*time.Second, "no convergence", func() bool { return converged(nodes) })
@@ -196,6 +208,12 @@ func TestPausedRedisNodesGiveUpAtDeadline(t *testing.T) {
 		}
 		if late, ok := attr(errs[0], "late"); !ok || late.Duration() < 0 {
 			t.Errorf("%s: ERROR record without the delay since the deadline", nodes[i].ID())
+		}
+		evMu.Lock()
+		got := events[nodes[i].ID()]
+		evMu.Unlock()
+		if !slices.Equal(got, []EventKind{EventDeadlinePassed, EventOwnershipRestored}) {
+			t.Errorf("%s: observer saw %v, want deadline passed then ownership restored", nodes[i].ID(), got)
 		}
 	}
 }

@@ -371,8 +371,9 @@ func (n *Node) publish(r *run, snap *Snapshot) {
 		return
 	}
 	old := n.view.Swap(v)
-	if !slices.Equal(old.effective(), v.effective()) {
+	if now := v.effective(); !slices.Equal(old.effective(), now) {
 		n.signal()
+		n.emit(Event{Kind: EventRangesChanged, Share: share(now), Ranges: len(now)})
 	}
 	// Signal again when the deadline passes, so a worker waiting on
 	// Changes drops its keys on time even while a Redis call blocks.
@@ -480,6 +481,7 @@ func (n *Node) renew(r *run) (string, error) {
 		n.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "hashring: ownership restored",
 			slog.String("key", n.st.key), slog.String("node", n.id),
 			slog.Time("valid_until", r.deadline))
+		n.emit(Event{Kind: EventOwnershipRestored, ValidUntil: r.deadline})
 	}
 	return "", nil
 }
@@ -499,6 +501,7 @@ func (n *Node) recover(r *run, step string, err error) {
 		n.opts.Logger.LogAttrs(r.ctx, slog.LevelWarn, "hashring: ring update failed; retrying",
 			slog.String("key", n.st.key), slog.String("node", n.id), slog.String("step", step),
 			slog.Int("attempt", attempt), slog.Duration("wait", wait), slog.Any("error", err))
+		n.emit(Event{Kind: EventAttemptFailed, Step: step, Err: err})
 		n.observe(r, err)
 		if !sleep(r.ctx, wait) {
 			return
@@ -529,4 +532,5 @@ func (n *Node) observe(r *run, cause error) {
 	}
 	n.opts.Logger.LogAttrs(r.ctx, slog.LevelError,
 		"hashring: ownership deadline passed; the node owns no keys until a heartbeat and a read succeed", attrs...)
+	n.emit(Event{Kind: EventDeadlinePassed, Late: now.Sub(r.deadline), Err: cause})
 }

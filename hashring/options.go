@@ -56,6 +56,10 @@ type Options struct {
 	// ownership deadline is observed passed, INFO when it is restored.
 	// Default: discarded.
 	Logger *slog.Logger
+	// Observer, when set, receives every Event of a node (ranges changed,
+	// deadline passed, ownership restored, attempt failed), for metrics.
+	// It is called from the node's goroutine and must return quickly.
+	Observer func(Event)
 
 	// Replicas is the number of replicas of the node (node only). Default
 	// 16.

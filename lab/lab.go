@@ -83,6 +83,10 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 	}
 	began := time.Now()
 	if err := l.start(ctx); err != nil {
+		// The directory goes with Close: keep what the servers said.
+		if tails := l.LogTails(15); tails != "" {
+			err = fmt.Errorf("%w\nserver logs:\n%s", err, tails)
+		}
 		if cerr := l.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}

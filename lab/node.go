@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/redisopt"
+
 	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
@@ -41,18 +43,15 @@ func (n *Node) Proxy() *Proxy { return n.proxy }
 // with the lab's credentials and TLS settings and without retries of any
 // kind (no command retries, one dial attempt).
 func (n *Node) Options() *redis.Options {
-	return &redis.Options{
-		Addr:            n.Addr(),
-		Username:        n.lab.cfg.Username,
-		Password:        n.lab.cfg.Password,
-		TLSConfig:       n.lab.clientTLS(),
-		MaxRetries:      -1,
-		DialerRetries:   1, // go-redis treats 0 as 5 attempts
-		DialTimeout:     2 * time.Second,
-		ReadTimeout:     2 * time.Second,
-		WriteTimeout:    2 * time.Second,
-		DisableIdentity: true,
-	}
+	return redisopt.Inner(&redis.Options{
+		Addr:         n.Addr(),
+		Username:     n.lab.cfg.Username,
+		Password:     n.lab.cfg.Password,
+		TLSConfig:    n.lab.clientTLS(),
+		DialTimeout:  2 * time.Second,
+		ReadTimeout:  2 * time.Second,
+		WriteTimeout: 2 * time.Second,
+	})
 }
 
 // NewClient returns a go-redis client for Options. The caller closes it.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
 // Server is one redis-server or redis-sentinel process owned by a lab. It is
@@ -153,19 +155,16 @@ func (s *Server) LogTail(n int) string {
 // adminOptions are the options of the lab's own clients of this server:
 // its own port, no retries (the lab's waits poll instead).
 func (s *Server) adminOptions() *redis.Options {
-	return &redis.Options{
-		Addr:            s.DirectAddr(),
-		Username:        s.username,
-		Password:        s.password,
-		TLSConfig:       s.lab.clientTLS(),
-		MaxRetries:      -1,
-		DialerRetries:   1, // go-redis treats 0 as 5 attempts
-		DialTimeout:     time.Second,
-		ReadTimeout:     2 * time.Second,
-		WriteTimeout:    2 * time.Second,
-		PoolSize:        4,
-		DisableIdentity: true,
-	}
+	return redisopt.Inner(&redis.Options{
+		Addr:         s.DirectAddr(),
+		Username:     s.username,
+		Password:     s.password,
+		TLSConfig:    s.lab.clientTLS(),
+		DialTimeout:  time.Second,
+		ReadTimeout:  2 * time.Second,
+		WriteTimeout: 2 * time.Second,
+		PoolSize:     4,
+	})
 }
 
 func (s *Server) adminClient() *redis.Client {

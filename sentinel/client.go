@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/replica"
 )
@@ -103,21 +104,17 @@ func NewClient(opts Options) (*Client, error) {
 	c.pubsub = newPubsubRouter(c)
 	c.snap.Store(&snapshot{superseded: make(chan struct{}), epoch: -1})
 
-	c.front = redis.NewClient(&redis.Options{
-		Addr:          "sentinel/" + opts.MasterName,
-		MaxRetries:    -1,
-		DialerRetries: 1,
-		// The front never dials, but its options are what Options()
-		// reports: they describe the data-node clients' behaviour.
-		ContextTimeoutEnabled: true,
-		ReadTimeout:           opts.ReadTimeout,
-		WriteTimeout:          opts.WriteTimeout,
-		DialTimeout:           opts.DialTimeout,
-		DisableIdentity:       true,
+	// The front never dials, but its options are what Options() reports:
+	// they describe the data-node clients' behaviour.
+	c.front = redis.NewClient(redisopt.Inner(&redis.Options{
+		Addr:         "sentinel/" + opts.MasterName,
+		ReadTimeout:  opts.ReadTimeout,
+		WriteTimeout: opts.WriteTimeout,
+		DialTimeout:  opts.DialTimeout,
 		Dialer: func(context.Context, string, string) (net.Conn, error) {
 			return nil, errors.New("sentinel: the routing client never dials")
 		},
-	})
+	}))
 	c.front.AddHook(routingHook{c})
 	if b, ok := c.selector.(BindableSelector); ok {
 		b.Bind(replica.Env{

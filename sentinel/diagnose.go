@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
 // Stage names one step of a connection trace.
@@ -228,15 +229,12 @@ func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisi
 	// A client over this one connection: RESP2 and no credentials at
 	// connect time, so go-redis itself sends nothing before our stages.
 	var once sync.Once
-	client := redis.NewClient(&redis.Options{
-		Addr:            addr,
-		Protocol:        2,
-		MaxRetries:      -1,
-		DialerRetries:   1,
-		PoolSize:        1,
-		DisableIdentity: true,
-		ReadTimeout:     opts.ReadTimeout,
-		WriteTimeout:    opts.WriteTimeout,
+	client := redis.NewClient(redisopt.Inner(&redis.Options{
+		Addr:         addr,
+		Protocol:     2,
+		PoolSize:     1,
+		ReadTimeout:  opts.ReadTimeout,
+		WriteTimeout: opts.WriteTimeout,
 		Dialer: func(context.Context, string, string) (net.Conn, error) {
 			var c net.Conn
 			once.Do(func() { c = conn })
@@ -245,7 +243,7 @@ func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisi
 			}
 			return c, nil
 		},
-	})
+	}))
 	defer client.Close()
 	pinned := client.Conn()
 	defer pinned.Close()

@@ -113,12 +113,12 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 			return rep, describeSentinelError(err, c.opts.SentinelTimeout)
 		}
 		if len(v) != 2 {
-			return rep, errUnknownMaster
+			return rep, skipped(SkipUnknownMaster, errUnknownMaster)
 		}
 		rep.addr = net.JoinHostPort(v[0], v[1])
 		return rep, nil
 	case strings.Contains(err.Error(), "No such master"):
-		return rep, errUnknownMaster
+		return rep, skipped(SkipUnknownMaster, errUnknownMaster)
 	default:
 		return rep, describeSentinelError(err, c.opts.SentinelTimeout)
 	}
@@ -129,13 +129,13 @@ func describeSentinelError(err error, timeout time.Duration) error {
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("slow: no answer within %v: %w", timeout, err)
+		return skipped(SkipSlow, fmt.Errorf("slow: no answer within %v: %w", timeout, err))
 	case redis.IsAuthError(err):
-		return fmt.Errorf("AUTH failed on the sentinel: %w", err)
+		return skipped(SkipAuth, fmt.Errorf("AUTH failed on the sentinel: %w", err))
 	case isNetworkError(err):
-		return fmt.Errorf("down: %w", err)
+		return skipped(SkipDown, fmt.Errorf("down: %w", err))
 	}
-	return err
+	return skipped(SkipOther, err)
 }
 
 // discover asks the sentinels in order for the master and verifies it
@@ -147,29 +147,36 @@ func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DiscoveryTimeout)
 	defer cancel()
 	backoff := 50 * time.Millisecond
+	var last []SentinelAttempt // the last round that asked every sentinel
 	for {
-		rep, attempts := c.discoverOnce(ctx, stale)
+		rep, attempts, complete := c.discoverOnce(ctx, stale)
 		if rep.addr != "" {
 			c.lastFailure.Store(nil)
 			return rep, nil
 		}
 		c.stats.discoveryFailures.Add(1)
-		c.lastFailure.Store(&DiscoveryError{MasterName: c.opts.MasterName, Attempts: attempts})
+		if complete || last == nil {
+			last = attempts
+		}
+		c.lastFailure.Store(&DiscoveryError{MasterName: c.opts.MasterName, Attempts: last})
 		select {
 		case <-ctx.Done():
-			return masterReport{}, &DiscoveryError{MasterName: c.opts.MasterName, Attempts: attempts, Cause: ctx.Err()}
+			return masterReport{}, &DiscoveryError{MasterName: c.opts.MasterName, Attempts: last, Cause: ctx.Err()}
 		case <-time.After(backoff):
 			backoff = min(backoff*2, 400*time.Millisecond)
 		}
 	}
 }
 
-func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) error) (masterReport, []SentinelAttempt) {
-	var attempts []SentinelAttempt
+// discoverOnce asks every sentinel once. complete is false when ctx ended
+// the round before every sentinel was asked.
+func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) error) (found masterReport, attempts []SentinelAttempt, complete bool) {
 	verified := map[string]error{} // several sentinels usually name the same node
+	complete = true
 	for _, s := range c.sentinels.list() {
 		if ctx.Err() != nil {
-			attempts = append(attempts, SentinelAttempt{Sentinel: s, Err: fmt.Errorf("not asked: %w", ctx.Err())})
+			complete = false
+			attempts = append(attempts, SentinelAttempt{Sentinel: s, Reason: SkipOther, Err: fmt.Errorf("not asked: %w", ctx.Err())})
 			continue
 		}
 		rep, err := c.askSentinel(ctx, s)
@@ -184,14 +191,15 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 			}
 		}
 		if err != nil {
-			c.skipSentinel(s, rep.addr, err)
-			attempts = append(attempts, SentinelAttempt{Sentinel: s, Named: rep.addr, Err: err})
+			reason := skipReason(err)
+			c.skipSentinel(s, rep.addr, reason, err)
+			attempts = append(attempts, SentinelAttempt{Sentinel: s, Named: rep.addr, Reason: reason, Err: err})
 			continue
 		}
 		c.sentinels.moveToFront(s)
-		return rep, attempts
+		return rep, attempts, complete
 	}
-	return masterReport{}, attempts
+	return masterReport{}, attempts, complete
 }
 
 // verifyMaster checks with ROLE that addr is a master.
@@ -200,7 +208,7 @@ func (c *Client) verifyMaster(ctx context.Context, addr string) error {
 	defer cancel()
 	role, err := c.nodes.get(addr).role(ctx)
 	if err != nil {
-		return fmt.Errorf("named %s, but ROLE there failed: %w", addr, err)
+		return skipped(SkipUnverified, fmt.Errorf("named %s, but ROLE there failed: %w", addr, err))
 	}
 	if role.Role != "master" {
 		return &RoleMismatchError{Addr: addr, Role: role.Role}
@@ -208,10 +216,10 @@ func (c *Client) verifyMaster(ctx context.Context, addr string) error {
 	return nil
 }
 
-func (c *Client) skipSentinel(sentinel, named string, err error) {
+func (c *Client) skipSentinel(sentinel, named string, reason SkipReason, err error) {
 	c.stats.sentinelsSkipped.Add(1)
-	c.emit(Event{Kind: EventSentinelSkipped, Sentinel: sentinel, Master: named, Err: err})
-	c.log.Debug("sentinel skipped", "sentinel", sentinel, "named", named, "err", err)
+	c.emit(Event{Kind: EventSentinelSkipped, Sentinel: sentinel, Master: named, Reason: string(reason), Err: err})
+	c.log.Debug("sentinel skipped", "sentinel", sentinel, "named", named, "reason", reason, "err", err)
 }
 
 // replicaReport is a replica a sentinel reports healthy and ROLE confirms.

@@ -126,8 +126,48 @@ type SentinelAttempt struct {
 	Sentinel string
 	// Named is the master address the sentinel gave, if it answered.
 	Named string
-	// Err says why the answer was not used.
-	Err error
+	// Reason and Err say why the answer was not used.
+	Reason SkipReason
+	Err    error
+}
+
+// SkipReason says, in a word, why a sentinel's answer was not used.
+type SkipReason string
+
+// The reasons a sentinel is skipped during discovery.
+const (
+	SkipDown          SkipReason = "down"           // no connection
+	SkipSlow          SkipReason = "slow"           // no answer within SentinelTimeout
+	SkipAuth          SkipReason = "auth"           // the sentinel refused our credentials
+	SkipUnknownMaster SkipReason = "unknown master" // it does not monitor MasterName
+	SkipStale         SkipReason = "stale"          // an older config epoch than one already seen
+	SkipRoleMismatch  SkipReason = "role mismatch"  // the node it named is not a master
+	SkipUnverified    SkipReason = "unverified"     // the node it named did not answer ROLE
+	SkipOther         SkipReason = "error"
+)
+
+// skipError carries a SkipReason with the error it explains.
+type skipError struct {
+	reason SkipReason
+	err    error
+}
+
+func (e *skipError) Error() string { return e.err.Error() }
+func (e *skipError) Unwrap() error { return e.err }
+
+func skipped(reason SkipReason, err error) error { return &skipError{reason: reason, err: err} }
+
+// skipReason reads the reason back from an error of discovery.
+func skipReason(err error) SkipReason {
+	var se *skipError
+	var rm *RoleMismatchError
+	switch {
+	case errors.As(err, &rm):
+		return SkipRoleMismatch
+	case errors.As(err, &se):
+		return se.reason
+	}
+	return SkipOther
 }
 
 func (e *DiscoveryError) Error() string {

@@ -38,8 +38,12 @@ const (
 	EventSentinelSkipped
 	// EventSentinelAdded: a sentinel was learned from another one.
 	EventSentinelAdded
-	// EventDiscoveryFailed: no sentinel named a verified master (Err).
+	// EventDiscoveryFailed: no sentinel named a verified master (Err);
+	// Duration is how long discovery tried.
 	EventDiscoveryFailed
+	// EventDiscovered: a topology refresh found the master (Master, named
+	// by Sentinel) in Duration (discovery and ROLE verification).
+	EventDiscovered
 )
 
 var eventNames = map[EventKind]string{
@@ -53,6 +57,7 @@ var eventNames = map[EventKind]string{
 	EventSentinelSkipped:   "sentinel skipped",
 	EventSentinelAdded:     "sentinel added",
 	EventDiscoveryFailed:   "discovery failed",
+	EventDiscovered:        "discovered",
 }
 
 func (k EventKind) String() string {
@@ -72,7 +77,12 @@ type Event struct {
 	Candidate  string // the replica being promoted
 	Sentinel   string
 	Replicas   []string
-	Err        error
+	// Reason says why, in a word: for EventSentinelSkipped a SkipReason.
+	Reason string
+	// Duration is how long the reported work took (EventDiscovered,
+	// EventDiscoveryFailed).
+	Duration time.Duration
+	Err      error
 }
 
 func (e Event) String() string {
@@ -88,6 +98,12 @@ func (e Event) String() string {
 	}
 	if e.Sentinel != "" {
 		s += " sentinel=" + e.Sentinel
+	}
+	if e.Reason != "" {
+		s += " reason=" + e.Reason
+	}
+	if e.Duration != 0 {
+		s += " took=" + e.Duration.String()
 	}
 	if e.Kind == EventReplicasChanged {
 		s += fmt.Sprintf(" replicas=%v", e.Replicas)

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/redisurl"
 )
 
@@ -134,7 +134,9 @@ type Options struct {
 	FailoverHold time.Duration
 
 	// Observer, when set, receives every Event. It is called synchronously
-	// from the goroutine that produced the event and must return quickly.
+	// from the goroutine that produced the event (the topology goroutine,
+	// its workers, or a caller's), possibly concurrently: it must be safe
+	// for concurrent use and return quickly.
 	Observer func(Event)
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
@@ -225,32 +227,25 @@ func normalizeSentinelAddr(a string) (string, error) {
 // nodeOptions are the go-redis options of the client for one data node.
 // Retries are off: this package alone decides what is re-run.
 func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
-	opt := &redis.Options{
-		Addr:          addr,
-		Dialer:        dial,
-		Username:      o.Username,
-		Password:      o.Password,
-		DB:            o.DB,
-		ClientName:    o.ClientName,
-		TLSConfig:     o.TLSConfig,
-		MaxRetries:    -1,
-		DialerRetries: 1, // go-redis treats 0 as 5 attempts
-		// Context deadlines bound socket reads and writes too (go-redis
-		// ignores them otherwise), so a caller's deadline, and the client's
-		// own probe bounds, hold against a silent node.
-		ContextTimeoutEnabled: true,
-		DialTimeout:           o.DialTimeout,
-		ReadTimeout:           o.ReadTimeout,
-		WriteTimeout:          o.WriteTimeout,
-		PoolSize:              o.PoolSize,
-		MinIdleConns:          o.MinIdleConns,
-		MaxIdleConns:          o.MaxIdleConns,
-		PoolTimeout:           o.PoolTimeout,
-		DisableIdentity:       true,
-		// Maintenance notifications are a Redis Enterprise feature; "auto"
-		// costs a command on every new connection.
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	}
+	// No go-redis retries, context deadlines bound socket I/O (so a
+	// caller's deadline and the client's own probe bounds hold against a
+	// silent node): see redisopt.Inner.
+	opt := redisopt.Inner(&redis.Options{
+		Addr:         addr,
+		Dialer:       dial,
+		Username:     o.Username,
+		Password:     o.Password,
+		DB:           o.DB,
+		ClientName:   o.ClientName,
+		TLSConfig:    o.TLSConfig,
+		DialTimeout:  o.DialTimeout,
+		ReadTimeout:  o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout,
+		PoolSize:     o.PoolSize,
+		MinIdleConns: o.MinIdleConns,
+		MaxIdleConns: o.MaxIdleConns,
+		PoolTimeout:  o.PoolTimeout,
+	})
 	if o.CredentialsProvider != nil {
 		opt.Username, opt.Password = "", ""
 		opt.CredentialsProviderContext = o.CredentialsProvider
@@ -263,20 +258,16 @@ func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, networ
 
 // sentinelOptions are the go-redis options of the client for one sentinel.
 func (o *Options) sentinelOptions(addr string) *redis.Options {
-	return &redis.Options{
-		Addr:                  addr,
-		Username:              o.SentinelUsername,
-		Password:              o.SentinelPassword,
-		TLSConfig:             o.SentinelTLSConfig,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           o.SentinelTimeout,
-		ReadTimeout:           o.SentinelTimeout,
-		WriteTimeout:          o.SentinelTimeout,
-		PoolSize:              2,
-		DisableIdentity:       true,
-	}
+	return redisopt.Inner(&redis.Options{
+		Addr:         addr,
+		Username:     o.SentinelUsername,
+		Password:     o.SentinelPassword,
+		TLSConfig:    o.SentinelTLSConfig,
+		DialTimeout:  o.SentinelTimeout,
+		ReadTimeout:  o.SentinelTimeout,
+		WriteTimeout: o.SentinelTimeout,
+		PoolSize:     2,
+	})
 }
 
 type ctxKey int

@@ -72,6 +72,7 @@ type topoState struct {
 // The results workers post back to the topology goroutine.
 type (
 	refreshResult struct {
+		took        time.Duration
 		startMaster string // the master when the refresh started
 		rep         masterReport
 		err         error
@@ -197,7 +198,9 @@ func (c *Client) startRefreshIfWanted() {
 	go func() {
 		defer c.wg.Done()
 		res := refreshResult{startMaster: cur.masterAddr(), round: round}
+		began := time.Now()
 		res.rep, res.err = c.discover(c.ctx, stale)
+		res.took = time.Since(began)
 		if res.err == nil {
 			var err error
 			res.replicas, res.claims, err = c.healthyReplicas(c.ctx, res.rep.sentinel)
@@ -220,12 +223,13 @@ func (c *Client) applyRefresh(res refreshResult) {
 	st := &c.topo
 	if res.err != nil {
 		if c.ctx.Err() == nil {
-			c.emit(Event{Kind: EventDiscoveryFailed, Err: res.err})
+			c.emit(Event{Kind: EventDiscoveryFailed, Duration: res.took, Err: res.err})
 			c.log.Warn("discovery failed", "err", res.err)
 			c.expireFence(res.err)
 		}
 		return
 	}
+	c.emit(Event{Kind: EventDiscovered, Master: res.rep.addr, Sentinel: res.rep.sentinel, Duration: res.took})
 	cur := c.snap.Load()
 	if cur.masterAddr() != res.startMaster {
 		// A promotion was applied while the refresh ran: its answer may
@@ -279,10 +283,10 @@ func (c *Client) staleCheck(cur *snapshot) func(masterReport) error {
 			return nil
 		}
 		if rep.epoch < known {
-			return fmt.Errorf("stale: names %s with config epoch %d, but epoch %d is known (mid-failover)", rep.addr, rep.epoch, known)
+			return skipped(SkipStale, fmt.Errorf("stale: names %s with config epoch %d, but epoch %d is known (mid-failover)", rep.addr, rep.epoch, known))
 		}
 		if left, ok := former[rep.addr]; ok && current != rep.addr && rep.epoch <= left {
-			return fmt.Errorf("stale: names the former master %s at config epoch %d (mid-failover)", rep.addr, rep.epoch)
+			return skipped(SkipStale, fmt.Errorf("stale: names the former master %s at config epoch %d (mid-failover)", rep.addr, rep.epoch))
 		}
 		return nil
 	}

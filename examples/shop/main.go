@@ -6,6 +6,7 @@
 //	curl localhost:8080/catalog/sku-1
 //	curl -d '{"account":"alice","password":"wonderland"}' localhost:8080/login
 //	curl -d '{"order":"o-1","amount_minor":1250}' localhost:8080/pay
+//	curl localhost:8080/metrics   # OpenTelemetry metrics, Prometheus format
 //
 // Stop Redis (or pause it: kill -STOP) and try again. Ctrl-C stops the
 // shop.
@@ -70,7 +71,13 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 		return 2
 	}
 	defer g.Close()
-	s, err := shop.New(shop.Config{Guard: g, Logger: log})
+	metrics, metricsHandler, stopMetrics, err := shop.NewPrometheusMetrics()
+	if err != nil {
+		fmt.Fprintf(stdout, "shop: %v\n", err)
+		return 1
+	}
+	defer func() { _ = stopMetrics(context.Background()) }()
+	s, err := shop.New(shop.Config{Guard: g, Logger: log, Metrics: metrics, MetricsHandler: metricsHandler})
 	if err != nil {
 		fmt.Fprintf(stdout, "shop: %v\n", err)
 		return 1

@@ -72,6 +72,17 @@ func TestRunServesAndStops(t *testing.T) {
 	if res.StatusCode != 200 || !strings.Contains(string(body), `"price_minor":1250`) {
 		t.Fatalf("GET /catalog/sku-1: %d %s", res.StatusCode, body)
 	}
+	// The lookup above shows on /metrics, in Prometheus's text format.
+	res, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	miss := regexp.MustCompile(`(?m)^rediskit_guard_cache_lookups(_lookup)?_total\{[^}]*rediskit_name="price"[^}]*rediskit_result="miss"[^}]*\} 1$`)
+	if res.StatusCode != 200 || !miss.Match(body) || !strings.Contains(string(body), "rediskit_guard_health_state") {
+		t.Fatalf("GET /metrics: %d\n%s", res.StatusCode, body)
+	}
 	stop()
 	if code := <-done; code != 0 {
 		t.Fatalf("run exited %d after cancel:\n%s", code, out.String())

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/rediskitotel"
 )
 
 // Config configures a Shop. Only Guard is required.
@@ -40,6 +43,11 @@ type Config struct {
 	MonitorInterval time.Duration
 	// Logger receives the shop's records. Default: discarded.
 	Logger *slog.Logger
+	// Metrics, when set, receives the shop's guard metrics (catalog cache,
+	// login limiter, payment gate, Redis health), and MetricsHandler, when
+	// set, is served at GET /metrics (see NewPrometheusMetrics).
+	Metrics        *rediskitotel.Metrics
+	MetricsHandler http.Handler
 }
 
 // DefaultPrices is the catalog of a Shop whose Config has none.
@@ -76,6 +84,7 @@ type Shop struct {
 	logins   *guard.Limiter
 	payments *guard.Gate
 	monitor  *guard.Monitor
+	metrics  []metric.Registration
 	log      *slog.Logger
 	handler  http.Handler
 }
@@ -154,7 +163,17 @@ func New(cfg Config) (*Shop, error) {
 		return nil, err
 	}
 
+	if cfg.Metrics != nil {
+		if err := s.registerMetrics(cfg.Metrics); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+
 	mux := http.NewServeMux()
+	if cfg.MetricsHandler != nil {
+		mux.Handle("GET /metrics", cfg.MetricsHandler)
+	}
 	mux.Handle("GET /catalog/{sku}", guard.Handler(s.log, s.getPrice))
 	mux.Handle("POST /login", guard.Handler(s.log, s.login))
 	mux.Handle("POST /pay", guard.Handler(s.log, s.pay))
@@ -186,8 +205,33 @@ func (s *Shop) Stats() Stats {
 	}
 }
 
-// Close stops the shop's health monitor. It is safe to call twice.
-func (s *Shop) Close() error { return s.monitor.Close() }
+// registerMetrics reports the guard components under the shop's names.
+func (s *Shop) registerMetrics(m *rediskitotel.Metrics) error {
+	for _, register := range []func() (metric.Registration, error){
+		func() (metric.Registration, error) { return m.RegisterCache("price", s.catalog.Stats) },
+		func() (metric.Registration, error) { return m.RegisterLimiter("login", s.logins) },
+		func() (metric.Registration, error) { return m.RegisterGate("payment", s.payments) },
+		func() (metric.Registration, error) { return m.RegisterHealth("redis", s.monitor) },
+	} {
+		reg, err := register()
+		if err != nil {
+			return err
+		}
+		s.metrics = append(s.metrics, reg)
+	}
+	return nil
+}
+
+// Close stops the shop's health monitor and its metrics. It is safe to
+// call twice.
+func (s *Shop) Close() error {
+	var errs []error
+	for _, reg := range s.metrics {
+		errs = append(errs, reg.Unregister())
+	}
+	s.metrics = nil
+	return errors.Join(append(errs, s.monitor.Close())...)
+}
 
 // PriceResponse is the body of GET /catalog/{sku}.
 type PriceResponse struct {

@@ -1,0 +1,76 @@
+package hashring
+
+import "time"
+
+// EventKind names what a node Event reports.
+type EventKind int
+
+// The events a Node reports to Options.Observer.
+const (
+	// EventRangesChanged: the node's effective ranges changed (joined,
+	// rebalanced, stopped, or gave its keys up). Share and Ranges describe
+	// the new ranges.
+	EventRangesChanged EventKind = iota + 1
+	// EventDeadlinePassed: the ownership deadline was observed passed; the
+	// node owns no keys until a heartbeat and a read succeed. Late is how
+	// long ago it passed.
+	EventDeadlinePassed
+	// EventOwnershipRestored: a renewal restored ownership; ValidUntil is
+	// the new deadline.
+	EventOwnershipRestored
+	// EventAttemptFailed: a step (Step) of keeping the node on the ring
+	// failed with Err; it is retried.
+	EventAttemptFailed
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventRangesChanged:
+		return "ranges changed"
+	case EventDeadlinePassed:
+		return "ownership deadline passed"
+	case EventOwnershipRestored:
+		return "ownership restored"
+	case EventAttemptFailed:
+		return "attempt failed"
+	}
+	return "unknown"
+}
+
+// Event is something a node observed, for metrics and alerts. Events
+// carry the same facts as the node's log records.
+type Event struct {
+	Kind EventKind
+	Time time.Time
+	Key  string // the ring's key
+	Node string // the node's id
+	// Share is the fraction of the ring the node now owns (0 to 1) and
+	// Ranges the number of its ranges (EventRangesChanged).
+	Share  float64
+	Ranges int
+	// Late is how long ago the deadline passed (EventDeadlinePassed).
+	Late time.Duration
+	// ValidUntil is the new ownership deadline (EventOwnershipRestored).
+	ValidUntil time.Time
+	// Step and Err say what failed (EventAttemptFailed).
+	Step string
+	Err  error
+}
+
+func (n *Node) emit(ev Event) {
+	if n.opts.Observer == nil {
+		return
+	}
+	ev.Time = time.Now()
+	ev.Key, ev.Node = n.st.key, n.id
+	n.opts.Observer(ev)
+}
+
+// share is the fraction of the ring the ranges cover.
+func share(ranges []Range) float64 {
+	var sum uint64
+	for _, r := range ranges {
+		sum += r.Len()
+	}
+	return float64(sum) / float64(RingSize)
+}

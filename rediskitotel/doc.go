@@ -1,0 +1,73 @@
+// Package rediskitotel records what rediskit's components decide and see
+// as OpenTelemetry metrics. It is the only package of rediskit that
+// imports OpenTelemetry: the components expose observers (event callbacks)
+// and Stats, and this package turns them into instruments on the
+// MeterProvider you give it.
+//
+//	m, err := rediskitotel.New(provider)
+//	opts.Observer = m.SentinelObserver(opts.Observer)  // sentinel.Options
+//	ringOpts.Observer = m.RingObserver(nil)             // hashring.Options
+//	m.RegisterCache("price", prices.Stats)              // guard components
+//	m.RegisterHealth("redis", monitor)
+//
+// Event-driven counters are recorded as events happen; gauges and the
+// guard's counters are read from the components when metrics are
+// collected (no network call: the health state is the Monitor's cached
+// report). Every Register function returns a metric.Registration to stop
+// reporting.
+//
+// # Naming
+//
+// Attributes follow OpenTelemetry's semantic conventions where they have
+// one (db.system.name = "redis", server.address, server.port,
+// error.type); metric names and other attributes use the "rediskit."
+// prefix, as the conventions define no metric for these decisions.
+//
+// # Metrics
+//
+// Sentinel client (SentinelObserver):
+//
+//	rediskit.sentinel.master.changes     counter {change}   rediskit.master_name, rediskit.master.old, rediskit.master.new
+//	    The client switched to a new master.
+//	rediskit.sentinel.discovery.duration histogram s        rediskit.master_name, rediskit.outcome (found|failed)
+//	    Time to find and verify the master: asking the sentinels in order, ROLE.
+//	rediskit.sentinel.reads.retried      counter {call}     rediskit.master_name
+//	    Read-only calls re-run once after a failure signal.
+//	rediskit.sentinel.writes.refused     counter {call}     rediskit.master_name, rediskit.may_have_executed
+//	    Writes failed with a MasterChangedError rather than re-run.
+//	rediskit.sentinel.writes.rerun       counter {call}     rediskit.master_name
+//	    Writes re-run on the new master because they provably did not execute.
+//	rediskit.sentinel.sentinels.skipped  counter {answer}   rediskit.master_name, rediskit.reason, rediskit.sentinel
+//	    Sentinel answers not used: down, slow, auth, unknown master, stale,
+//	    role mismatch, unverified, error.
+//	rediskit.sentinel.failovers          counter {failover} rediskit.master_name
+//	    Failovers the client saw begin (writes held until the new master).
+//
+// Guards (RegisterCache, RegisterLimiter, RegisterGate, RegisterHealth;
+// rediskit.name is the name given at registration):
+//
+//	rediskit.guard.cache.lookups       counter {lookup}  rediskit.name, rediskit.result (hit|miss|shared|fallback|refused)
+//	rediskit.guard.limiter.attempts    counter {attempt} rediskit.name, rediskit.result (allowed|limited|unavailable)
+//	rediskit.guard.admission.attempts  counter {attempt} rediskit.name, rediskit.result (admitted|busy|unavailable)
+//	rediskit.guard.redis.failures      counter {failure} rediskit.name, rediskit.component (cache|limiter|admission)
+//	    Redis calls that failed in a guard component.
+//	rediskit.guard.health.state        gauge            rediskit.name, rediskit.state
+//	    1 for the last health check's state (writable, reachable, read-only,
+//	    out-of-memory, auth-failed, timeout, unreachable, pool-full,
+//	    error-reply, unknown), 0 for the others.
+//	rediskit.guard.health.age          gauge s           rediskit.name
+//	    Seconds since the last health check started.
+//	rediskit.guard.health.ping         gauge s           rediskit.name
+//	    The last check's PING latency.
+//
+// Hash ring (RingObserver, RegisterRingNode; attributes rediskit.ring.key,
+// rediskit.ring.node):
+//
+//	rediskit.hashring.nodes               gauge {node}
+//	    Nodes on the ring in this node's view (0 once its deadline passed).
+//	rediskit.hashring.share               gauge 1
+//	    Fraction of the ring this node owns.
+//	rediskit.hashring.ownership.expiries  counter {expiry}
+//	rediskit.hashring.ownership.restores  counter {restore}
+//	rediskit.hashring.attempts.failed     counter {attempt}
+package rediskitotel

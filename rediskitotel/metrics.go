@@ -1,0 +1,130 @@
+package rediskitotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Scope is the instrumentation scope name of every instrument.
+const Scope = "github.com/rediskit/rediskit/rediskitotel"
+
+// Attribute keys. Where OpenTelemetry's semantic conventions have one
+// (db.system.name, server.address, server.port, error.type) it is used;
+// the rest carry the rediskit prefix.
+const (
+	AttrDBSystem     = attribute.Key("db.system.name")
+	AttrServerAddr   = attribute.Key("server.address")
+	AttrServerPort   = attribute.Key("server.port")
+	AttrErrorType    = attribute.Key("error.type")
+	AttrMasterName   = attribute.Key("rediskit.master_name")
+	AttrOldMaster    = attribute.Key("rediskit.master.old")
+	AttrNewMaster    = attribute.Key("rediskit.master.new")
+	AttrReason       = attribute.Key("rediskit.reason")
+	AttrResult       = attribute.Key("rediskit.result")
+	AttrOutcome      = attribute.Key("rediskit.outcome")
+	AttrMayHaveRun   = attribute.Key("rediskit.may_have_executed")
+	AttrName         = attribute.Key("rediskit.name")
+	AttrState        = attribute.Key("rediskit.state")
+	AttrRole         = attribute.Key("rediskit.role")
+	AttrRingKey      = attribute.Key("rediskit.ring.key")
+	AttrRingNode     = attribute.Key("rediskit.ring.node")
+	AttrDatabase     = attribute.Key("rediskit.database")
+	AttrSwitchReason = attribute.Key("rediskit.switch.reason")
+)
+
+var redisSystem = AttrDBSystem.String("redis")
+
+// Metrics creates and records rediskit's instruments on one
+// MeterProvider. Create one with New and hand its observers and register
+// functions to the components: nothing in rediskit's core packages imports
+// OpenTelemetry.
+type Metrics struct {
+	meter metric.Meter
+
+	// sentinel
+	masterChanges     metric.Int64Counter
+	discoveryDuration metric.Float64Histogram
+	readsRetried      metric.Int64Counter
+	writesRefused     metric.Int64Counter
+	writesRerun       metric.Int64Counter
+	sentinelsSkipped  metric.Int64Counter
+	failovers         metric.Int64Counter
+
+	// hashring
+	ringExpiries metric.Int64Counter
+	ringRestores metric.Int64Counter
+	ringFailures metric.Int64Counter
+}
+
+// New creates the instruments on mp's meter for Scope.
+func New(mp metric.MeterProvider) (*Metrics, error) {
+	if mp == nil {
+		return nil, errors.New("rediskitotel: nil MeterProvider")
+	}
+	m := &Metrics{meter: mp.Meter(Scope)}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	m.masterChanges = counter("rediskit.sentinel.master.changes", "{change}",
+		"Times the client switched to a new master.")
+	m.readsRetried = counter("rediskit.sentinel.reads.retried", "{call}",
+		"Read-only calls re-run once after a failure signal.")
+	m.writesRefused = counter("rediskit.sentinel.writes.refused", "{call}",
+		"Writes failed with MasterChangedError instead of being re-run.")
+	m.writesRerun = counter("rediskit.sentinel.writes.rerun", "{call}",
+		"Writes re-run on the new master because they provably did not execute.")
+	m.sentinelsSkipped = counter("rediskit.sentinel.sentinels.skipped", "{answer}",
+		"Sentinel answers not used during discovery, by reason.")
+	m.failovers = counter("rediskit.sentinel.failovers", "{failover}",
+		"Failovers the client saw begin (writes held until the new master was confirmed).")
+	m.ringExpiries = counter("rediskit.hashring.ownership.expiries", "{expiry}",
+		"Times a node's ownership deadline passed (it gave its keys up).")
+	m.ringRestores = counter("rediskit.hashring.ownership.restores", "{restore}",
+		"Times a renewal restored a node's ownership after its deadline passed.")
+	m.ringFailures = counter("rediskit.hashring.attempts.failed", "{attempt}",
+		"Failed attempts to keep a node on the ring (retried).")
+	var err error
+	m.discoveryDuration, err = m.meter.Float64Histogram("rediskit.sentinel.discovery.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Time to find and verify the master (asking sentinels in order, ROLE)."),
+		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("rediskitotel: create instruments: %w", err)
+	}
+	return m, nil
+}
+
+// addrAttrs splits host:port into server.address and server.port.
+func addrAttrs(addr string) []attribute.KeyValue {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return []attribute.KeyValue{AttrServerAddr.String(addr)}
+	}
+	attrs := []attribute.KeyValue{AttrServerAddr.String(host)}
+	if p, err := strconv.Atoi(port); err == nil {
+		attrs = append(attrs, AttrServerPort.Int(p))
+	}
+	return attrs
+}
+
+// observe registers f as the callback of the given observable
+// instruments.
+func (m *Metrics) observe(f metric.Callback, instruments ...metric.Observable) (metric.Registration, error) {
+	reg, err := m.meter.RegisterCallback(f, instruments...)
+	if err != nil {
+		return nil, fmt.Errorf("rediskitotel: register callback: %w", err)
+	}
+	return reg, nil
+}
+
+var background = context.Background()

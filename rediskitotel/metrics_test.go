@@ -1,0 +1,303 @@
+package rediskitotel
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
+
+	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/hashring"
+	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/sentinel"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newMetrics returns Metrics on an SDK provider with a manual reader.
+func newMetrics(t *testing.T) (*Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := New(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, reader
+}
+
+// point is one data point: its attributes and value.
+type point struct {
+	attrs attribute.Set
+	value float64
+	count uint64 // histograms
+}
+
+// collect reads every data point, by metric name.
+func collect(t *testing.T, r *sdkmetric.ManualReader) map[string][]point {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]point{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], point{attrs: p.Attributes, value: float64(p.Value)})
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], point{attrs: p.Attributes, value: float64(p.Value)})
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], point{attrs: p.Attributes, value: p.Value})
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], point{attrs: p.Attributes, value: p.Sum, count: p.Count})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// sum adds the values (or, for histograms, counts) of the points whose
+// attributes include every given one.
+func sum(points []point, want ...attribute.KeyValue) float64 {
+	var total float64
+	for _, p := range points {
+		match := true
+		for _, kv := range want {
+			if v, ok := p.attrs.Value(kv.Key); !ok || v != kv.Value {
+				match = false
+				break
+			}
+		}
+		if match {
+			if p.count > 0 {
+				total += float64(p.count)
+			} else {
+				total += p.value
+			}
+		}
+	}
+	return total
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A lab failover shows as one master change with both addresses, a
+// failover, discoveries with durations, and the skipped dead sentinel.
+func TestSentinelFailoverMetrics(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	m, reader := newMetrics(t)
+	l := lab.New(t, lab.Sentinel(1))
+	if err := l.Sentinels()[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := sentinel.NewClient(sentinel.Options{
+		MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+		Observer: m.SentinelObserver(nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := c.Master()
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
+
+	got := collect(t, reader)
+	name := AttrMasterName.String(l.MasterName())
+	if n := sum(got["rediskit.sentinel.master.changes"], name, AttrOldMaster.String(old), AttrNewMaster.String(res.NewMaster.Addr())); n != 1 {
+		t.Fatalf("master changes old=%s new=%s: %v (all: %v)", old, res.NewMaster.Addr(), n, got["rediskit.sentinel.master.changes"])
+	}
+	if n := sum(got["rediskit.sentinel.failovers"], name); n < 1 {
+		t.Fatalf("failovers: %v", n)
+	}
+	if n := sum(got["rediskit.sentinel.discovery.duration"], name, AttrOutcome.String("found")); n < 1 {
+		t.Fatalf("discoveries recorded: %v", n)
+	}
+	if n := sum(got["rediskit.sentinel.sentinels.skipped"], name, AttrReason.String(string(sentinel.SkipDown))); n < 1 {
+		t.Fatalf("skips of the dead sentinel: %v", got["rediskit.sentinel.sentinels.skipped"])
+	}
+}
+
+// A guard fallback while Redis is down, limiter and gate outcomes, and the
+// health state, read from the components' own counters.
+func TestGuardMetrics(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	m, reader := newMetrics(t)
+	l := lab.New(t, lab.Config{Proxy: true})
+	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cache, err := guard.NewCache(g, guard.CacheConfig[int]{Name: "price",
+		Load: func(context.Context, string) (int, error) { return 1250, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter, err := guard.NewLimiter(g, guard.LimiterConfig{Name: "login", Limit: 1, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, err := guard.NewGate(g, guard.GateConfig{Name: "pay"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker, err := guard.NewChecker(g, guard.HealthConfig{WriteProbe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon, err := guard.NewMonitor(checker, guard.MonitorConfig{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+	for _, reg := range []func() error{
+		func() error { _, err := m.RegisterCache("price", cache.Stats); return err },
+		func() error { _, err := m.RegisterLimiter("login", limiter); return err },
+		func() error { _, err := m.RegisterGate("pay", gate); return err },
+		func() error { _, err := m.RegisterHealth("shop", mon); return err },
+	} {
+		if err := reg(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "the first health check", func() bool { return mon.Last().State != guard.StateUnknown })
+
+	_, _ = cache.Lookup(ctx, "sku-1") // miss, loaded
+	_, _ = cache.Lookup(ctx, "sku-1") // hit
+	_, _ = limiter.Allow(ctx, "alice")
+	_, _ = limiter.Allow(ctx, "alice") // limited
+	_ = gate.Admit(ctx, "order-1")
+	_ = gate.Admit(ctx, "order-1")    // busy
+	l.Node(0).Proxy().Suspend()       // Redis down
+	_, _ = cache.Lookup(ctx, "sku-2") // fallback
+	_, _ = limiter.Allow(ctx, "bob")  // unavailable
+	if err := l.Node(0).Proxy().Resume(); err != nil {
+		t.Fatal(err)
+	}
+
+	got := collect(t, reader)
+	price, login, pay := AttrName.String("price"), AttrName.String("login"), AttrName.String("pay")
+	for _, tc := range []struct {
+		metric string
+		attrs  []attribute.KeyValue
+		want   float64
+	}{
+		{"rediskit.guard.cache.lookups", []attribute.KeyValue{price, AttrResult.String("hit")}, 1},
+		{"rediskit.guard.cache.lookups", []attribute.KeyValue{price, AttrResult.String("miss")}, 1},
+		{"rediskit.guard.cache.lookups", []attribute.KeyValue{price, AttrResult.String("fallback")}, 1},
+		{"rediskit.guard.limiter.attempts", []attribute.KeyValue{login, AttrResult.String("allowed")}, 1},
+		{"rediskit.guard.limiter.attempts", []attribute.KeyValue{login, AttrResult.String("limited")}, 1},
+		{"rediskit.guard.limiter.attempts", []attribute.KeyValue{login, AttrResult.String("unavailable")}, 1},
+		{"rediskit.guard.admission.attempts", []attribute.KeyValue{pay, AttrResult.String("admitted")}, 1},
+		{"rediskit.guard.admission.attempts", []attribute.KeyValue{pay, AttrResult.String("busy")}, 1},
+		{"rediskit.guard.redis.failures", []attribute.KeyValue{login}, 1},
+		{"rediskit.guard.health.state", []attribute.KeyValue{AttrState.String("writable")}, 1},
+		{"rediskit.guard.health.state", []attribute.KeyValue{AttrState.String("timeout")}, 0},
+	} {
+		if n := sum(got[tc.metric], tc.attrs...); n != tc.want {
+			t.Errorf("%s %v = %v, want %v", tc.metric, tc.attrs, n, tc.want)
+		}
+	}
+	if n := sum(got["rediskit.guard.redis.failures"], price); n < 1 {
+		t.Errorf("cache Redis failures = %v, want at least 1", n)
+	}
+	if len(got["rediskit.guard.health.age"]) != 1 {
+		t.Errorf("health age: %v", got["rediskit.guard.health.age"])
+	}
+}
+
+// A node's share of the ring, and an ownership expiry and restore while
+// Redis is paused past the deadline.
+func TestHashringMetrics(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	m, reader := newMetrics(t)
+	l := lab.New(t, lab.Standalone())
+	client := l.Node(0).NewClient()
+	defer client.Close()
+	n, err := hashring.NewNode(client, "ring", &hashring.Options{
+		Hostname: "metrics", HeartbeatInterval: 200 * time.Millisecond,
+		OwnershipDeadline: time.Second, Expiry: 1500 * time.Millisecond,
+		RetryWait: 50 * time.Millisecond, MaxRetryWait: 200 * time.Millisecond,
+		Observer: m.RingObserver(nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = n.Stop(ctx) }()
+	if _, err := m.RegisterRingNode(n); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, reader)
+	if s := sum(got["rediskit.hashring.share"]); s != 1 {
+		t.Fatalf("share alone = %v, want 1", s)
+	}
+	if s := sum(got["rediskit.hashring.nodes"]); s != 1 {
+		t.Fatalf("nodes = %v, want 1", s)
+	}
+
+	if err := l.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the deadline to pass", func() bool { return n.NodeCount() == 0 })
+	time.Sleep(300 * time.Millisecond)
+	if err := l.Node(0).Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "ownership to come back", func() bool { return n.NodeCount() == 1 })
+	waitFor(t, 5*time.Second, "the restore to be counted", func() bool {
+		got = collect(t, reader)
+		return sum(got["rediskit.hashring.ownership.restores"]) == 1
+	})
+	if e := sum(got["rediskit.hashring.ownership.expiries"]); e != 1 {
+		t.Fatalf("expiries = %v, want 1", e)
+	}
+}
+
+func TestNewNeedsAProvider(t *testing.T) {
+	if _, err := New(nil); err == nil {
+		t.Fatal("New(nil) accepted")
+	}
+}
