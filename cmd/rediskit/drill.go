@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/sentinel"
 )
 
@@ -619,11 +620,10 @@ func sendFailover(ctx context.Context, t *target) (string, error) {
 	}
 	var errs []error
 	for _, addr := range t.cfg.Sentinels {
-		c := redis.NewClient(&redis.Options{
+		c := redis.NewClient(redisopt.Inner(&redis.Options{
 			Addr: addr, Username: t.cfg.SentinelUsername, Password: t.cfg.SentinelPassword, TLSConfig: tlsCfg,
-			MaxRetries: -1, DialerRetries: 1, DialTimeout: t.timeout, ReadTimeout: t.timeout, WriteTimeout: t.timeout,
-			DisableIdentity: true, ContextTimeoutEnabled: true,
-		})
+			DialTimeout: t.timeout, ReadTimeout: t.timeout, WriteTimeout: t.timeout,
+		}))
 		sctx, cancel := context.WithTimeout(ctx, t.timeout)
 		err := c.Do(sctx, "SENTINEL", "FAILOVER", t.cfg.MasterName).Err()
 		cancel()
@@ -661,11 +661,10 @@ func judgeLab(ctx context.Context, t *target) (ok bool, why string) {
 		if !isLoopback(s.addr) {
 			return "", fmt.Errorf("%s is not a loopback address", s.addr)
 		}
-		c := redis.NewClient(&redis.Options{
+		c := redis.NewClient(redisopt.Inner(&redis.Options{
 			Addr: s.addr, Username: s.user, Password: s.pass, TLSConfig: tlsCfg,
-			MaxRetries: -1, DialerRetries: 1, DialTimeout: t.timeout, ReadTimeout: t.timeout, WriteTimeout: t.timeout,
-			DisableIdentity: true, ContextTimeoutEnabled: true,
-		})
+			DialTimeout: t.timeout, ReadTimeout: t.timeout, WriteTimeout: t.timeout,
+		}))
 		defer c.Close()
 		ictx, cancel := context.WithTimeout(ctx, t.timeout)
 		defer cancel()

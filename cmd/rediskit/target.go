@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/sentinel"
@@ -197,9 +198,7 @@ func (t *target) nodeOptions() (*redis.Options, error) {
 	o.DialTimeout = orDefault(t.cfg.DialTimeout, t.timeout)
 	o.ReadTimeout = orDefault(t.cfg.ReadTimeout, t.timeout)
 	o.WriteTimeout = orDefault(t.cfg.WriteTimeout, t.timeout)
-	o.ContextTimeoutEnabled = true
-	o.DisableIdentity = true
-	return o, nil
+	return redisopt.Inner(o), nil
 }
 
 // client returns a go-redis client for the target: the rediskit Sentinel
