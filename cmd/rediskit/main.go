@@ -69,7 +69,15 @@ func newRootCommand() *cobra.Command {
 		Use:   "rediskit",
 		Short: "Diagnose Redis topologies, run local labs, tour rediskit",
 		Long: `rediskit diagnoses Redis and Sentinel connections the way the rediskit
-library sees them, starts local Redis labs, and runs a guided tour.
+library sees them, checks write capability, inspects hash rings, runs local
+labs and failover drills, and takes you on a guided tour.
+
+Targets are URLs (redis://, rediss://, redis+sentinel://, rediss+sentinel://;
+unix:// where a command says so), or --lab for a local lab started for the
+command. Passwords come from the URL, or from REDISKIT_PASSWORD (data nodes)
+and REDISKIT_SENTINEL_PASSWORD (sentinels) when the URL has none; they are
+never printed. --timeout bounds every network step; --json prints the
+report as JSON.
 
 Exit codes: 0 ok, 1 the check failed, 2 usage error.`,
 		SilenceUsage:  true,

@@ -299,3 +299,47 @@ func TestLabUpTLSJSON(t *testing.T) {
 	}
 	assertGone(t, append(pids, d.Sentinels[0].PID))
 }
+
+// Ctrl-C in the middle of the failover step ends the tour cleanly: exit
+// code 0 and every lab process gone.
+func TestDemoInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "demo", "--quick")
+	cmd.Env = commandEnv(nil)
+	var out safeBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "an INCR demo:orders is in flight") {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the demo never reached the failover:\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("demo after Ctrl-C: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	contains(t, text, "interrupted", "stopped 6 processes")
+	assertGone(t, labPIDs(t, text))
+}
+
+// --lab starts a lab for one command and stops it after.
+func TestLabFlag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var rep checkJSON
+	runJSON(t, ctx, envPasswords, exitOK, &rep, "check", "--lab", "--write")
+	if !rep.OK || rep.Kind != "sentinel" || rep.Replica == "" || !strings.Contains(rep.Target, ":xxxxx@") {
+		t.Fatalf("check --lab: %+v", rep)
+	}
+	out := mustRun(t, ctx, envPasswords, exitOK, "health", "--lab", "--write")
+	matches(t, out, `(?m)^writable master 127\.0\.0\.1:\d+ of "mymaster" `)
+}
