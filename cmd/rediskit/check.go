@@ -18,8 +18,7 @@ const stageWrite sentinel.Stage = "WRITE"
 
 func newCheckCommand() *cobra.Command {
 	var f targetFlags
-	var write bool
-	var prefix string
+	var w writeFlags
 	cmd := &cobra.Command{
 		Use:   "check URL",
 		Short: "Trace the connection to a deployment stage by stage",
@@ -45,18 +44,12 @@ REDISKIT_SENTINEL_PASSWORD when the URL has none; they are never printed.`,
   REDISKIT_PASSWORD=... rediskit check rediss://cache.internal:6380?caFile=ca.pem --write
   rediskit check --lab --json`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := openTarget(cmd.Context(), args, &f)
-			if err != nil {
-				return err
-			}
-			defer t.Close()
-			return runCheck(cmd.Context(), cmd.OutOrStdout(), t, write, prefix, f.json)
-		},
+		RunE: withTarget(&f, func(ctx context.Context, out io.Writer, t *target) error {
+			return runCheck(ctx, out, t, w.write, w.prefix, f.json)
+		}),
 	}
 	f.register(cmd, true)
-	cmd.Flags().BoolVar(&write, "write", false, "add the write probe (SET <prefix>:health:write, 60s TTL)")
-	cmd.Flags().StringVar(&prefix, "prefix", "rediskit", "key prefix of the write probe")
+	w.register(cmd)
 	return cmd
 }
 
@@ -98,7 +91,7 @@ func runCheck(ctx context.Context, out io.Writer, t *target, write bool, prefix 
 		d, err = sentinel.DiagnoseNode(ctx, t.cfg.Addr, opts)
 	}
 	if d == nil {
-		return err // invalid options
+		return usageError{err} // invalid options
 	}
 	steps := d.Steps
 	if err == nil && write {

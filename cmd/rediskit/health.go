@@ -13,8 +13,7 @@ import (
 
 func newHealthCommand() *cobra.Command {
 	var f targetFlags
-	var write bool
-	var prefix string
+	var w writeFlags
 	cmd := &cobra.Command{
 		Use:   "health URL",
 		Short: "The guard health report: writable, reachable, read-only, out of memory, auth, timeout",
@@ -37,18 +36,12 @@ unix:// URL works too.`,
 		Example: `  rediskit health redis://10.0.0.5:6379 --write
   rediskit health redis+sentinel://10.0.0.1/mymaster --json`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := openTarget(cmd.Context(), args, &f)
-			if err != nil {
-				return err
-			}
-			defer t.Close()
-			return runHealth(cmd.Context(), cmd.OutOrStdout(), t, write, prefix, f.json)
-		},
+		RunE: withTarget(&f, func(ctx context.Context, out io.Writer, t *target) error {
+			return runHealth(ctx, out, t, w.write, w.prefix, f.json)
+		}),
 	}
 	f.register(cmd, true)
-	cmd.Flags().BoolVar(&write, "write", false, "add the write probe (SET <prefix>:health:write, 60s TTL)")
-	cmd.Flags().StringVar(&prefix, "prefix", "rediskit", "key prefix of the write probe")
+	w.register(cmd)
 	return cmd
 }
 

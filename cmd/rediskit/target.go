@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -43,6 +44,30 @@ func (f *targetFlags) register(cmd *cobra.Command, withLab bool) {
 		cmd.Flags().BoolVar(&f.lab, "lab", false,
 			"start a local lab (1 master, 2 replicas, 3 sentinels; node2 42ms away) for this command instead of a URL")
 	}
+}
+
+// withTarget is the RunE of a command that reports on one target: it
+// resolves the URL argument or --lab, runs run, and stops the lab after.
+func withTarget(f *targetFlags, run func(ctx context.Context, out io.Writer, t *target) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		t, err := openTarget(cmd.Context(), args, f)
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		return run(cmd.Context(), cmd.OutOrStdout(), t)
+	}
+}
+
+// writeFlags are check's and health's write probe flags.
+type writeFlags struct {
+	write  bool
+	prefix string
+}
+
+func (w *writeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&w.write, "write", false, "add the write probe (SET <prefix>:health:write, 60s TTL)")
+	cmd.Flags().StringVar(&w.prefix, "prefix", "rediskit", "key prefix of the write probe")
 }
 
 // target is the deployment a command talks to: a parsed URL with the
