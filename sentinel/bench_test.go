@@ -2,12 +2,12 @@ package sentinel
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/benchcmp"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -36,7 +36,7 @@ func benchClients(b *testing.B) (*Client, *redis.Client) {
 	return ours, plain
 }
 
-var benchOps = map[string]func(ctx context.Context, c redis.UniversalClient) error{
+var benchOps = map[string]benchcmp.Op{
 	"GET": func(ctx context.Context, c redis.UniversalClient) error { return c.Get(ctx, "bench").Err() },
 	"SET": func(ctx context.Context, c redis.UniversalClient) error { return c.Set(ctx, "bench", "value", 0).Err() },
 }
@@ -46,24 +46,7 @@ var benchOps = map[string]func(ctx context.Context, c redis.UniversalClient) err
 func BenchmarkRouting(b *testing.B) {
 	ours, plain := benchClients(b)
 	for _, op := range []string{"GET", "SET"} {
-		for _, target := range []struct {
-			name   string
-			client redis.UniversalClient
-		}{{"rediskit", ours}, {"go-redis", plain}} {
-			b.Run(op+"/"+target.name, func(b *testing.B) {
-				ctx := context.Background()
-				do := benchOps[op]
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := do(ctx, target.client); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			})
-		}
+		benchcmp.Parallel(b, op, ours, plain, benchOps[op])
 	}
 }
 
@@ -75,47 +58,7 @@ func BenchmarkRoutingRatio(b *testing.B) {
 	ours, plain := benchClients(b)
 	for _, op := range []string{"GET", "SET"} {
 		b.Run(op, func(b *testing.B) {
-			ctx := context.Background()
-			do := benchOps[op]
-			const workers = 8
-			var mu sync.Mutex
-			var oursTotal, plainTotal time.Duration
-			var wg sync.WaitGroup
-			per := b.N/workers + 1
-			b.ResetTimer()
-			for range workers {
-				wg.Go(func() {
-					var o, p time.Duration
-					for i := range per {
-						first, second := redis.UniversalClient(ours), redis.UniversalClient(plain)
-						if i%2 == 1 {
-							first, second = second, first
-						}
-						t0 := time.Now()
-						err1 := do(ctx, first)
-						t1 := time.Now()
-						err2 := do(ctx, second)
-						t2 := time.Now()
-						if err1 != nil || err2 != nil {
-							b.Error(err1, err2)
-							return
-						}
-						if i%2 == 0 {
-							o, p = o+t1.Sub(t0), p+t2.Sub(t1)
-						} else {
-							p, o = p+t1.Sub(t0), o+t2.Sub(t1)
-						}
-					}
-					mu.Lock()
-					oursTotal, plainTotal = oursTotal+o, plainTotal+p
-					mu.Unlock()
-				})
-			}
-			wg.Wait()
-			n := float64(per * workers)
-			b.ReportMetric(float64(oursTotal.Nanoseconds())/n, "rediskit-ns/op")
-			b.ReportMetric(float64(plainTotal.Nanoseconds())/n, "go-redis-ns/op")
-			b.ReportMetric(float64(plainTotal)/float64(oursTotal), "throughput-ratio")
+			benchcmp.Interleaved(b, ours, plain, benchOps[op])
 		})
 	}
 }

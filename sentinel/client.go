@@ -2,10 +2,8 @@ package sentinel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,7 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
-	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/replica"
 )
@@ -106,16 +105,12 @@ func NewClient(opts Options) (*Client, error) {
 
 	// The front never dials, but its options are what Options() reports:
 	// they describe the data-node clients' behaviour.
-	c.front = redis.NewClient(redisopt.Inner(&redis.Options{
+	c.front = routing.NewFront(&redis.Options{
 		Addr:         "sentinel/" + opts.MasterName,
 		ReadTimeout:  opts.ReadTimeout,
 		WriteTimeout: opts.WriteTimeout,
 		DialTimeout:  opts.DialTimeout,
-		Dialer: func(context.Context, string, string) (net.Conn, error) {
-			return nil, errors.New("sentinel: the routing client never dials")
-		},
-	}))
-	c.front.AddHook(routingHook{c})
+	}, c.process, c.processPipeline)
 	if b, ok := c.selector.(BindableSelector); ok {
 		b.Bind(replica.Env{
 			MasterName: opts.MasterName,
@@ -295,23 +290,6 @@ func (c *Client) Conn() *redis.Conn {
 	return snap.master.client.Conn()
 }
 
-// routingHook sends every command to the node the classifier and the read
-// preference choose. It is the front client's only hook and never calls
-// next.
-type routingHook struct{ c *Client }
-
-func (h routingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h routingHook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
-	return h.c.process
-}
-
-func (h routingHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	// The same hook serves pipelines and transactions: go-redis hands
-	// transactions over wrapped in MULTI ... EXEC.
-	return h.c.processPipeline
-}
-
 // current returns the routing snapshot, waiting for the first discovery.
 func (c *Client) current(ctx context.Context) (*snapshot, error) {
 	snap := c.snap.Load()
@@ -427,17 +405,13 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 // processPipeline runs a pipeline, or a transaction (wrapped in MULTI ...
 // EXEC by go-redis), as a whole on one node.
 func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
-	if isTx(cmds) {
+	if routing.IsTx(cmds) {
 		return c.write(ctx, nil, cmds)
 	}
 	if c.classifier.ReadOnlyPipeline(cmds) {
 		return c.read(ctx, nil, cmds)
 	}
 	return c.write(ctx, nil, cmds)
-}
-
-func isTx(cmds []redis.Cmder) bool {
-	return len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
 }
 
 // work is one call: a single command, or a pipeline/transaction.
@@ -450,26 +424,7 @@ type work struct {
 func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []redis.Cmder) error {
 	n.acquire()
 	defer n.release()
-	switch {
-	case cmd != nil:
-		return n.client.Process(ctx, cmd)
-	case isTx(cmds):
-		_, err := n.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			for _, q := range cmds[1 : len(cmds)-1] {
-				_ = p.Process(ctx, q)
-			}
-			return nil
-		})
-		return err
-	default:
-		_, err := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, q := range cmds {
-				_ = p.Process(ctx, q)
-			}
-			return nil
-		})
-		return err
-	}
+	return routing.Run(ctx, n.client, cmd, cmds)
 }
 
 // read runs read-only work where the read preference allows, and re-runs
@@ -495,7 +450,7 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 	if rerr != nil {
 		return err
 	}
-	if isTimeout(err) && next.master == snap.master && next.replica(n.addr) == n {
+	if failure.Timeout(err) && next.master == snap.master && next.replica(n.addr) == n {
 		return err // the node is still the right one: a timeout is not re-run
 	}
 	n2, done2, terr := c.target(next, true, rf)
@@ -504,7 +459,7 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 	}
 	c.stats.readsRetried.Add(1)
 	c.emit(Event{Kind: EventReadRetried, Master: n.addr, Err: err})
-	resetErrs(cmd, cmds)
+	routing.SetErrs(cmd, cmds, nil)
 	err = c.runOn(ctx, n2, cmd, cmds)
 	if done2 != nil {
 		done2()
@@ -537,7 +492,7 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	if notExecuted && !c.opts.StrictWrites {
 		c.stats.writesRerun.Add(1)
 		c.emit(Event{Kind: EventWriteRerun, Master: next.master.addr, OldMaster: snap.master.addr, Err: err})
-		resetErrs(cmd, cmds)
+		routing.SetErrs(cmd, cmds, nil)
 		return c.writeOn(ctx, next, cmd, cmds, durable)
 	}
 	mce := &MasterChangedError{
@@ -550,7 +505,7 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	}
 	c.stats.writesRefused.Add(1)
 	c.emit(Event{Kind: EventWriteRefused, Master: mce.NewMaster, OldMaster: mce.OldMaster, Sentinel: mce.Sentinel, Err: mce})
-	setErrs(cmd, cmds, mce)
+	routing.SetErrs(cmd, cmds, mce)
 	return mce
 }
 
@@ -561,15 +516,4 @@ func (c *Client) writeOn(ctx context.Context, snap *snapshot, cmd redis.Cmder, c
 		return c.runOn(ctx, snap.master, cmd, cmds)
 	}
 	return c.durableWrite(ctx, snap, cmd, cmds)
-}
-
-func resetErrs(cmd redis.Cmder, cmds []redis.Cmder) { setErrs(cmd, cmds, nil) }
-
-func setErrs(cmd redis.Cmder, cmds []redis.Cmder, err error) {
-	if cmd != nil {
-		cmd.SetErr(err)
-	}
-	for _, q := range cmds {
-		q.SetErr(err)
-	}
 }

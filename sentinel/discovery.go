@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
@@ -132,7 +133,7 @@ func describeSentinelError(err error, timeout time.Duration) error {
 		return skipped(SkipSlow, fmt.Errorf("slow: no answer within %v: %w", timeout, err))
 	case redis.IsAuthError(err):
 		return skipped(SkipAuth, fmt.Errorf("AUTH failed on the sentinel: %w", err))
-	case isNetworkError(err):
+	case failure.Network(err):
 		return skipped(SkipDown, fmt.Errorf("down: %w", err))
 	}
 	return skipped(SkipOther, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 // durableWrite runs writing work and then WAIT on the same connection (one
@@ -22,7 +24,7 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 	wait := redis.NewIntCmd(ctx, "wait", required, c.opts.DurableTimeout.Milliseconds())
 	n.acquire()
 	defer n.release()
-	if isTx(cmds) {
+	if routing.IsTx(cmds) {
 		conn := n.client.Conn()
 		defer conn.Close()
 		_, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {

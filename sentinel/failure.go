@@ -1,13 +1,9 @@
 package sentinel
 
 import (
-	"context"
-	"errors"
-	"io"
-	"net"
-	"syscall"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/failure"
 )
 
 // failureSignal reports whether a call's failure suggests the master may
@@ -16,25 +12,7 @@ import (
 // MASTERDOWN, LOADING). The caller's own cancellation is not one. For a
 // pipeline, any command's error counts.
 func (c *Client) failureSignal(cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	if cmd != nil {
-		return isSignal(err)
-	}
-	if isSignal(err) {
-		return true
-	}
-	for _, q := range cmds {
-		if isSignal(q.Err()) {
-			return true
-		}
-	}
-	return false
-}
-
-func isSignal(err error) bool {
-	return err != nil && (notExecutedErr(err) || isNetworkError(err) || isTimeout(err))
+	return failure.WorkSignal(cmd, cmds, err)
 }
 
 // provablyNotExecuted reports whether writing work certainly did not run:
@@ -45,55 +23,5 @@ func isSignal(err error) bool {
 // executed. Reads in a pipeline do not matter: running them again is
 // harmless.
 func (c *Client) provablyNotExecuted(cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
-	if cmd != nil {
-		return notExecutedErr(err)
-	}
-	if isTx(cmds) {
-		if notExecutedErr(err) {
-			return true
-		}
-		for _, q := range cmds[1 : len(cmds)-1] {
-			if notExecutedErr(q.Err()) {
-				return true // a refused queued command aborts the whole EXEC
-			}
-		}
-		return false
-	}
-	for _, q := range cmds {
-		if c.classifier.ReadOnly(q) {
-			continue
-		}
-		if !notExecutedErr(q.Err()) {
-			return false
-		}
-	}
-	return true
-}
-
-func notExecutedErr(err error) bool {
-	if err == nil {
-		return false
-	}
-	return isDialError(err) ||
-		errors.Is(err, redis.ErrClosed) ||
-		errors.Is(err, redis.ErrPoolTimeout) ||
-		errors.Is(err, redis.ErrPoolExhausted) ||
-		redis.IsReadOnlyError(err) ||
-		redis.IsMasterDownError(err) ||
-		redis.IsLoadingError(err) ||
-		redis.IsExecAbortError(err)
-}
-
-func isNetworkError(err error) bool {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
-		return true
-	}
-	var op *net.OpError
-	return errors.As(err, &op)
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return failure.ProvablyNotExecuted(c.classifier, cmd, cmds, err)
 }

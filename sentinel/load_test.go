@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -91,7 +92,7 @@ func errKind(err error) string {
 		return "READONLY"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
-	case isNetworkError(err):
+	case failure.Network(err):
 		return "connection"
 	}
 	return strings.SplitN(err.Error(), " ", 2)[0]
@@ -99,11 +100,12 @@ func errKind(err error) string {
 
 // runFailoverLoad drives 8 writers (RPUSH of unique op ids) and 8 readers
 // through the given number of failovers and checks the final master.
-func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*lab.Lab) redis.UniversalClient) *loadReport {
+func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*lab.Lab, func(Event)) redis.UniversalClient) *loadReport {
 	t.Helper()
 	ctx := testCtx(t, 5*time.Minute)
 	l := lab.New(t, loadConfig())
-	client := newClient(l)
+	events := &eventLog{}
+	client := newClient(l, events.observe)
 	defer client.Close()
 	if err := client.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -241,6 +243,26 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 	t.Logf("%s: %d writes (%.0f/s), %d reads, %d acknowledged, %d duplicates, %d acknowledged but lost %v; write errors: %s; read errors: %s (%d outside failover windows); write gap per failover %v",
 		name, rep.writes, rep.writesPerSecond, rep.reads, rep.acked, rep.duplicates, rep.lost, rep.lostPerFailover,
 		errSummary(rep.writeErrs), errSummary(rep.readErrs), rep.readErrsOutside, rep.gaps)
+	// When the client reported them: the hold on the leader's announcement,
+	// and the switch, relative to each failover command.
+	for k, w := range rep.windows {
+		var held, switched time.Duration = -1, -1
+		for _, ev := range events.all() {
+			if ev.Time.Before(w.requested) || !ev.Time.Before(w.settled) {
+				continue
+			}
+			if ev.Kind == EventFailoverStarted && held < 0 {
+				held = ev.Time.Sub(w.requested)
+			}
+			if ev.Kind == EventMasterChanged && switched < 0 {
+				switched = ev.Time.Sub(w.requested)
+			}
+		}
+		if held >= 0 || switched >= 0 {
+			t.Logf("%s failover %d: writes held at %v, switched at %v after the command (-1: not seen); sentinels agreed at %v",
+				name, k+1, held, switched, w.agreed.Sub(w.requested))
+		}
+	}
 	return rep
 }
 
@@ -269,16 +291,16 @@ func TestFailoverUnderLoad(t *testing.T) {
 		t.Skip("about a minute and a half of failovers")
 	}
 	const failovers = 5
-	ours := func(durable bool) func(*lab.Lab) redis.UniversalClient {
-		return func(l *lab.Lab) redis.UniversalClient {
-			c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Durable: durable})
+	ours := func(durable bool) func(*lab.Lab, func(Event)) redis.UniversalClient {
+		return func(l *lab.Lab, observe func(Event)) redis.UniversalClient {
+			c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Durable: durable, Observer: observe})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return c
 		}
 	}
-	goRedis := func(l *lab.Lab) redis.UniversalClient {
+	goRedis := func(l *lab.Lab, _ func(Event)) redis.UniversalClient {
 		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
 	}
 

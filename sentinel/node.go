@@ -3,7 +3,6 @@ package sentinel
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -11,7 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 // node is the go-redis client of one data node. A node that leaves the
@@ -102,17 +103,11 @@ func (s *nodeSet) addHook(h redis.Hook) {
 func (s *nodeSet) poolStats() *redis.PoolStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var sum redis.PoolStats
+	stats := make([]*redis.PoolStats, 0, len(s.live))
 	for _, n := range s.live {
-		st := n.client.PoolStats()
-		sum.Hits += st.Hits
-		sum.Misses += st.Misses
-		sum.Timeouts += st.Timeouts
-		sum.TotalConns += st.TotalConns
-		sum.IdleConns += st.IdleConns
-		sum.StaleConns += st.StaleConns
+		stats = append(stats, n.client.PoolStats())
 	}
-	return &sum
+	return routing.SumPoolStats(stats...)
 }
 
 // keepOnly retires every live node whose address is not in keep.
@@ -155,24 +150,14 @@ func (s *nodeSet) closeAll() {
 	}
 }
 
-// dialError marks a failure to connect: nothing was sent, so the command
-// provably did not execute.
-type dialError struct {
-	addr string
-	err  error
-}
-
-func (e *dialError) Error() string { return fmt.Sprintf("connect to %s: %v", e.addr, e.err) }
-func (e *dialError) Unwrap() error { return e.err }
-
 // dialer connects to data nodes (with TLS when configured) and marks every
-// failure as a dialError.
+// failure as a *failure.DialError.
 func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: opts.DialTimeout}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := d.DialContext(ctx, network, addr)
 		if err != nil {
-			return nil, &dialError{addr: addr, err: err}
+			return nil, &failure.DialError{Addr: addr, Err: err}
 		}
 		if opts.TLSConfig != nil {
 			cfg := opts.TLSConfig
@@ -185,15 +170,10 @@ func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.
 			tc := tls.Client(conn, cfg)
 			if err := tc.HandshakeContext(ctx); err != nil {
 				_ = conn.Close()
-				return nil, &dialError{addr: addr, err: fmt.Errorf("TLS: %w", err)}
+				return nil, &failure.DialError{Addr: addr, Err: fmt.Errorf("TLS: %w", err)}
 			}
 			return tc, nil
 		}
 		return conn, nil
 	}
-}
-
-func isDialError(err error) bool {
-	var de *dialError
-	return errors.As(err, &de)
 }

@@ -3,9 +3,10 @@ package sentinel
 import (
 	"context"
 	"net"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 // pubsubRouter owns the client that Subscribe, PSubscribe and SSubscribe
@@ -16,13 +17,11 @@ import (
 type pubsubRouter struct {
 	c      *Client
 	client *redis.Client
-
-	mu    sync.Mutex
-	conns map[*trackedConn]struct{}
+	conns  routing.Conns[string] // by the master's address
 }
 
 func newPubsubRouter(c *Client) *pubsubRouter {
-	r := &pubsubRouter{c: c, conns: map[*trackedConn]struct{}{}}
+	r := &pubsubRouter{c: c}
 	r.client = redis.NewClient(c.opts.nodeOptions("sentinel/"+c.opts.MasterName+"/pubsub", r.dial))
 	return r
 }
@@ -37,47 +36,15 @@ func (r *pubsubRouter) dial(ctx context.Context, network, _ string) (net.Conn, e
 	if err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{Conn: conn, router: r, addr: addr}
-	r.mu.Lock()
-	r.conns[tc] = struct{}{}
-	r.mu.Unlock()
-	return tc, nil
+	return r.conns.Track(conn, addr), nil
 }
 
 // masterChanged closes every subscription connection to another node.
-func (r *pubsubRouter) masterChanged(master string) {
-	r.mu.Lock()
-	var stale []*trackedConn
-	for tc := range r.conns {
-		if tc.addr != master {
-			stale = append(stale, tc)
-		}
-	}
-	r.mu.Unlock()
-	for _, tc := range stale {
-		_ = tc.Close()
-	}
-}
+func (r *pubsubRouter) masterChanged(master string) { r.conns.CloseOthers(master) }
 
 func (r *pubsubRouter) addHook(h redis.Hook) { r.client.AddHook(h) }
 
 func (r *pubsubRouter) close() { _ = r.client.Close() }
-
-type trackedConn struct {
-	net.Conn
-	router *pubsubRouter
-	addr   string
-	once   sync.Once
-}
-
-func (t *trackedConn) Close() error {
-	t.once.Do(func() {
-		t.router.mu.Lock()
-		delete(t.router.conns, t)
-		t.router.mu.Unlock()
-	})
-	return t.Conn.Close()
-}
 
 // Subscribe subscribes to channels on the current master; the subscription
 // follows failovers (see pubsubRouter).

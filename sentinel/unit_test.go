@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/failure"
 )
 
 func TestParseEvent(t *testing.T) {
@@ -123,7 +124,7 @@ func TestNotExecutedClassification(t *testing.T) {
 		notExecuted bool
 		signal      bool
 	}{
-		{&dialError{addr: "a", err: syscall.ECONNREFUSED}, true, true},
+		{&failure.DialError{Addr: "a", Err: syscall.ECONNREFUSED}, true, true},
 		{redis.ErrClosed, true, true},
 		{redis.ErrPoolTimeout, true, true},
 		{redisErr("READONLY You can't write against a read only replica."), true, true},
@@ -138,8 +139,8 @@ func TestNotExecutedClassification(t *testing.T) {
 		{context.Canceled, false, false},
 	}
 	for _, tt := range tests {
-		if got := notExecutedErr(tt.err); got != tt.notExecuted {
-			t.Errorf("notExecutedErr(%v) = %v, want %v", tt.err, got, tt.notExecuted)
+		if got := failure.NotExecuted(tt.err); got != tt.notExecuted {
+			t.Errorf("failure.NotExecuted(%v) = %v, want %v", tt.err, got, tt.notExecuted)
 		}
 		c := &Client{classifier: classify.New()}
 		if got := c.failureSignal(ro, nil, tt.err); got != tt.signal {

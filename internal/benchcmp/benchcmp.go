@@ -1,0 +1,89 @@
+// Package benchcmp runs one operation through a client of ours and through
+// plain go-redis in the same benchmark: side by side (Parallel), and
+// interleaved so both see the same machine (Interleaved).
+package benchcmp
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Op is one operation under benchmark.
+type Op func(context.Context, redis.UniversalClient) error
+
+// Parallel runs do through each client with b.RunParallel, as the
+// sub-benchmarks name/rediskit and name/go-redis, reporting allocations.
+func Parallel(b *testing.B, name string, ours, plain redis.UniversalClient, do Op) {
+	for _, target := range []struct {
+		name   string
+		client redis.UniversalClient
+	}{{"rediskit", ours}, {"go-redis", plain}} {
+		b.Run(name+"/"+target.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := do(ctx, target.client); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// Workers is how many goroutines Interleaved runs.
+const Workers = 8
+
+// Interleaved runs do b.N times on each client from Workers goroutines,
+// alternating which client goes first, and reports each one's time per
+// operation ("rediskit-ns/op", "go-redis-ns/op") and the throughput ratio
+// (go-redis time / rediskit time; 1 means equal, below 1 rediskit is
+// slower).
+func Interleaved(b *testing.B, ours, plain redis.UniversalClient, do Op) {
+	b.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var oursTotal, plainTotal time.Duration
+	var wg sync.WaitGroup
+	per := b.N/Workers + 1
+	b.ResetTimer()
+	for range Workers {
+		wg.Go(func() {
+			var o, p time.Duration
+			for i := range per {
+				first, second := ours, plain
+				if i%2 == 1 {
+					first, second = second, first
+				}
+				t0 := time.Now()
+				err1 := do(ctx, first)
+				t1 := time.Now()
+				err2 := do(ctx, second)
+				t2 := time.Now()
+				if err1 != nil || err2 != nil {
+					b.Error(err1, err2)
+					return
+				}
+				if i%2 == 0 {
+					o, p = o+t1.Sub(t0), p+t2.Sub(t1)
+				} else {
+					p, o = p+t1.Sub(t0), o+t2.Sub(t1)
+				}
+			}
+			mu.Lock()
+			oursTotal, plainTotal = oursTotal+o, plainTotal+p
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	n := float64(per * Workers)
+	b.ReportMetric(float64(oursTotal.Nanoseconds())/n, "rediskit-ns/op")
+	b.ReportMetric(float64(plainTotal.Nanoseconds())/n, "go-redis-ns/op")
+	b.ReportMetric(float64(plainTotal)/float64(oursTotal), "throughput-ratio")
+}

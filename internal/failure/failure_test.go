@@ -1,0 +1,141 @@
+package failure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/classify"
+)
+
+type redisErr string
+
+func (e redisErr) Error() string { return string(e) }
+func (e redisErr) RedisError()   {}
+
+func TestClassification(t *testing.T) {
+	deadline := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	tests := []struct {
+		name                                string
+		err                                 error
+		dial, notExecuted, network, timeout bool
+		signal                              bool
+	}{
+		{"our dial error", &DialError{Addr: "a:1", Err: syscall.ECONNREFUSED}, true, true, true, false, true},
+		{"go-redis dial error", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true, true, true, false, true},
+		{"dial timeout", &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}, true, true, true, true, true},
+		{"closed client", redis.ErrClosed, false, true, false, false, true},
+		{"pool timeout", redis.ErrPoolTimeout, false, true, false, false, true},
+		{"pool exhausted", redis.ErrPoolExhausted, false, true, false, false, true},
+		{"READONLY", redisErr("READONLY You can't write against a read only replica."), false, true, false, false, true},
+		{"MASTERDOWN", redisErr("MASTERDOWN Link with MASTER is down"), false, true, false, false, true},
+		{"LOADING", redisErr("LOADING Redis is loading the dataset in memory"), false, true, false, false, true},
+		{"EXECABORT", redisErr("EXECABORT Transaction discarded because of previous errors."), false, true, false, false, true},
+		{"EOF", io.EOF, false, false, true, false, true},
+		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, false, false, true, false, true},
+		{"broken pipe", fmt.Errorf("write: %w", syscall.EPIPE), false, false, true, false, true},
+		{"read deadline", deadline, false, false, true, true, true},
+		{"WRONGTYPE", redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), false, false, false, false, false},
+		{"nil reply", redis.Nil, false, false, false, false, false},
+		{"cancelled", context.Canceled, false, false, false, false, false},
+		{"nil", nil, false, false, false, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsDial(tt.err); got != tt.dial {
+				t.Errorf("IsDial = %v, want %v", got, tt.dial)
+			}
+			if got := NotExecuted(tt.err); got != tt.notExecuted {
+				t.Errorf("NotExecuted = %v, want %v", got, tt.notExecuted)
+			}
+			if got := Network(tt.err); got != tt.network {
+				t.Errorf("Network = %v, want %v", got, tt.network)
+			}
+			if got := Timeout(tt.err); got != tt.timeout {
+				t.Errorf("Timeout = %v, want %v", got, tt.timeout)
+			}
+			if got := Signal(tt.err); got != tt.signal {
+				t.Errorf("Signal = %v, want %v", got, tt.signal)
+			}
+		})
+	}
+}
+
+func TestDialErrorWraps(t *testing.T) {
+	err := fmt.Errorf("get: %w", &DialError{Addr: "10.0.0.1:6379", Err: syscall.ECONNREFUSED})
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatal("DialError does not unwrap")
+	}
+	if want := "get: connect to 10.0.0.1:6379: connection refused"; err.Error() != want {
+		t.Fatalf("got %q, want %q", err.Error(), want)
+	}
+}
+
+func mk(name string, err error) redis.Cmder {
+	cmd := redis.NewCmd(context.Background(), name, "k")
+	cmd.SetErr(err)
+	return cmd
+}
+
+func TestWorkSignal(t *testing.T) {
+	wrongtype := redisErr("WRONGTYPE Operation against a key holding the wrong kind of value")
+	tests := []struct {
+		name string
+		cmd  redis.Cmder
+		cmds []redis.Cmder
+		err  error
+		want bool
+	}{
+		{"command, EOF", mk("get", io.EOF), nil, io.EOF, true},
+		{"command, WRONGTYPE", mk("get", wrongtype), nil, wrongtype, false},
+		{"command, caller's deadline", mk("get", context.DeadlineExceeded), nil, context.DeadlineExceeded, false},
+		{"pipeline, a later command lost", nil, []redis.Cmder{mk("get", wrongtype), mk("get", io.EOF)}, wrongtype, true},
+		{"pipeline, replies only", nil, []redis.Cmder{mk("get", wrongtype), mk("get", nil)}, wrongtype, false},
+	}
+	for _, tt := range tests {
+		if got := WorkSignal(tt.cmd, tt.cmds, tt.err); got != tt.want {
+			t.Errorf("%s: WorkSignal = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestProvablyNotExecuted(t *testing.T) {
+	readonly := redisErr("READONLY You can't write against a read only replica.")
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	tests := []struct {
+		name string
+		cmd  redis.Cmder
+		cmds []redis.Cmder
+		want bool
+	}{
+		{"command never sent", mk("set", refused), nil, true},
+		{"command lost its reply", mk("set", io.EOF), nil, false},
+		{"command timed out", mk("set", &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}), nil, false},
+		{"all writes refused", nil, []redis.Cmder{mk("set", readonly), mk("incr", readonly)}, true},
+		{"reads ran, writes refused", nil, []redis.Cmder{mk("get", nil), mk("set", readonly)}, true},
+		{"reads lost, write never sent", nil, []redis.Cmder{mk("get", io.EOF), mk("set", refused)}, true},
+		{"a write ran", nil, []redis.Cmder{mk("set", nil), mk("incr", readonly)}, false},
+		{"a write lost its reply", nil, []redis.Cmder{mk("set", io.EOF)}, false},
+		{"transaction aborted", nil, []redis.Cmder{mk("multi", nil), mk("set", readonly), mk("exec", redisErr("EXECABORT Transaction discarded"))}, true},
+		{"transaction never sent", nil, []redis.Cmder{mk("multi", refused), mk("set", refused), mk("exec", refused)}, true},
+		{"transaction lost after EXEC", nil, []redis.Cmder{mk("multi", nil), mk("set", nil), mk("exec", io.EOF)}, false},
+	}
+	for _, tt := range tests {
+		err := func() error {
+			if tt.cmd != nil {
+				return tt.cmd.Err()
+			}
+			return tt.cmds[len(tt.cmds)-1].Err()
+		}()
+		if got := ProvablyNotExecuted(classify.New(), tt.cmd, tt.cmds, err); got != tt.want {
+			t.Errorf("%s: ProvablyNotExecuted = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+// Package routing is the front a routed client shows its callers: a
+// go-redis client that never dials, whose only hook hands every command,
+// pipeline and transaction to the routed client, which runs it on a client
+// of its choice with Run. It gives the routed client every go-redis command
+// method (redis.UniversalClient) without restating any of them.
+//
+// The Sentinel client (package sentinel) routes to the master or a replica;
+// the multi-database client (package multidb) to the active database.
+package routing
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisopt"
+)
+
+// ProcessFunc runs one command.
+type ProcessFunc func(ctx context.Context, cmd redis.Cmder) error
+
+// PipelineFunc runs a pipeline, or a transaction, which go-redis hands over
+// wrapped in MULTI ... EXEC (see IsTx).
+type PipelineFunc func(ctx context.Context, cmds []redis.Cmder) error
+
+// errNeverDials is what a front returns if anything makes it dial (a Conn
+// taken from the front itself, for instance).
+var errNeverDials = errors.New("rediskit: the routing client never dials")
+
+// NewFront returns the front client. opt describes it: Addr names it, and
+// the timeouts are what the front's Options() reports (they should describe
+// the clients work is routed to). NewFront sets the fields that make it a
+// front: rediskit's inner-client policy (package internal/redisopt: no
+// retries, context deadlines on sockets, no CLIENT SETINFO) and a dialer
+// that refuses. The front's
+// only hook sends every command to process and every pipeline and
+// transaction to pipeline, and never calls the next hook.
+func NewFront(opt *redis.Options, process ProcessFunc, pipeline PipelineFunc) *redis.Client {
+	o := *opt
+	redisopt.Inner(&o)
+	o.Dialer = func(context.Context, string, string) (net.Conn, error) { return nil, errNeverDials }
+	c := redis.NewClient(&o)
+	c.AddHook(hook{process: process, pipeline: pipeline})
+	return c
+}
+
+type hook struct {
+	process  ProcessFunc
+	pipeline PipelineFunc
+}
+
+func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h hook) ProcessHook(redis.ProcessHook) redis.ProcessHook { return redis.ProcessHook(h.process) }
+
+func (h hook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	// The same hook serves pipelines and transactions: go-redis hands
+	// transactions over wrapped in MULTI ... EXEC.
+	return redis.ProcessPipelineHook(h.pipeline)
+}
+
+// IsTx reports whether cmds is a transaction as go-redis hands it to a
+// pipeline hook: MULTI, the queued commands, EXEC.
+func IsTx(cmds []redis.Cmder) bool {
+	return len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec"
+}
+
+// Target is a client work can run on: any go-redis client
+// (redis.UniversalClient) has these methods.
+type Target interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// Run runs work on t: a command (cmd), or a pipeline or transaction (cmds,
+// as the front's pipeline hook received them: a transaction's MULTI and
+// EXEC are left to t, which adds its own). The commands get their results
+// and errors as if the caller had run them on t; Run returns the error
+// go-redis reports.
+func Run(ctx context.Context, t Target, cmd redis.Cmder, cmds []redis.Cmder) error {
+	switch {
+	case cmd != nil:
+		return t.Process(ctx, cmd)
+	case IsTx(cmds):
+		_, err := t.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, q := range cmds[1 : len(cmds)-1] {
+				_ = p.Process(ctx, q)
+			}
+			return nil
+		})
+		return err
+	default:
+		_, err := t.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, q := range cmds {
+				_ = p.Process(ctx, q)
+			}
+			return nil
+		})
+		return err
+	}
+}
+
+// SetErrs sets err on cmd or on every command of cmds (nil clears them
+// before work is run again).
+func SetErrs(cmd redis.Cmder, cmds []redis.Cmder, err error) {
+	if cmd != nil {
+		cmd.SetErr(err)
+	}
+	for _, q := range cmds {
+		q.SetErr(err)
+	}
+}

@@ -1,0 +1,597 @@
+package multidb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/routing"
+)
+
+// front is the go-redis client whose command methods Client exposes. It
+// never dials: its only hook sends every command, pipeline and transaction
+// to the active database (package internal/routing).
+type front = redis.Client
+
+// Client is a go-redis client over several Redis deployments: every call
+// goes to the active database, the highest-weight one whose breaker is
+// closed, and moves to the next when it fails, following the rules in the
+// package documentation.
+//
+// Client satisfies redis.UniversalClient. Create it with NewClient and
+// Close it when done.
+type Client struct {
+	*front
+
+	cfg  Config
+	log  *slog.Logger
+	rule tripRule
+
+	// route is what calls read: the active database (nil when none is
+	// healthy). It is replaced, never changed, under mu.
+	route atomic.Pointer[route]
+	// down is the error calls get while no database is healthy (nil
+	// otherwise), replaced under mu.
+	down atomic.Pointer[UnavailableError]
+
+	mu        sync.Mutex
+	dbs       []*database // failover order: weight, highest first; ties by index
+	nextIndex int
+	hooks     []redis.Hook // added to every database client, present and future
+	closed    bool
+	downSince time.Time
+	attempts  int
+	exhausted bool
+
+	stats  counters
+	events *dispatcher
+	pubsub *pubsubRouter
+	kick   chan struct{} // wakes the manager when no database is healthy
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// route is one routing decision.
+type route struct {
+	active *database
+	gen    uint64
+	pinned bool // SetActive chose active: no failback
+	closed bool
+}
+
+// database is one deployment and everything the client knows of it.
+type database struct {
+	name   string
+	index  int // order of addition: breaks weight ties
+	client redis.UniversalClient
+	owned  bool // built from Database.Options: the client closes it
+	probe  Probe
+	pubsub *redis.Options // where subscriptions connect; nil: none
+
+	det detector // lock-free
+
+	// Guarded by Client.mu (brk's state is also read without it).
+	weight       float64
+	brk          breaker
+	removed      bool
+	checked      bool
+	healthy      bool
+	healthySince time.Time
+	lastCheck    time.Time
+	lastLatency  time.Duration
+	lastErr      string
+	checksPassed uint64
+	checksFailed uint64
+	trips        uint64
+
+	wake   chan struct{} // the health loop recomputes its next wake-up
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the health loop returned
+}
+
+// NewClient returns a client over cfg.Databases. It validates the
+// configuration and returns at once: every breaker starts closed, the
+// highest-weight database is active, and the first health checks start
+// in the background.
+func NewClient(cfg Config) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, d := range cfg.Databases {
+		if err := d.validate(); err != nil {
+			return nil, err
+		}
+		if seen[d.Name] {
+			return nil, &ConfigError{Database: d.Name, Field: "Name", Problem: "is used twice"}
+		}
+		seen[d.Name] = true
+	}
+	c := &Client{
+		cfg:  cfg,
+		log:  cfg.Logger,
+		rule: tripRule{consecutive: cfg.ConsecutiveFailures, minFailures: cfg.MinFailures, rate: cfg.FailureRateThreshold},
+		kick: make(chan struct{}, 1),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.route.Store(&route{})
+	c.events = newDispatcher(cfg.Observer)
+	c.front = routing.NewFront(&redis.Options{Addr: "multidb"}, c.process, c.processPipeline)
+	c.pubsub = newPubsubRouter(c)
+
+	c.mu.Lock()
+	for _, d := range cfg.Databases {
+		c.dbs = append(c.dbs, c.newDatabase(d))
+	}
+	c.sortLocked()
+	c.setActiveLocked(c.pickLocked(), ReasonAutomatic, false, nil)
+	for _, db := range c.dbs {
+		c.startHealthLocked(db)
+	}
+	c.mu.Unlock()
+
+	c.wg.Add(1)
+	go c.manage()
+	return c, nil
+}
+
+// newDatabase builds a validated database's state (and its client, from
+// Options).
+func (c *Client) newDatabase(d Database) *database {
+	db := &database{
+		name:   d.Name,
+		index:  c.nextIndex,
+		weight: d.Weight,
+		client: d.Client,
+		probe:  d.Probe,
+		pubsub: d.PubSubOptions,
+		det:    detector{window: newWindow(c.cfg.FailureWindow)},
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	c.nextIndex++
+	db.brk.grace = d.GracePeriod
+	if db.brk.grace == 0 {
+		db.brk.grace = c.cfg.GracePeriod
+	}
+	if db.probe == nil {
+		db.probe = c.cfg.Probe
+	}
+	if d.Options != nil {
+		rc := redis.NewClient(clientOptions(d.Options))
+		db.client, db.owned = rc, true
+	}
+	if db.pubsub == nil {
+		if rc, ok := db.client.(*redis.Client); ok {
+			db.pubsub = rc.Options()
+		}
+	}
+	for _, h := range c.hooks {
+		db.client.AddHook(h)
+	}
+	db.ctx, db.cancel = context.WithCancel(c.ctx)
+	return db
+}
+
+// sortLocked puts the databases in failover order.
+func (c *Client) sortLocked() {
+	slices.SortStableFunc(c.dbs, func(a, b *database) int {
+		switch {
+		case a.weight > b.weight:
+			return -1
+		case a.weight < b.weight:
+			return 1
+		}
+		return a.index - b.index
+	})
+}
+
+// pickLocked is the failover strategy: the highest-weight database whose
+// breaker is closed, or nil.
+func (c *Client) pickLocked() *database {
+	for _, db := range c.dbs {
+		if db.brk.get() == Closed {
+			return db
+		}
+	}
+	return nil
+}
+
+func (c *Client) findLocked(name string) *database {
+	for _, db := range c.dbs {
+		if db.name == name {
+			return db
+		}
+	}
+	return nil
+}
+
+// setActiveLocked routes traffic to db (nil: none is healthy).
+func (c *Client) setActiveLocked(db *database, reason Reason, pinned bool, cause error) {
+	old := c.route.Load()
+	if old.closed {
+		return
+	}
+	if old.active == db {
+		if old.pinned != pinned {
+			c.route.Store(&route{active: db, gen: old.gen + 1, pinned: pinned})
+		}
+		return
+	}
+	now := time.Now()
+	oldName := nameOf(old.active)
+	if db == nil {
+		c.downSince, c.attempts, c.exhausted = now, 0, false
+		c.refreshDownLocked()
+		c.route.Store(&route{gen: old.gen + 1})
+		c.log.Error("multidb: no healthy database; calls fail until one recovers", "was", oldName, "err", cause,
+			"attempts", c.cfg.FailoverAttempts, "delay", c.cfg.FailoverDelay)
+		c.events.emit(Event{Kind: EventAllUnhealthy, Old: oldName, Err: cause})
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+		c.pubsub.moveTo(nil)
+		return
+	}
+	c.route.Store(&route{active: db, gen: old.gen + 1, pinned: pinned})
+	if !c.downSince.IsZero() {
+		c.log.Info("multidb: service resumed", "database", db.name, "unavailable_for", now.Sub(c.downSince).Round(time.Millisecond))
+		c.downSince, c.attempts, c.exhausted = time.Time{}, 0, false
+		c.down.Store(nil)
+	}
+	c.stats.switches.Add(1)
+	level := slog.LevelInfo
+	if reason == ReasonAutomatic && old.active != nil {
+		level = slog.LevelWarn
+	}
+	c.log.Log(context.Background(), level, "multidb: active database changed", "from", oldName, "to", db.name, "reason", reason.String())
+	c.events.emit(Event{Kind: EventActiveChanged, Old: oldName, New: db.name, Reason: reason, Err: cause})
+	c.pubsub.moveTo(db)
+}
+
+// refreshDownLocked rebuilds the error calls get while no database is
+// healthy.
+func (c *Client) refreshDownLocked() {
+	e := &UnavailableError{
+		Exhausted:   c.exhausted,
+		Since:       c.downSince,
+		Attempts:    c.attempts,
+		MaxAttempts: c.cfg.FailoverAttempts,
+	}
+	for _, db := range c.dbs {
+		e.Databases = append(e.Databases, DatabaseStatus{Name: db.name, State: db.brk.get(), LastError: db.lastErr})
+	}
+	c.down.Store(e)
+}
+
+// openLocked opens db's breaker (why says which rule or check) and moves
+// traffic away from it when it was active.
+func (c *Client) openLocked(db *database, now time.Time, why string, cause error) {
+	from := db.brk.get()
+	if !db.brk.open(now) {
+		return
+	}
+	db.trips++
+	db.healthySince = time.Time{}
+	if cause != nil {
+		db.lastErr = cause.Error()
+	}
+	c.log.Warn("multidb: database unreachable", "database", db.name, "reason", why, "err", cause,
+		"grace_period", db.brk.grace)
+	c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: from, To: Open, Detail: why, Err: cause})
+	select {
+	case db.wake <- struct{}{}:
+	default:
+	}
+	if c.route.Load().active == db {
+		moved := fmt.Errorf("database %q: %s", db.name, why)
+		if cause != nil {
+			moved = fmt.Errorf("database %q: %s: %w", db.name, why, cause)
+		}
+		c.setActiveLocked(c.pickLocked(), ReasonAutomatic, false, moved)
+	}
+	if c.route.Load().active == nil {
+		c.refreshDownLocked()
+	}
+}
+
+// closeBreakerLocked closes db's breaker (a passed health check in
+// HALF_OPEN, or a manual choice) and starts its failure counts afresh.
+// With resume, service resumes on it if no database was active.
+func (c *Client) closeBreakerLocked(db *database, why string, resume bool) {
+	from := db.brk.get()
+	if from == Closed {
+		return
+	}
+	db.brk.set(Closed)
+	db.det.reset()
+	c.log.Info("multidb: database reachable again", "database", db.name, "reason", why)
+	c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: from, To: Closed, Detail: why})
+	if resume && c.route.Load().active == nil {
+		c.setActiveLocked(c.pickLocked(), ReasonAutomatic, false, nil)
+	}
+}
+
+// String describes the client without secrets.
+func (c *Client) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	r := c.route.Load()
+	active := nameOf(r.active)
+	if active == "" {
+		active = "(none)"
+	}
+	fmt.Fprintf(&b, "multidb.Client<active=%s databases=[", active)
+	for i, db := range c.dbs {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s(weight %s, %s)", db.name, strconv.FormatFloat(db.weight, 'g', -1, 64), db.brk.get())
+	}
+	b.WriteString("]>")
+	return b.String()
+}
+
+// Active returns the active database's name, "" when none is healthy.
+func (c *Client) Active() string { return nameOf(c.route.Load().active) }
+
+// Close stops the client's goroutines, closes the clients it built from
+// Database.Options and its own connections, and delivers the events still
+// queued. Clients passed in Database.Client stay open. Close is safe to
+// call more than once; the Observer must not call it.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	old := c.route.Load()
+	c.route.Store(&route{gen: old.gen + 1, closed: true})
+	dbs := slices.Clone(c.dbs)
+	c.mu.Unlock()
+
+	c.cancel()
+	c.pubsub.close()
+	c.wg.Wait()
+	var errs []error
+	for _, db := range dbs {
+		if db.owned {
+			if err := db.client.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("database %q: %w", db.name, err))
+			}
+		}
+	}
+	c.events.close()
+	if err := c.front.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// AddHook adds a go-redis hook to every database client, present and
+// future (including clients passed in Database.Client), and to the
+// subscription client, so it sees each command on the database that runs
+// it.
+func (c *Client) AddHook(h redis.Hook) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hooks = append(c.hooks, h)
+	for _, db := range c.dbs {
+		db.client.AddHook(h)
+	}
+	c.pubsub.addHook(h)
+}
+
+// PoolStats sums the pool statistics of every database client.
+func (c *Client) PoolStats() *redis.PoolStats {
+	c.mu.Lock()
+	clients := make([]redis.UniversalClient, 0, len(c.dbs))
+	for _, db := range c.dbs {
+		clients = append(clients, db.client)
+	}
+	c.mu.Unlock()
+	stats := make([]*redis.PoolStats, len(clients))
+	for i, cl := range clients {
+		stats[i] = cl.PoolStats()
+	}
+	return routing.SumPoolStats(stats...)
+}
+
+// AutoPipeline is not supported: go-redis's auto-pipeliners send on their
+// own connections, past per-command routing. Use Pipeline.
+func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return nil, ErrUnsupported }
+
+// AutoPipelineWithOptions is not supported; see AutoPipeline.
+func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, ErrUnsupported
+}
+
+// AsyncAutoPipeline is not supported; see AutoPipeline.
+func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) { return nil, ErrUnsupported }
+
+// AsyncAutoPipelineWithOptions is not supported; see AutoPipeline.
+func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, ErrUnsupported
+}
+
+// Watch runs fn in a WATCH transaction on the active database. It is
+// never re-run: a failure during fn is returned as go-redis reports it.
+func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+	r := c.route.Load()
+	if r.active == nil {
+		return c.unavailable(r)
+	}
+	db := r.active
+	err := db.client.Watch(ctx, fn, keys...)
+	if c.observe(ctx, db, nil, nil, err) {
+		c.afterFailure(db, err)
+	}
+	return err
+}
+
+// Conn returns a connection to the active database when its client is a
+// *redis.Client. It is pinned to that database and does not follow
+// switches. For other database clients it returns a Conn of the routing
+// client, whose commands are routed one by one (no connection state such
+// as SELECT or CLIENT SETNAME holds between them); prefer the client's own
+// methods.
+func (c *Client) Conn() *redis.Conn {
+	if db := c.route.Load().active; db != nil {
+		if rc, ok := db.client.(*redis.Client); ok {
+			return rc.Conn()
+		}
+	}
+	return c.front.Conn()
+}
+
+// unavailable is the error of a call made while no database is active.
+func (c *Client) unavailable(r *route) error {
+	if r.closed {
+		return ErrClosed
+	}
+	if e := c.down.Load(); e != nil {
+		return e
+	}
+	return &UnavailableError{Since: time.Now(), MaxAttempts: c.cfg.FailoverAttempts}
+}
+
+// process runs one command (the front client's process hook).
+func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
+	return c.run(ctx, cmd, nil)
+}
+
+// processPipeline runs a pipeline, or a transaction (wrapped in MULTI ...
+// EXEC by go-redis), as a whole on the active database.
+func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
+	return c.run(ctx, nil, cmds)
+}
+
+// run sends work to the active database. When it fails with a connection
+// error or a timeout and the active database changed meanwhile (this
+// failure, or another call's, tripped the breaker; or someone switched),
+// read-only work is run once more on the new database, and a write only if
+// it provably did not execute; any other write fails with a
+// *DatabaseChangedError.
+func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
+	r := c.route.Load()
+	db := r.active
+	if db == nil {
+		err := c.unavailable(r)
+		routing.SetErrs(cmd, cmds, err)
+		return err
+	}
+	err := routing.Run(ctx, db.client, cmd, cmds)
+	if !c.observe(ctx, db, cmd, cmds, err) {
+		return err
+	}
+	next := c.afterFailure(db, err).active
+	if next == nil || next == db {
+		return err
+	}
+	return c.again(ctx, db, next, cmd, cmds, err)
+}
+
+// again handles work that failed on from after the active database became
+// to.
+func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder, cmds []redis.Cmder, cause error) error {
+	switch {
+	case c.readOnly(cmd, cmds):
+		c.stats.readsRetried.Add(1)
+		c.events.emit(Event{Kind: EventReadRetried, Old: from.name, New: to.name, Err: cause})
+	case failure.ProvablyNotExecuted(c.cfg.Classifier, cmd, cmds, cause):
+		c.stats.writesRerun.Add(1)
+		c.events.emit(Event{Kind: EventWriteRerun, Old: from.name, New: to.name, Err: cause})
+	default:
+		dce := &DatabaseChangedError{Old: from.name, New: to.name, Cause: cause}
+		c.stats.writesRefused.Add(1)
+		c.events.emit(Event{Kind: EventWriteRefused, Old: from.name, New: to.name, Err: dce})
+		routing.SetErrs(cmd, cmds, dce)
+		return dce
+	}
+	routing.SetErrs(cmd, cmds, nil)
+	err := routing.Run(ctx, to.client, cmd, cmds)
+	if c.observe(ctx, to, cmd, cmds, err) {
+		c.afterFailure(to, err)
+	}
+	return err
+}
+
+func (c *Client) readOnly(cmd redis.Cmder, cmds []redis.Cmder) bool {
+	if cmd != nil {
+		return c.cfg.Classifier.ReadOnly(cmd)
+	}
+	return !routing.IsTx(cmds) && c.cfg.Classifier.ReadOnlyPipeline(cmds)
+}
+
+// observe records the outcome of work on db for the trip rules and
+// reports whether it was a failure of the database: a connection error or
+// a timeout. A reply (WRONGTYPE, redis.Nil, ...) shows the database works.
+// Work whose own context ended says nothing about the database, and
+// neither do client-side refusals (a closed client, a full pool).
+func (c *Client) observe(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
+	if err == nil {
+		db.det.success(time.Now())
+		return false
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	if connFailure(err) {
+		return true
+	}
+	for _, q := range cmds {
+		if connFailure(q.Err()) {
+			return true
+		}
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		db.det.success(time.Now())
+	}
+	return false
+}
+
+func connFailure(err error) bool {
+	return err != nil && (failure.Network(err) || failure.Timeout(err))
+}
+
+// afterFailure counts a failure of db, trips its breaker when a rule says
+// so, and returns the route as it is once any switch this failure (or a
+// concurrent one) caused is done.
+func (c *Client) afterFailure(db *database, cause error) *route {
+	inARow, failed, calls := db.det.failure(time.Now())
+	if why, trip := c.rule.trips(inARow, failed, calls); trip {
+		c.mu.Lock()
+		if !db.removed && db.brk.get() == Closed {
+			c.openLocked(db, time.Now(), why, cause)
+		}
+		c.mu.Unlock()
+		return c.route.Load()
+	}
+	if db.brk.get() != Closed {
+		// Another call opened the breaker: the switch it makes happens
+		// under the lock, so the route read under it is the switched one.
+		c.mu.Lock()
+		r := c.route.Load()
+		c.mu.Unlock()
+		return r
+	}
+	return c.route.Load()
+}

@@ -1,0 +1,125 @@
+package multidb
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+// TestRoutesToHighestWeight checks that every kind of call goes to the
+// highest-weight database and nowhere else.
+func TestRoutesToHighestWeight(t *testing.T) {
+	nodes := standalone(t, 3, lab.Standalone())
+	c, log := newClient(t, fast(Config{}), nodes, 1, 10, 5)
+	ctx := testCtx(t, 10*time.Second)
+
+	if got := c.Active(); got != "db1" {
+		t.Fatalf("active %q, want db1 (weight 10)", got)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET = %q, %v", v, err)
+	}
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, "n")
+		p.Incr(ctx, "n")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, "n")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Watch(ctx, func(tx *redis.Tx) error {
+		n, err := tx.Get(ctx, "n").Int()
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "n", n*10, 0)
+			return nil
+		})
+		return err
+	}, "n"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Do(ctx, "GET", "n").Text(); err != nil || v != "30" {
+		t.Fatalf("Do GET n = %q, %v; want 30", v, err)
+	}
+	for i, n := range nodes {
+		want := map[bool]string{true: "v", false: ""}[i == 1]
+		if got := get(t, n, "k"); got != want {
+			t.Errorf("db%d has k=%q, want %q", i, got, want)
+		}
+	}
+	if _, err := c.AutoPipeline(); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("AutoPipeline: %v, want ErrUnsupported", err)
+	}
+	if st := c.PoolStats(); st.TotalConns == 0 {
+		t.Error("PoolStats sums no connection")
+	}
+	if s := c.String(); !strings.Contains(s, "active=db1") || !strings.Contains(s, "db1(weight 10, closed)") {
+		t.Errorf("String() = %s", s)
+	}
+	// The first choice is reported, and nothing else changed.
+	waitFor(t, 2*time.Second, "the first event", func() bool { return len(log.of(EventActiveChanged)) == 1 })
+	if ev := log.of(EventActiveChanged)[0]; ev.Old != "" || ev.New != "db1" || ev.Reason != ReasonAutomatic {
+		t.Errorf("first event %v", ev)
+	}
+	// Health checks run on every database.
+	waitFor(t, 5*time.Second, "every database checked", func() bool {
+		for _, d := range c.Stats().Databases {
+			if !d.Checked || !d.Healthy || d.LastProbeLatency <= 0 || d.State != Closed {
+				return false
+			}
+		}
+		return true
+	})
+	if got := c.Stats().Databases; got[0].Name != "db1" || got[1].Name != "db2" || got[2].Name != "db0" {
+		t.Errorf("stats order %s %s %s, want db1 db2 db0 (by weight)", got[0].Name, got[1].Name, got[2].Name)
+	}
+}
+
+// TestReplyErrorsAreNotFailures checks that only connection errors and
+// timeouts count: a WRONGTYPE reply, redis.Nil and the caller's own
+// deadline do not trip even a breaker set to trip at the first failure.
+func TestReplyErrorsAreNotFailures(t *testing.T) {
+	nodes := standalone(t, 2, lab.Standalone())
+	c, log := newClient(t, fast(Config{ConsecutiveFailures: 1, MinFailures: 1}), nodes, 10, 5)
+	ctx := testCtx(t, 10*time.Second)
+	if err := c.LPush(ctx, "list", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := c.Get(ctx, "list").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			t.Fatalf("GET on a list = %v, want WRONGTYPE", err)
+		}
+		if err := c.Get(ctx, "missing").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("GET missing = %v, want redis.Nil", err)
+		}
+		expired, cancel := context.WithTimeout(ctx, time.Nanosecond)
+		<-expired.Done()
+		err := c.BLPop(expired, time.Second, "empty").Err()
+		cancel()
+		if err == nil {
+			t.Fatal("BLPOP under an expired context succeeded")
+		}
+	}
+	if c.Active() != "db0" || len(log.switches()) != 0 {
+		t.Fatalf("active %s, switches %v: a reply or the caller's deadline counted as a failure", c.Active(), log.switches())
+	}
+	if st := stateOf(c, "db0"); st.Failures != 0 || st.State != Closed {
+		t.Fatalf("db0: %d failures counted, breaker %s", st.Failures, st.State)
+	}
+}

@@ -1,0 +1,273 @@
+package multidb
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/redisopt"
+)
+
+// Defaults for the zero fields of Config. The health-check, grace-period
+// and failover defaults are redis-py's (MultiDbConfig); the traffic
+// detection and failback defaults are ours (see the package documentation).
+const (
+	DefaultHealthCheckInterval  = 5 * time.Second
+	DefaultProbes               = 3
+	DefaultProbeDelay           = 500 * time.Millisecond
+	DefaultProbeTimeout         = 1 * time.Second
+	DefaultGracePeriod          = 60 * time.Second
+	DefaultConsecutiveFailures  = 3
+	DefaultFailureRateThreshold = 0.10
+	DefaultMinFailures          = 10
+	DefaultFailureWindow        = 2 * time.Second
+	DefaultFailoverAttempts     = 10
+	DefaultFailoverDelay        = 12 * time.Second
+	DefaultFailbackInterval     = 5 * time.Second
+	DefaultFailbackDwell        = 30 * time.Second
+)
+
+// HealthPolicy decides from the probes of one health check whether a
+// database is healthy.
+type HealthPolicy int
+
+const (
+	// HealthyAll: every probe must pass; the check stops at the first
+	// failure (the default, and the strictest).
+	HealthyAll HealthPolicy = iota
+	// HealthyMajority: more than half of the probes must pass (2 of 3).
+	HealthyMajority
+	// HealthyAny: one passing probe is enough; the check stops at the
+	// first success.
+	HealthyAny
+)
+
+var policyNames = [...]string{"healthy-all", "healthy-majority", "healthy-any"}
+
+func (p HealthPolicy) String() string {
+	if p >= 0 && int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("HealthPolicy(%d)", int(p))
+}
+
+// Database is one Redis deployment the client may send traffic to.
+type Database struct {
+	// Name identifies the database in the API, events, errors and logs.
+	// Required and unique.
+	Name string
+	// Weight orders the databases: the highest-weight healthy one is
+	// active. Ties go to the database listed first. Must not be negative.
+	Weight float64
+
+	// Client is the go-redis client of the database: a *redis.Client, our
+	// *sentinel.Client, a *redis.ClusterClient, anything that satisfies
+	// redis.UniversalClient. The caller keeps it: multidb never closes it.
+	// It must not retry on its own (MaxRetries -1, DialerRetries 1) and
+	// must honour context deadlines (ContextTimeoutEnabled); NewClient
+	// refuses a client whose Options() say otherwise.
+	Client redis.UniversalClient
+	// Options, instead of Client, makes multidb build the client (and
+	// close it). Retries are turned off (MaxRetries -1, DialerRetries 1),
+	// context deadlines turned on, CLIENT SETINFO and maintenance
+	// notifications off, whatever the options say.
+	Options *redis.Options
+
+	// GracePeriod is how long the database's breaker stays OPEN before a
+	// health check may close it. Default Config.GracePeriod.
+	GracePeriod time.Duration
+	// Probe replaces Config.Probe for this database.
+	Probe Probe
+	// PubSubOptions say where Subscribe connects while this database is
+	// active. Default: Options, or the client's own options when Client
+	// is a *redis.Client. A database with neither (a Sentinel or cluster
+	// client) needs them for subscriptions to follow it.
+	PubSubOptions *redis.Options
+}
+
+// Config configures a Client. Only Databases is required; every other
+// zero field takes the default named next to it.
+type Config struct {
+	// Databases are the deployments, at least one.
+	Databases []Database
+
+	// HealthCheckInterval is how often every database is checked (from the
+	// start of one check to the start of the next). Default 5 s.
+	HealthCheckInterval time.Duration
+	// Probes is how many probes one check runs. Default 3.
+	Probes int
+	// ProbeDelay is the pause between two probes of a check. Default 0.5 s.
+	ProbeDelay time.Duration
+	// ProbeTimeout bounds each probe. Default 1 s.
+	ProbeTimeout time.Duration
+	// HealthPolicy decides a check from its probes. Default HealthyAll.
+	HealthPolicy HealthPolicy
+	// Probe is the check run on each database. Default PingProbe().
+	Probe Probe
+
+	// GracePeriod is how long a breaker stays OPEN before a health check
+	// may close it (per database; Database.GracePeriod overrides).
+	// Default 60 s.
+	GracePeriod time.Duration
+
+	// ConsecutiveFailures trips the active database's breaker after that
+	// many connection failures or timeouts in a row (the fast path).
+	// Default 3; negative turns the fast path off.
+	ConsecutiveFailures int
+	// FailureRateThreshold and MinFailures trip the breaker when, within
+	// FailureWindow, at least MinFailures calls failed and they are at
+	// least FailureRateThreshold of all calls (the rate path). Defaults
+	// 0.10, 10 and 2 s; a negative MinFailures turns the rate path off.
+	FailureRateThreshold float64
+	MinFailures          int
+	FailureWindow        time.Duration
+
+	// FailoverAttempts and FailoverDelay bound how long, when no database
+	// is healthy, calls fail with ErrTemporarilyUnavailable: the client
+	// looks for a healthy database every FailoverDelay, and after
+	// FailoverAttempts looks calls fail with ErrNoHealthyDatabase (until a
+	// database recovers). Defaults 10 and 12 s, as in redis-py.
+	FailoverAttempts int
+	FailoverDelay    time.Duration
+
+	// FailbackInterval is how often the client looks for a database of
+	// higher weight than the active one to go back to. Default 5 s;
+	// negative turns failback off.
+	FailbackInterval time.Duration
+	// FailbackDwell is how long such a database must have passed every
+	// health check, without a break, before traffic goes back to it.
+	// Default 30 s.
+	FailbackDwell time.Duration
+
+	// Classifier decides which work is read-only (retried once on the new
+	// active database after a failover). Default classify.New().
+	Classifier *classify.Classifier
+	// Observer, when set, receives every Event, in order, from one
+	// goroutine of the client's. It may call the client's methods.
+	Observer func(Event)
+	// Logger receives the client's records. Default: discarded.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Databases) == 0 {
+		return c, &ConfigError{Field: "Databases", Problem: "at least one database is required"}
+	}
+	switch c.HealthPolicy {
+	case HealthyAll, HealthyMajority, HealthyAny:
+	default:
+		return c, &ConfigError{Field: "HealthPolicy", Problem: fmt.Sprintf("unknown policy %d", int(c.HealthPolicy))}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HealthCheckInterval", c.HealthCheckInterval}, {"ProbeDelay", c.ProbeDelay},
+		{"ProbeTimeout", c.ProbeTimeout}, {"GracePeriod", c.GracePeriod},
+		{"FailureWindow", c.FailureWindow}, {"FailoverDelay", c.FailoverDelay},
+		{"FailbackDwell", c.FailbackDwell},
+	} {
+		if d.v < 0 {
+			return c, &ConfigError{Field: d.name, Problem: "must not be negative"}
+		}
+	}
+	if c.Probes < 0 || c.FailoverAttempts < 0 {
+		return c, &ConfigError{Field: "Probes/FailoverAttempts", Problem: "must not be negative"}
+	}
+	if c.FailureRateThreshold < 0 || c.FailureRateThreshold > 1 || math.IsNaN(c.FailureRateThreshold) {
+		return c, &ConfigError{Field: "FailureRateThreshold", Problem: "must be between 0 and 1"}
+	}
+	setDefault(&c.HealthCheckInterval, DefaultHealthCheckInterval)
+	setDefault(&c.ProbeDelay, DefaultProbeDelay)
+	setDefault(&c.ProbeTimeout, DefaultProbeTimeout)
+	setDefault(&c.GracePeriod, DefaultGracePeriod)
+	setDefault(&c.FailureWindow, DefaultFailureWindow)
+	setDefault(&c.FailoverDelay, DefaultFailoverDelay)
+	setDefault(&c.FailbackInterval, DefaultFailbackInterval)
+	setDefault(&c.FailbackDwell, DefaultFailbackDwell)
+	if c.Probes == 0 {
+		c.Probes = DefaultProbes
+	}
+	if c.ConsecutiveFailures == 0 {
+		c.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if c.FailureRateThreshold == 0 {
+		c.FailureRateThreshold = DefaultFailureRateThreshold
+	}
+	if c.MinFailures == 0 {
+		c.MinFailures = DefaultMinFailures
+	}
+	if c.FailoverAttempts == 0 {
+		c.FailoverAttempts = DefaultFailoverAttempts
+	}
+	if c.Probe == nil {
+		c.Probe = PingProbe()
+	}
+	if c.Classifier == nil {
+		c.Classifier = classify.New()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}
+
+// validate checks one database's settings (names are checked for
+// uniqueness by the caller).
+func (d Database) validate() error {
+	switch {
+	case d.Name == "":
+		return &ConfigError{Field: "Database.Name", Problem: "is required"}
+	case d.Weight < 0 || math.IsNaN(d.Weight) || math.IsInf(d.Weight, 0):
+		return &ConfigError{Database: d.Name, Field: "Weight", Problem: "must be a finite number, not negative"}
+	case d.GracePeriod < 0:
+		return &ConfigError{Database: d.Name, Field: "GracePeriod", Problem: "must not be negative"}
+	case (d.Client == nil) == (d.Options == nil):
+		return &ConfigError{Database: d.Name, Field: "Client/Options", Problem: "set exactly one of them"}
+	}
+	if d.Client != nil {
+		if o, ok := d.Client.(interface{ Options() *redis.Options }); ok {
+			if opt := o.Options(); opt != nil {
+				if err := checkClientOptions(d.Name, opt); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkClientOptions refuses a caller's client that would retry on its
+// own or ignore context deadlines. Options() reports go-redis's normalized
+// values: MaxRetries -1 reads 0, DialerRetries 0 reads 5.
+func checkClientOptions(name string, opt *redis.Options) error {
+	fix := "; set MaxRetries -1, DialerRetries 1 and ContextTimeoutEnabled, or pass Database.Options and multidb builds the client"
+	switch {
+	case opt.MaxRetries > 0:
+		return &ConfigError{Database: name, Field: "Client", Problem: fmt.Sprintf("retries commands (MaxRetries %d), which would re-send writes and slow failover", opt.MaxRetries) + fix}
+	case opt.DialerRetries > 1:
+		return &ConfigError{Database: name, Field: "Client", Problem: fmt.Sprintf("retries dials (%d attempts, DialerRetries 0 means 5), which delays detecting a dead database", opt.DialerRetries) + fix}
+	case !opt.ContextTimeoutEnabled:
+		return &ConfigError{Database: name, Field: "Client", Problem: "ignores context deadlines (ContextTimeoutEnabled is false), so probe timeouts cannot bound its calls" + fix}
+	}
+	return nil
+}
+
+// clientOptions are the go-redis options multidb builds a database's
+// client from: the caller's, under rediskit's inner-client policy (package
+// internal/redisopt: no retries, context deadlines on sockets, no CLIENT
+// SETINFO, no maintenance notifications).
+func clientOptions(in *redis.Options) *redis.Options {
+	o := *in
+	return redisopt.Inner(&o)
+}

@@ -1,0 +1,192 @@
+// Package multidb is a go-redis client over several independent Redis
+// deployments (two regions, a primary and a standby, Active-Active
+// databases), each with a weight. All traffic goes to one of them, the
+// active database: the highest-weight one that is healthy. When it fails,
+// the client moves traffic to the next one by itself, in the process,
+// without DNS or orchestration changes; an operator can also move it on
+// purpose, for a planned restart or a module upgrade.
+//
+//	c, err := multidb.NewClient(multidb.Config{Databases: []multidb.Database{
+//		{Name: "primary", Weight: 10, Options: &redis.Options{Addr: "10.0.0.1:6379"}},
+//		{Name: "standby", Weight: 5, Options: &redis.Options{Addr: "10.1.0.1:6379"}},
+//	}})
+//	...
+//	err = c.Set(ctx, "k", "v", 0).Err() // every go-redis command method works
+//
+// Client satisfies redis.UniversalClient: Pipeline, TxPipeline, Watch,
+// Subscribe and the rest behave as in go-redis, sent to the active
+// database. A database is given as go-redis options (multidb builds and
+// closes the client) or as any redis.UniversalClient: a *redis.Client, our
+// *sentinel.Client, a *redis.ClusterClient.
+//
+// multidb moves traffic; it does not move data. The databases must hold
+// the same data (Active-Active replication, or a standby kept in sync),
+// and a write the old database acknowledged but had not replicated is
+// missing on the new one.
+//
+// # Choosing the active database
+//
+// Every database has a circuit breaker. CLOSED: it may be active. OPEN: it
+// failed, and gets no traffic for its grace period (GracePeriod, default
+// 60 s), so that a node that just came back is not overwhelmed or flapped
+// onto. Then HALF_OPEN: the next health check, run at once, decides:
+// CLOSED if it passes, OPEN for another grace period if not. The active
+// database is the highest-weight one whose breaker is CLOSED (ties go to
+// the database listed first). Breakers start CLOSED: NewClient returns at
+// once with the highest-weight database active, and the first health
+// checks run in the background.
+//
+// The breaker is a small state machine of our own, not
+// github.com/sony/gobreaker/v2, because gobreaker's model is the reverse of
+// this one: it changes state only inside Execute/Allow, from the outcomes
+// of the requests made through it. Here a breaker must open on a health
+// check's verdict and close on a health check's or an operator's, with no
+// request involved, and gobreaker has no way to do either except feeding it
+// made-up requests. Its HALF_OPEN admits MaxRequests real requests and
+// closes when they succeed, where here no traffic goes to a database until
+// a health check has closed its breaker. And it takes a mutex before and
+// after every request (the two-step variant also allocates a closure per
+// request) and calls OnStateChange with that mutex held; here every call
+// records its outcome with atomic counters, and only a failed call takes a
+// lock (to trip the breaker, or to wait for the switch another call's
+// trip makes).
+//
+// # Failures seen in traffic
+//
+// Every call's outcome is counted for the database that ran it. Two rules
+// trip the breaker:
+//
+//   - the fast path: ConsecutiveFailures (default 3) failures in a row;
+//   - the rate path: within the last FailureWindow (default 2 s), at least
+//     MinFailures (default 10) failures that are at least
+//     FailureRateThreshold (default 10 %) of the calls. (redis-py's
+//     minimum is 1,000, for busy services; the window slides in tenths.)
+//
+// Only connection errors (refused, reset, EOF) and timeouts are failures.
+// A reply is not, even an error reply: WRONGTYPE or a missing key says the
+// database works. A call whose own context ended (the caller's
+// cancellation or deadline) says nothing about the database and is not
+// counted; with ContextTimeoutEnabled the socket deadline is the caller's,
+// so a stalled database is found by calls with no deadline or a longer
+// one than the client's ReadTimeout, or by the health checks. Nor are
+// client-side refusals (a closed client, a full pool) counted.
+//
+// A dead database is usually found within milliseconds under load: a
+// killed server refuses connections and resets the pooled ones, and the
+// third failure trips. The calls that failed before that get their error
+// as it is. See BENCHMARKS.md for the time from a kill to the first call
+// served by the next database.
+//
+// # Health checks
+//
+// Every database, active or not, is checked every HealthCheckInterval
+// (default 5 s): up to Probes probes (3), ProbeDelay apart (0.5 s), each
+// bounded by ProbeTimeout (1 s). The HealthPolicy decides and stops as soon
+// as it can: HealthyAll (the default) needs every probe to pass and fails
+// at the first failure, HealthyMajority more than half, HealthyAny one. A
+// failed check opens a CLOSED breaker (moving traffic away if it was the
+// active database); a passed one closes a HALF_OPEN breaker. The probe is
+// PING by default; WriteProbe adds a small SET (package guard's check), to
+// tell a writable primary from a replica or a primary out of memory;
+// ReplicationProbe fails a replica whose link to its master is down or
+// stale; any func(ctx, client) error will do (Config.Probe, or per
+// database).
+//
+// # When no database is healthy
+//
+// Calls fail at once with an *UnavailableError, unsent: it matches
+// ErrTemporarilyUnavailable while the client keeps looking, every
+// FailoverDelay (default 12 s), for FailoverAttempts looks (default 10, as
+// in redis-py), and ErrNoHealthyDatabase after that. The error names each
+// database's breaker state and last failure. Health checks continue all the
+// while: as soon as a breaker closes, service resumes, without restarting
+// the client.
+//
+// # Failback
+//
+// Every FailbackInterval (default 5 s) the client looks for a database
+// ranked above the active one whose breaker is CLOSED and which has passed
+// every health check for at least FailbackDwell (default 30 s), and moves
+// traffic back to the highest such one. The dwell keeps a flapping database
+// from pulling traffic back and forth: a database that fails any check
+// starts its dwell again, so one that is never up for FailbackDwell gets no
+// traffic back at all, and one that flaps gets it back at most once per
+// dwell. (A failover away from a failing database is never delayed.) A
+// negative FailbackInterval turns failback off.
+//
+// # Manual control, and a module upgrade
+//
+// SetActive(ctx, name) checks the database's health first (the same probes
+// and policy, so it takes about (Probes-1) × ProbeDelay) and refuses an
+// unhealthy one with an *UnhealthyError; a healthy one gets every new call
+// at once, its breaker closed if it was open. The choice is pinned:
+// failback does not undo it. A failover away from it ends the pin, and so
+// does UpdateWeight(ctx, name, w), which changes a weight and lets the
+// weights decide again: when the highest-weight database is not the active
+// one, traffic moves to it at once if it is healthy (checked now if its
+// breaker is not CLOSED, for example after a restart within its grace
+// period). AddDatabase and RemoveDatabase change the set at run time.
+//
+// A planned upgrade of two databases, with no failed call: upgrade and
+// restart the standby (it has no traffic); raise its weight above the
+// primary's (or SetActive it): traffic moves; upgrade and restart the
+// primary, idle now; restore the weights: traffic moves back. Calls in
+// flight during a planned switch finish on the database they were sent to.
+//
+// # Work caught by a switch: no write replay
+//
+// When a call fails with a connection error or a timeout and meanwhile the
+// active database changed (this failure tripped the breaker, or another
+// call's did, or an operator switched):
+//
+//   - Read-only work (a command, a pipeline or a script package classify
+//     calls read-only) runs once more on the new active database.
+//   - Writing work runs on the new database only if it provably did not
+//     execute on the old one: no connection was made, or it was never
+//     sent. The rules are the Sentinel client's (package sentinel).
+//   - Any other write (sent, and the connection lost or timed out before
+//     the reply) fails with a *DatabaseChangedError naming both databases:
+//     it may have executed on the old one, so running it on the new one
+//     could run it twice. Whether to re-run it is the caller's decision.
+//   - If the active database did not change, the error is returned as it
+//     is.
+//
+// Transactions (MULTI/EXEC) are writes. Watch runs on the active database
+// and is never re-run. Database clients run without go-redis retries
+// (MaxRetries -1, DialerRetries 1): multidb alone decides what is re-run,
+// and NewClient refuses a *redis.Client that would retry (or ignore context
+// deadlines); turn retries off on other clients yourself.
+//
+// # Pub/Sub
+//
+// Subscribe, PSubscribe and SSubscribe connect to the active database, and
+// when it changes the subscription connections are closed, so go-redis's
+// PubSub reconnects to the new one and subscribes again. Messages published
+// during the switch (on either database) can be lost, as with any
+// reconnection. The connection goes to the database's PubSubOptions, by
+// default its options (Database.Options, or those of a *redis.Client); a
+// database given as a Sentinel or cluster client needs PubSubOptions for
+// subscriptions to follow it (SSubscribe then needs a node that serves the
+// shard channels).
+//
+// # Observing
+//
+// Config.Observer receives every Event (the active database changed, with
+// the old one, the new one and the reason: automatic, manual or failback; a
+// breaker changed state; no database is healthy; the attempts are used up;
+// a read retried, a write re-run or refused; weights and databases
+// changed), in order, from a goroutine of the client's; it may call the
+// client but not Close it. Stats returns each database's breaker state,
+// last health check and probe latency, traffic failure counts and trips,
+// and the client's counters. Config.Logger gets "database unreachable" and
+// "database reachable again" records, and every switch. Nothing shows a
+// password.
+//
+// # go-redis behaviour worth knowing
+//
+// After PoolSize failed dials in a row, a go-redis pool stops dialing and
+// returns the last dial error, trying again once a second in the
+// background. A database that comes back can therefore fail its health
+// checks for up to a second more, which delays its recovery (not a
+// failover).
+package multidb

@@ -1,0 +1,150 @@
+package multidb
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	// ErrTemporarilyUnavailable matches an *UnavailableError returned while
+	// no database is healthy and the client is still within its failover
+	// attempts: the call was not sent; try again shortly.
+	ErrTemporarilyUnavailable = errors.New("multidb: no healthy database at the moment")
+	// ErrNoHealthyDatabase matches an *UnavailableError returned once the
+	// failover attempts are used up: the call was not sent. The client
+	// still checks every database and resumes when one recovers.
+	ErrNoHealthyDatabase = errors.New("multidb: no healthy database")
+	// ErrDatabaseChanged matches a *DatabaseChangedError.
+	ErrDatabaseChanged = errors.New("multidb: active database changed")
+	// ErrUnhealthy matches an *UnhealthyError (SetActive refused).
+	ErrUnhealthy = errors.New("multidb: database failed its health check")
+	// ErrUnknownDatabase is returned for a name the client does not have.
+	ErrUnknownDatabase = errors.New("multidb: unknown database")
+	// ErrClosed is returned by calls on a closed Client. It is go-redis's
+	// redis.ErrClosed, so existing checks keep working.
+	ErrClosed = redis.ErrClosed
+	// ErrUnsupported is returned by go-redis methods the client cannot
+	// offer (the auto-pipeliners bypass per-command routing).
+	ErrUnsupported = errors.New("multidb: not supported by the routed client")
+)
+
+// ConfigError reports an invalid setting.
+type ConfigError struct {
+	Database string // empty for client-wide settings
+	Field    string
+	Problem  string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Database != "" {
+		return fmt.Sprintf("multidb: database %q: %s %s", e.Database, e.Field, e.Problem)
+	}
+	return fmt.Sprintf("multidb: %s %s", e.Field, e.Problem)
+}
+
+// DatabaseStatus is one database as an *UnavailableError saw it.
+type DatabaseStatus struct {
+	Name  string
+	State BreakerState
+	// LastError is the last failure seen on the database (a health check's
+	// or traffic's), "" if none.
+	LastError string
+}
+
+// UnavailableError reports that no database was healthy, so the call was
+// not sent (re-running it later is safe). It matches
+// ErrTemporarilyUnavailable while the client is within its failover
+// attempts, and ErrNoHealthyDatabase after them.
+type UnavailableError struct {
+	// Exhausted is true once FailoverAttempts looks found no database.
+	Exhausted bool
+	// Since is when the last healthy database was lost.
+	Since time.Time
+	// Attempts is how many looks for a healthy database failed so far, of
+	// MaxAttempts.
+	Attempts, MaxAttempts int
+	// Databases is every database's state when the error was made.
+	Databases []DatabaseStatus
+}
+
+func (e *UnavailableError) Error() string {
+	var b strings.Builder
+	if e.Exhausted {
+		fmt.Fprintf(&b, "multidb: no healthy database since %s, after %d attempts; calls fail until one recovers (the client keeps checking)",
+			e.Since.Format(time.RFC3339), e.Attempts)
+	} else {
+		fmt.Fprintf(&b, "multidb: no healthy database at the moment (since %s, attempt %d of %d); the call was not sent, try again shortly",
+			e.Since.Format(time.RFC3339), e.Attempts, e.MaxAttempts)
+	}
+	for _, d := range e.Databases {
+		fmt.Fprintf(&b, "; %s: %s", d.Name, d.State)
+		if d.LastError != "" {
+			fmt.Fprintf(&b, " (%s)", d.LastError)
+		}
+	}
+	return b.String()
+}
+
+// Is makes errors.Is match ErrNoHealthyDatabase or ErrTemporarilyUnavailable.
+func (e *UnavailableError) Is(target error) bool {
+	if e.Exhausted {
+		return target == ErrNoHealthyDatabase
+	}
+	return target == ErrTemporarilyUnavailable
+}
+
+// DatabaseChangedError reports that the active database changed while a
+// write was in flight on the old one and the write was not re-run on the
+// new one, because it may have executed on the old one (a write that
+// provably did not execute is re-run instead). The client already
+// points at the new database: whether to re-run the write there is the
+// caller's decision, after checking whether it took effect.
+type DatabaseChangedError struct {
+	Old, New string
+	// Cause is the error the write failed with on the old database.
+	Cause error
+}
+
+func (e *DatabaseChangedError) Error() string {
+	msg := fmt.Sprintf("multidb: active database changed from %q to %q while a write was in flight; it was not re-run (it may have executed on %q: check before re-running)",
+		e.Old, e.New, e.Old)
+	if e.Cause != nil {
+		msg += "; cause: " + e.Cause.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrDatabaseChanged) true.
+func (e *DatabaseChangedError) Is(target error) bool { return target == ErrDatabaseChanged }
+
+// Unwrap returns the cause.
+func (e *DatabaseChangedError) Unwrap() error { return e.Cause }
+
+// UnhealthyError reports that SetActive (or UpdateWeight's switch) was
+// refused because the database failed its health check.
+type UnhealthyError struct {
+	Database string
+	Policy   HealthPolicy
+	Passed   int // probes that passed
+	Probes   int // probes run
+	Err      error
+}
+
+func (e *UnhealthyError) Error() string {
+	msg := fmt.Sprintf("multidb: database %q is not healthy (%d of %d probes passed, policy %s); the active database did not change",
+		e.Database, e.Passed, e.Probes, e.Policy)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrUnhealthy) true.
+func (e *UnhealthyError) Is(target error) bool { return target == ErrUnhealthy }
+
+// Unwrap returns the last probe's error.
+func (e *UnhealthyError) Unwrap() error { return e.Err }

@@ -1,0 +1,179 @@
+package multidb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/redisinfo"
+)
+
+// Probe checks a database once: nil means it passed. ctx carries the
+// probe's timeout (Config.ProbeTimeout). A health check runs Config.Probes
+// probes and the HealthPolicy decides.
+type Probe func(ctx context.Context, db redis.UniversalClient) error
+
+// PingProbe passes when PING answers PONG (the default probe).
+func PingProbe() Probe {
+	return func(ctx context.Context, db redis.UniversalClient) error {
+		return db.Ping(ctx).Err()
+	}
+}
+
+// WriteProbe passes when PING answers and a small SET succeeds, using
+// package guard's health check (guard.Checker with WriteProbe): it tells a
+// writable primary from a server that answers PING but refuses writes (a
+// read-only replica, a primary out of memory). The key is
+// "<keyPrefix>:health:write", with a 60 s TTL; use a prefix the
+// application owns.
+func WriteProbe(keyPrefix string) (Probe, error) {
+	// Validate the prefix once, the way guard does (guard.New makes no
+	// call; the client is never used).
+	unused := redis.NewClient(&redis.Options{ContextTimeoutEnabled: true})
+	_, err := guard.New(unused, guard.Config{KeyPrefix: keyPrefix})
+	_ = unused.Close()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, db redis.UniversalClient) error {
+		limit := DefaultProbeTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			limit = time.Until(dl)
+			if limit <= 0 {
+				return context.DeadlineExceeded
+			}
+		}
+		g, err := guard.New(db, guard.Config{KeyPrefix: keyPrefix, CallLimit: limit})
+		if err != nil {
+			return err
+		}
+		chk, err := guard.NewChecker(g, guard.HealthConfig{WriteProbe: true})
+		if err != nil {
+			return err
+		}
+		rep, err := chk.Check(ctx)
+		switch {
+		case err != nil:
+			return err
+		case rep.State != guard.StateWritable:
+			if rep.Err != nil {
+				return rep.Err
+			}
+			return fmt.Errorf("write probe: %s", rep.State)
+		}
+		return nil
+	}, nil
+}
+
+// ErrReplicationLag is what ReplicationProbe fails with when a replica's
+// link to its master is down or older than allowed.
+var ErrReplicationLag = errors.New("multidb: replica lags its master")
+
+// ReplicationProbe passes on a master, and on a replica whose link to its
+// master is up and heard from within maxLag (INFO replication:
+// master_link_status and master_last_io_seconds_ago, which Redis reports
+// in whole seconds). It fails on a replica that lost its master or lags:
+// for a standby kept as a replica of the primary, it keeps traffic from
+// moving to stale data. (Such a standby refuses writes until promoted;
+// pair it with a probe that checks writes if it must take them.)
+func ReplicationProbe(maxLag time.Duration) Probe {
+	return func(ctx context.Context, db redis.UniversalClient) error {
+		s, err := db.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		info := redisinfo.ParseInfo(s)
+		if info["role"] != "slave" {
+			return nil
+		}
+		if st := info["master_link_status"]; st != "up" {
+			return fmt.Errorf("%w: link to master %s:%s is %s", ErrReplicationLag, info["master_host"], info["master_port"], st)
+		}
+		secs, err := strconv.Atoi(info["master_last_io_seconds_ago"])
+		if err != nil {
+			return fmt.Errorf("%w: master_last_io_seconds_ago is %q", ErrReplicationLag, info["master_last_io_seconds_ago"])
+		}
+		if lag := time.Duration(secs) * time.Second; lag > maxLag {
+			return fmt.Errorf("%w: last heard from its master %v ago (allowed %v)", ErrReplicationLag, lag, maxLag)
+		}
+		return nil
+	}
+}
+
+// checkResult is one health check of one database.
+type checkResult struct {
+	healthy bool
+	passed  int
+	probes  int
+	latency time.Duration // the last probe's
+	err     error         // the last failed probe's
+}
+
+// check runs one health check: up to probes probes, delay apart, each
+// bounded by timeout, stopping as soon as policy has decided. It returns
+// ctx's error when ctx ended before the check decided.
+func check(ctx context.Context, client redis.UniversalClient, probe Probe, policy HealthPolicy,
+	probes int, delay, timeout time.Duration) (checkResult, error) {
+	r := checkResult{}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for i := 0; i < probes; i++ {
+		if i > 0 && delay > 0 {
+			if timer == nil {
+				timer = time.NewTimer(delay)
+			} else {
+				timer.Reset(delay)
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return r, ctx.Err()
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		start := time.Now()
+		err := probe(pctx, client)
+		r.latency = time.Since(start)
+		cancel()
+		if ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		r.probes++
+		if err == nil {
+			r.passed++
+		} else {
+			r.err = err
+		}
+		failed := r.probes - r.passed
+		switch policy {
+		case HealthyAll:
+			if failed > 0 {
+				return r, nil
+			}
+		case HealthyAny:
+			if r.passed > 0 {
+				r.healthy = true
+				return r, nil
+			}
+		case HealthyMajority:
+			if 2*r.passed > probes {
+				r.healthy = true
+				return r, nil
+			}
+			if 2*failed >= probes {
+				return r, nil
+			}
+		}
+	}
+	r.healthy = policy == HealthyAll && r.passed == r.probes && r.probes > 0
+	return r, nil
+}

@@ -1,0 +1,303 @@
+package multidb
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EventKind names what an Event reports.
+type EventKind int
+
+// The events a Client reports to Config.Observer.
+const (
+	// EventActiveChanged: traffic now goes to New (was Old, "" at start);
+	// Reason says why, Err is the failure that caused an automatic switch.
+	EventActiveChanged EventKind = iota + 1
+	// EventBreakerChanged: Database's breaker went From → To; Detail says
+	// why, Err is the failure that opened it.
+	EventBreakerChanged
+	// EventAllUnhealthy: no database's breaker is closed; calls fail with
+	// ErrTemporarilyUnavailable. Old was active.
+	EventAllUnhealthy
+	// EventNoHealthyDatabase: the failover attempts are used up; calls
+	// fail with ErrNoHealthyDatabase until a database recovers.
+	EventNoHealthyDatabase
+	// EventReadRetried: read-only work failed on Old (Err) and was run
+	// once more on New.
+	EventReadRetried
+	// EventWriteRerun: a write that provably did not execute on Old was
+	// run on New.
+	EventWriteRerun
+	// EventWriteRefused: a write failed on Old and may have executed; it
+	// was not re-run on New (the caller got a *DatabaseChangedError, Err).
+	EventWriteRefused
+	// EventWeightChanged: Database's weight is now Weight.
+	EventWeightChanged
+	// EventDatabaseAdded and EventDatabaseRemoved: Database joined or left.
+	EventDatabaseAdded
+	EventDatabaseRemoved
+)
+
+var eventNames = map[EventKind]string{
+	EventActiveChanged:     "active changed",
+	EventBreakerChanged:    "breaker changed",
+	EventAllUnhealthy:      "all unhealthy",
+	EventNoHealthyDatabase: "no healthy database",
+	EventReadRetried:       "read retried",
+	EventWriteRerun:        "write re-run",
+	EventWriteRefused:      "write refused",
+	EventWeightChanged:     "weight changed",
+	EventDatabaseAdded:     "database added",
+	EventDatabaseRemoved:   "database removed",
+}
+
+func (k EventKind) String() string {
+	if s, ok := eventNames[k]; ok {
+		return s
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Reason says why the active database changed.
+type Reason int
+
+const (
+	// ReasonAutomatic: the active database failed (its breaker opened),
+	// or service resumed after no database was healthy.
+	ReasonAutomatic Reason = iota + 1
+	// ReasonManual: SetActive, UpdateWeight or RemoveDatabase.
+	ReasonManual
+	// ReasonFailback: a database of higher weight passed its health checks
+	// for FailbackDwell.
+	ReasonFailback
+)
+
+var reasonNames = map[Reason]string{ReasonAutomatic: "automatic", ReasonManual: "manual", ReasonFailback: "failback"}
+
+func (r Reason) String() string {
+	if s, ok := reasonNames[r]; ok {
+		return s
+	}
+	return fmt.Sprintf("Reason(%d)", int(r))
+}
+
+// Event is something the client decided or observed.
+type Event struct {
+	Kind EventKind
+	Time time.Time
+	// Old and New are database names (EventActiveChanged, the retry and
+	// refusal events).
+	Old, New string
+	Reason   Reason
+	// Database, From and To describe a breaker change; Database also names
+	// the database of a weight change, an addition or a removal.
+	Database string
+	From, To BreakerState
+	Weight   float64
+	Detail   string
+	Err      error
+}
+
+func (e Event) String() string {
+	s := fmt.Sprintf("%s %s", e.Time.Format("15:04:05.000"), e.Kind)
+	switch e.Kind {
+	case EventActiveChanged:
+		s += fmt.Sprintf(" %q → %q (%s)", e.Old, e.New, e.Reason)
+	case EventBreakerChanged:
+		s += fmt.Sprintf(" %s: %s → %s", e.Database, e.From, e.To)
+	case EventReadRetried, EventWriteRerun, EventWriteRefused:
+		s += fmt.Sprintf(" %q → %q", e.Old, e.New)
+	case EventAllUnhealthy:
+		s += fmt.Sprintf(" (was %q)", e.Old)
+	case EventWeightChanged:
+		s += " " + e.Database + " weight " + strconv.FormatFloat(e.Weight, 'g', -1, 64)
+	case EventDatabaseAdded, EventDatabaseRemoved:
+		s += " " + e.Database
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Err != nil {
+		s += " err=" + e.Err.Error()
+	}
+	return s
+}
+
+// eventBuffer is how many events may wait for a slow Observer before new
+// ones are dropped (and counted in Stats.EventsDropped).
+const eventBuffer = 1024
+
+// dispatcher delivers events to the Observer in order, from its own
+// goroutine, so the client never waits for the Observer and the Observer
+// may call the client.
+type dispatcher struct {
+	observe func(Event)
+	mu      sync.Mutex
+	ch      chan Event
+	closed  bool
+	dropped atomic.Uint64
+	done    chan struct{}
+}
+
+func newDispatcher(observe func(Event)) *dispatcher {
+	d := &dispatcher{observe: observe, done: make(chan struct{})}
+	if observe == nil {
+		close(d.done)
+		return d
+	}
+	d.ch = make(chan Event, eventBuffer)
+	go d.run()
+	return d
+}
+
+func (d *dispatcher) run() {
+	defer close(d.done)
+	for ev := range d.ch {
+		d.observe(ev)
+	}
+}
+
+func (d *dispatcher) emit(ev Event) {
+	if d.observe == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	select {
+	case d.ch <- ev:
+	default:
+		d.dropped.Add(1)
+	}
+}
+
+// close delivers the events already queued and stops the goroutine.
+func (d *dispatcher) close() {
+	d.mu.Lock()
+	if !d.closed && d.ch != nil {
+		close(d.ch)
+	}
+	d.closed = true
+	d.mu.Unlock()
+	<-d.done
+}
+
+// DatabaseStats describe one database.
+type DatabaseStats struct {
+	Name   string
+	Weight float64
+	Active bool
+	State  BreakerState
+	// Checked is false until the first health check completed.
+	Checked bool
+	// Healthy is the last health check's verdict.
+	Healthy bool
+	// HealthySince is when the current run of passing health checks began
+	// (zero if the last check failed); failback measures FailbackDwell
+	// from it.
+	HealthySince time.Time
+	LastCheck    time.Time
+	// LastProbeLatency is how long the last probe of the last check took.
+	LastProbeLatency time.Duration
+	// LastError is the last failure seen (a health check's or traffic's).
+	LastError string
+	// ConsecutiveFailures and WindowFailures/WindowCalls are the traffic
+	// counts the trip rules look at; Failures counts every connection
+	// failure or timeout since the client started.
+	ConsecutiveFailures       int64
+	WindowFailures            int64
+	WindowCalls               int64
+	Failures                  uint64
+	Trips                     uint64 // times the breaker opened
+	ChecksPassed              uint64
+	ChecksFailed              uint64
+	OpenedAt, GracePeriodEnds time.Time
+}
+
+// Stats are the client's databases and counters since it was created.
+type Stats struct {
+	// Active is the active database's name, "" when none is healthy.
+	Active string
+	// Pinned is true while SetActive's choice holds (no failback).
+	Pinned bool
+	// Databases are in failover order: highest weight first.
+	Databases []DatabaseStats
+	// UnavailableSince is when the last healthy database was lost (zero
+	// while one is active); Exhausted says the failover attempts are used
+	// up.
+	UnavailableSince time.Time
+	Exhausted        bool
+
+	Switches      uint64 // active-database changes (the first choice included)
+	ReadsRetried  uint64
+	WritesRerun   uint64
+	WritesRefused uint64
+	EventsDropped uint64 // events a slow Observer missed
+}
+
+type counters struct {
+	switches                                 atomic.Uint64
+	readsRetried, writesRerun, writesRefused atomic.Uint64
+}
+
+// Stats returns the client's databases and counters.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.route.Load()
+	now := time.Now()
+	st := Stats{
+		Active:           nameOf(r.active),
+		Pinned:           r.pinned,
+		UnavailableSince: c.downSince,
+		Exhausted:        c.exhausted,
+		Switches:         c.stats.switches.Load(),
+		ReadsRetried:     c.stats.readsRetried.Load(),
+		WritesRerun:      c.stats.writesRerun.Load(),
+		WritesRefused:    c.stats.writesRefused.Load(),
+		EventsDropped:    c.events.dropped.Load(),
+	}
+	for _, db := range c.dbs {
+		failed, calls := db.det.window.sum(now)
+		ds := DatabaseStats{
+			Name:                db.name,
+			Weight:              db.weight,
+			Active:              db == r.active,
+			State:               db.brk.get(),
+			Checked:             db.checked,
+			Healthy:             db.healthy,
+			HealthySince:        db.healthySince,
+			LastCheck:           db.lastCheck,
+			LastProbeLatency:    db.lastLatency,
+			LastError:           db.lastErr,
+			ConsecutiveFailures: db.det.consecutive.Load(),
+			WindowFailures:      failed,
+			WindowCalls:         calls,
+			Failures:            db.det.total.Load(),
+			Trips:               db.trips,
+			ChecksPassed:        db.checksPassed,
+			ChecksFailed:        db.checksFailed,
+		}
+		if ds.State != Closed {
+			ds.OpenedAt = db.brk.openedAt
+			ds.GracePeriodEnds = db.brk.graceEnd()
+		}
+		st.Databases = append(st.Databases, ds)
+	}
+	return st
+}
+
+func nameOf(db *database) string {
+	if db == nil {
+		return ""
+	}
+	return db.name
+}
