@@ -36,6 +36,7 @@ func demoSteps() []demoStep {
 		{"A failover: reads go on, a held write runs once, an in-flight write is refused", (*demo).failoverTour},
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
+		{"Two databases: the client moves off a dead one, and back on an operator's word", (*demo).multidbTour},
 	}
 }
 
@@ -45,9 +46,10 @@ func newDemoCommand() *cobra.Command {
 		Use:   "demo",
 		Short: "A guided tour of rediskit on a local lab",
 		Long: `Start a local lab (1 master, 2 replicas, 3 sentinels; the master and
-replica node1 6 ms away, replica node2 42 ms away) and walk through what
-rediskit does with it, printing what happened and the figures measured.
-Ctrl-C stops the tour and the lab cleanly.`,
+replica node1 6 ms away, replica node2 42 ms away, plus standalone servers
+for the shop, the ring and the two databases) and walk through what rediskit
+does with it, printing what happened and the figures measured. Ctrl-C stops
+the tour and every lab cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), quick)

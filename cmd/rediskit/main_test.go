@@ -168,6 +168,9 @@ func TestDemoQuick(t *testing.T) {
 		"it may have executed: check before re-running",
 		"it was not re-run: demo:orders does not exist",
 		"reads kept going: ",
+		`primary killed (SIGKILL): the client moved to "standby"`,
+		`SetActive("primary") checked its health and switched in`,
+		": 0 writes failed,",
 		"stopped 6 processes",
 	} {
 		if !strings.Contains(out, want) {
