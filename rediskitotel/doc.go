@@ -9,6 +9,8 @@
 //	ringOpts.Observer = m.RingObserver(nil)             // hashring.Options
 //	m.RegisterCache("price", prices.Stats)              // guard components
 //	m.RegisterHealth("redis", monitor)
+//	cfg.Observer = m.MultiDBObserver(nil)               // multidb.Config
+//	m.RegisterMultiDB(client)
 //
 // Event-driven counters are recorded as events happen; gauges and the
 // guard's counters are read from the components when metrics are
@@ -59,6 +61,24 @@
 //	    Seconds since the last health check started.
 //	rediskit.guard.health.ping         gauge s           rediskit.name
 //	    The last check's PING latency.
+//
+// Multi-database client (MultiDBObserver, RegisterMultiDB; rediskit.database
+// names a database):
+//
+//	rediskit.multidb.active               gauge              rediskit.database
+//	    1 for the database that serves traffic, 0 for the others.
+//	rediskit.multidb.switches             counter {switch}   rediskit.database.old, rediskit.database.new, rediskit.switch.reason (automatic|manual|failback)
+//	rediskit.multidb.breaker.state        gauge              rediskit.database, rediskit.state (closed|open|half-open)
+//	    1 for the breaker's state, 0 for the others.
+//	rediskit.multidb.breaker.transitions  counter {transition} rediskit.database, rediskit.breaker.from, rediskit.breaker.to
+//	rediskit.multidb.probe.duration       gauge s            rediskit.database
+//	    The last health probe's latency.
+//	rediskit.multidb.failures             counter {failure}  rediskit.database
+//	    Connection failures and timeouts seen in traffic.
+//	rediskit.multidb.unavailable          counter {episode}
+//	    Times no database was healthy.
+//	rediskit.multidb.reads.retried        counter {call}
+//	rediskit.multidb.writes.refused       counter {call}
 //
 // Hash ring (RingObserver, RegisterRingNode; attributes rediskit.ring.key,
 // rediskit.ring.node):

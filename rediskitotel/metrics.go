@@ -56,6 +56,13 @@ type Metrics struct {
 	sentinelsSkipped  metric.Int64Counter
 	failovers         metric.Int64Counter
 
+	// multidb
+	dbSwitches           metric.Int64Counter
+	dbBreakerTransitions metric.Int64Counter
+	dbUnavailable        metric.Int64Counter
+	dbReadsRetried       metric.Int64Counter
+	dbWritesRefused      metric.Int64Counter
+
 	// hashring
 	ringExpiries metric.Int64Counter
 	ringRestores metric.Int64Counter
@@ -86,6 +93,16 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Sentinel answers not used during discovery, by reason.")
 	m.failovers = counter("rediskit.sentinel.failovers", "{failover}",
 		"Failovers the client saw begin (writes held until the new master was confirmed).")
+	m.dbSwitches = counter("rediskit.multidb.switches", "{switch}",
+		"Changes of the active database, by reason (automatic, manual, failback).")
+	m.dbBreakerTransitions = counter("rediskit.multidb.breaker.transitions", "{transition}",
+		"Circuit breaker state changes, per database.")
+	m.dbUnavailable = counter("rediskit.multidb.unavailable", "{episode}",
+		"Times no database was healthy (calls got ErrTemporarilyUnavailable).")
+	m.dbReadsRetried = counter("rediskit.multidb.reads.retried", "{call}",
+		"Read-only calls re-run once on the new active database.")
+	m.dbWritesRefused = counter("rediskit.multidb.writes.refused", "{call}",
+		"Writes not re-run on the new active database because they may have executed.")
 	m.ringExpiries = counter("rediskit.hashring.ownership.expiries", "{expiry}",
 		"Times a node's ownership deadline passed (it gave its keys up).")
 	m.ringRestores = counter("rediskit.hashring.ownership.restores", "{restore}",

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -13,6 +14,7 @@ import (
 	"github.com/rediskit/rediskit/guard"
 	"github.com/rediskit/rediskit/hashring"
 	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/multidb"
 	"github.com/rediskit/rediskit/sentinel"
 )
 
@@ -299,5 +301,61 @@ func TestHashringMetrics(t *testing.T) {
 func TestNewNeedsAProvider(t *testing.T) {
 	if _, err := New(nil); err == nil {
 		t.Fatal("New(nil) accepted")
+	}
+}
+
+// A breaker trip: the active database dies, the client switches to the
+// next by weight.
+func TestMultiDBMetrics(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	m, reader := newMetrics(t)
+	primary, standby := lab.New(t, lab.Standalone()), lab.New(t, lab.Standalone())
+	c, err := multidb.NewClient(multidb.Config{
+		Databases: []multidb.Database{
+			{Name: "primary", Weight: 10, Options: &redis.Options{Addr: primary.Node(0).Addr()}},
+			{Name: "standby", Weight: 5, Options: &redis.Options{Addr: standby.Node(0).Addr()}},
+		},
+		Observer: m.MultiDBObserver(nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := m.RegisterMultiDB(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := primary.Node(0).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the switch to the standby", func() bool {
+		_ = c.Set(ctx, "k", "v", 0).Err()
+		return c.Active() == "standby"
+	})
+	var got map[string][]point
+	waitFor(t, 5*time.Second, "the switch to be counted", func() bool {
+		got = collect(t, reader)
+		return sum(got["rediskit.multidb.switches"], AttrSwitchReason.String("automatic"), AttrOldDatabase.String("primary"), AttrNewDatabase.String("standby")) == 1
+	})
+	db := func(name string) attribute.KeyValue { return AttrDatabase.String(name) }
+	for _, tc := range []struct {
+		metric string
+		attrs  []attribute.KeyValue
+		want   float64
+	}{
+		{"rediskit.multidb.active", []attribute.KeyValue{db("standby")}, 1},
+		{"rediskit.multidb.active", []attribute.KeyValue{db("primary")}, 0},
+		{"rediskit.multidb.breaker.state", []attribute.KeyValue{db("primary"), AttrState.String("open")}, 1},
+		{"rediskit.multidb.breaker.state", []attribute.KeyValue{db("standby"), AttrState.String("closed")}, 1},
+		{"rediskit.multidb.breaker.transitions", []attribute.KeyValue{db("primary"), AttrToState.String("open")}, 1},
+	} {
+		if n := sum(got[tc.metric], tc.attrs...); n != tc.want {
+			t.Errorf("%s %v = %v, want %v", tc.metric, tc.attrs, n, tc.want)
+		}
+	}
+	if n := sum(got["rediskit.multidb.failures"], db("primary")); n < 1 {
+		t.Errorf("failures counted on primary: %v", n)
 	}
 }

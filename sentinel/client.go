@@ -95,7 +95,11 @@ func NewClient(opts Options) (*Client, error) {
 		topo:          topoState{knownEpoch: -1, formerMasters: map[string]int64{}},
 	}
 	if c.selector == nil {
-		c.selector = NewRoundRobinSelector()
+		sel, err := replica.NewSelector(replica.Config{})
+		if err != nil {
+			return nil, err
+		}
+		c.selector = sel
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.nodes = newNodeSet(&c.opts)

@@ -161,7 +161,10 @@ func TestPipelinesAndTransactionsRouteAsAWhole(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	master, replica := l.Node(0), l.Node(1)
-	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = ReplicaPreferred })
+	// Routing as a whole, not the choice of replica: the round-robin
+	// selector reads from the replica from the first call (the default,
+	// latency-aware one reads from the master until its first probe).
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom, o.ReplicaSelector = ReplicaPreferred, NewRoundRobinSelector() })
 	if err := c.Set(ctx, "a", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -105,6 +105,22 @@
 // replica, ReplicaPreferred and Nearest read from the master; Replica fails
 // with ErrNoReplica.
 //
+// The default selector is latency-aware (package replica): one prober per
+// process and deployment times PING to the master and every replica on
+// dedicated connections every 2 s, starting at the first read that may go
+// to a replica, and reads go to the replica with the lowest smoothed
+// round-trip time (replicas within 2 ms of it share the reads), never to
+// one slower than 3 × the master. Nearest counts the master as a
+// candidate: it reads from the master when the master is nearer than
+// every eligible replica by more than that window. Until the first probe
+// round completes (milliseconds after the first such read), Nearest and
+// ReplicaPreferred read from the master rather than gamble on a far
+// replica, and Replica uses the healthy replicas in turn. When the
+// election changes, pooled connections to replicas that left it are
+// closed. Give Options.ReplicaSelector a replica.Selector of your own to
+// change its settings (interval, exclusion factor, window, a staleness
+// bound), to observe its re-elections, or to read its RTT table.
+//
 // Reads from replicas may be seconds stale. Locks, idempotency claims,
 // stream consumer-group operations, version counters, and any flow that
 // reads its own writes must use the master: WithReadFrom(ctx, Master).

@@ -31,8 +31,11 @@ const (
 	// when none is healthy.
 	ReplicaPreferred = redisurl.ReplicaPreferred
 	// Nearest sends read-only work to the node the ReplicaSelector judges
-	// nearest; with the default selector (no latency data), it behaves as
-	// ReplicaPreferred.
+	// nearest, the master included: with the default (latency-aware)
+	// selector, the elected replicas, or the master when it is nearer
+	// than all of them by more than the latency window, or before the
+	// first probe round. With NewRoundRobinSelector (no latency data), it
+	// behaves as ReplicaPreferred.
 	Nearest = redisurl.Nearest
 )
 
@@ -81,8 +84,10 @@ type Options struct {
 	// ReadFrom is where read-only work runs by default (Master). A call can
 	// override it with WithReadFrom.
 	ReadFrom ReadFrom
-	// ReplicaSelector chooses the replica for each read. Default: the
-	// healthy, ROLE-verified replicas in turn.
+	// ReplicaSelector chooses the replica for each read. Default: a
+	// latency-aware replica.Selector with replica.Config's defaults (the
+	// nearest healthy replica, by probed round-trip time; see package
+	// replica). NewRoundRobinSelector gives the healthy replicas in turn.
 	ReplicaSelector ReplicaSelector
 	// Classifier decides which commands are read-only. Default:
 	// classify.New(), the table generated from Redis 7.

@@ -19,6 +19,9 @@ type BindableSelector interface {
 	Bind(replica.Env)
 }
 
+// The default selector binds to the client.
+var _ BindableSelector = (*replica.Selector)(nil)
+
 // ReplicaSelector chooses the replica for each read that may go to one. The
 // client calls UpdateTopology from its topology goroutine whenever the
 // master or the healthy replicas change, and Pick on the hot path of every
@@ -44,9 +47,10 @@ type roundRobin struct {
 	next     atomic.Uint64
 }
 
-// NewRoundRobinSelector returns the default selector: every healthy,
+// NewRoundRobinSelector returns a selector that hands out every healthy,
 // ROLE-verified replica in turn. It has no latency data, so for Nearest it
-// behaves as for ReplicaPreferred.
+// behaves as for ReplicaPreferred. (The default is the latency-aware
+// replica.Selector.)
 func NewRoundRobinSelector() ReplicaSelector {
 	r := &roundRobin{}
 	r.replicas.Store(new([]string))

@@ -9,11 +9,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/replica"
 )
 
 func TestParseEvent(t *testing.T) {
@@ -200,4 +202,25 @@ func TestStringHasNoSecrets(t *testing.T) {
 			t.Fatalf("secret in %q", s)
 		}
 	}
+}
+
+// The default ReplicaSelector is the latency-aware one; a caller's is kept.
+func TestDefaultReplicaSelector(t *testing.T) {
+	c, err := NewClient(Options{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, DiscoveryTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.selector.(*replica.Selector); !ok {
+		t.Fatalf("default selector %T, want *replica.Selector", c.selector)
+	}
+	_ = c.Close()
+	rr := NewRoundRobinSelector()
+	c, err = NewClient(Options{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ReplicaSelector: rr, DiscoveryTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.selector != rr {
+		t.Fatal("the caller's selector was replaced")
+	}
+	_ = c.Close()
 }

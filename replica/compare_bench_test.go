@@ -1,0 +1,340 @@
+package replica_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/replica"
+	"github.com/rediskit/rediskit/sentinel"
+)
+
+// The comparison benchmarks of BENCHMARKS.md ("Latency-aware replica
+// election"): master +6 ms, replica A +6 ms, replica B +42 ms, 8 goroutines
+// each sending GETs one after the other.
+//
+//	go test -run '^$' -bench 'ReplicaReads' -benchtime 8000x ./replica/
+//	go test -run '^$' -bench 'ReplicaAdaptation' -benchtime 1x -timeout 30m ./replica/
+
+const benchWorkers = 8
+
+func benchLab(b *testing.B) *lab.Lab {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := lab.Start(ctx, lab.Config{Replicas: 2, Sentinels: 3, Nodes: []lab.NodeConfig{
+		{Latency: 6 * ms}, {Latency: 6 * ms}, {Latency: 42 * ms}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	m := l.Node(0).NewClient()
+	defer m.Close()
+	if err := m.Set(ctx, "k", "v", 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// benchClient is one of the compared clients.
+type benchClient struct {
+	name string
+	open func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector)
+}
+
+func failoverOptions(l *lab.Lab) *redis.FailoverOptions {
+	return &redis.FailoverOptions{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), MaxRetries: -1, DialerRetries: 1}
+}
+
+func rediskitClient(rf sentinel.ReadFrom) func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+	return func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+		sel, err := replica.NewSelector(replica.Config{}) // the client's default settings
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: rf, ReplicaSelector: sel})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c, sel
+	}
+}
+
+var benchClients = []benchClient{
+	{"near replica A direct (reference)", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+		return redis.NewClient(l.Node(1).Options()), nil
+	}},
+	{"rediskit Nearest", rediskitClient(sentinel.Nearest)},
+	{"go-redis ReplicaOnly", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+		o := failoverOptions(l)
+		o.ReplicaOnly = true
+		return redis.NewFailoverClient(o), nil
+	}},
+	{"go-redis RouteByLatency", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+		o := failoverOptions(l)
+		o.RouteByLatency = true
+		return redis.NewFailoverClusterClient(o), nil
+	}},
+	{"go-redis RouteRandomly", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+		o := failoverOptions(l)
+		o.RouteRandomly = true
+		return redis.NewFailoverClusterClient(o), nil
+	}},
+	{"master only", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+		return redis.NewClient(l.Node(0).Options()), nil
+	}},
+}
+
+// warm reads for d, after the rediskit selector's first round: go-redis's
+// RouteByLatency measures each node's latency in the background when it
+// first sees it (10 PINGs, 10–20 ms apart).
+func warm(b *testing.B, c redis.UniversalClient, sel *replica.Selector, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	if err := c.Get(ctx, "k").Err(); err != nil {
+		b.Fatal(err)
+	}
+	if sel != nil {
+		if err := sel.WaitRound(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		if err := c.Get(ctx, "k").Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReplicaReads measures read latency (p50/p90/p99) and the share
+// of reads per node for each client on one lab. b.N reads per client, in
+// 10 rounds: each round gives every client b.N/10 reads in turn, so a
+// change of the machine's load during the run is shared by all of them.
+// It reports rediskit's percentiles and their ratio to the best go-redis
+// option's (below 1: rediskit is faster) and to the near replica's own
+// p50, and logs the table of every client.
+func BenchmarkReplicaReads(b *testing.B) {
+	l := benchLab(b)
+	type result struct {
+		lat  []time.Duration
+		gets [3]int
+	}
+	clients := make([]redis.UniversalClient, len(benchClients))
+	results := make([]result, len(benchClients))
+	for i, bc := range benchClients {
+		c, sel := bc.open(b, l)
+		defer c.Close()
+		warm(b, c, sel, 2*time.Second)
+		clients[i] = c
+	}
+	const rounds = 10
+	per := max(b.N/rounds, 1)
+	b.ResetTimer()
+	for range rounds {
+		for i, c := range clients {
+			gets := countGets(b, l.Nodes())
+			lat := make([][]time.Duration, benchWorkers)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for w := range benchWorkers {
+				wg.Go(func() {
+					ctx := context.Background()
+					for next.Add(1) <= int64(per) {
+						t0 := time.Now()
+						if err := c.Get(ctx, "k").Err(); err != nil {
+							b.Error(err)
+							return
+						}
+						lat[w] = append(lat[w], time.Since(t0))
+					}
+				})
+			}
+			wg.Wait()
+			results[i].lat = append(results[i].lat, slices.Concat(lat...)...)
+			d, _ := gets.deltas()
+			for n := range d {
+				results[i].gets[n] += d[n]
+			}
+		}
+	}
+	b.StopTimer()
+
+	pct := func(r result, q float64) float64 {
+		all := slices.Sorted(slices.Values(r.lat))
+		return float64(all[int(q*float64(len(all)-1))]) / 1e6
+	}
+	var rows []string
+	bestP50, bestP99 := 1e9, 1e9
+	for i, bc := range benchClients {
+		r := results[i]
+		total := max(r.gets[0]+r.gets[1]+r.gets[2], 1)
+		share := func(n int) float64 { return 100 * float64(r.gets[n]) / float64(total) }
+		rows = append(rows, fmt.Sprintf("| %s | %.2f | %.2f | %.2f | %.1f%% / %.1f%% / %.1f%% |",
+			bc.name, pct(r, 0.5), pct(r, 0.9), pct(r, 0.99), share(0), share(1), share(2)))
+		if strings.HasPrefix(bc.name, "go-redis") {
+			bestP50, bestP99 = min(bestP50, pct(r, 0.5)), min(bestP99, pct(r, 0.99))
+		}
+	}
+	ours, near := results[1], results[0] // rediskit Nearest, the near replica direct
+	b.ReportMetric(pct(ours, 0.5), "rediskit-p50-ms")
+	b.ReportMetric(pct(ours, 0.99), "rediskit-p99-ms")
+	b.ReportMetric(pct(ours, 0.5)/bestP50, "p50-vs-best-go-redis")
+	b.ReportMetric(pct(ours, 0.99)/bestP99, "p99-vs-best-go-redis")
+	b.ReportMetric(pct(ours, 0.99)/pct(near, 0.5), "p99-vs-near-p50")
+	b.ReportMetric(pct(near, 0.99)/pct(near, 0.5), "near-p99-vs-near-p50")
+	b.Logf("%d goroutines, %d reads per client in %d rounds\n| client | p50 ms | p90 ms | p99 ms | reads on master / A (+6 ms) / B (+42 ms) |\n|---|---|---|---|---|\n%s",
+		benchWorkers, per*rounds, rounds, joinLines(rows))
+}
+
+func joinLines(rows []string) string {
+	s := ""
+	for _, r := range rows {
+		s += r + "\n"
+	}
+	return s
+}
+
+// BenchmarkReplicaAdaptation swaps the replicas' latencies (A +6 → +42 ms,
+// B +42 → +6 ms) under load and measures, in 100 ms windows of GET counts
+// per node, how long until 95% of the reads in a window run off the far
+// node (on the master or B, both 6 ms away) and on B itself. It runs on
+// the lab above (master +6 ms), where the master is as near as A, and with
+// the master at +20 ms, where the near replica is the one nearest node.
+func BenchmarkReplicaAdaptation(b *testing.B) {
+	l := benchLab(b)
+	var rows []string
+	for _, master := range []time.Duration{6 * ms, 20 * ms} {
+		for _, bc := range []benchClient{
+			{"rediskit Nearest", rediskitClient(sentinel.Nearest)},
+			{"rediskit ReplicaPreferred", rediskitClient(sentinel.ReplicaPreferred)},
+			{"go-redis RouteByLatency", benchClients[3].open},
+		} {
+			b.Run(fmt.Sprintf("master=%v/%s", master, bc.name), func(b *testing.B) {
+				for range b.N {
+					l.Node(0).SetLatency(master)
+					l.Node(1).SetLatency(6 * ms)
+					l.Node(2).SetLatency(42 * ms)
+					c, sel := bc.open(b, l)
+					warm(b, c, sel, 3*time.Second)
+					// The worst phase for each: rediskit swaps just after a
+					// probe round; go-redis a few seconds after it measured
+					// latencies (its next measurement comes with the
+					// cluster-state reload, 60 s after its creation).
+					beforeSwap := func() {}
+					if sel != nil {
+						beforeSwap = func() { _ = sel.WaitRound(context.Background(), sel.Rounds()+1) }
+					}
+					before, offFar, onB, err := adapt(l, c, beforeSwap, 2*time.Minute)
+					_ = c.Close()
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(offFar.Seconds(), "off-far-s")
+					b.ReportMetric(onB.Seconds(), "on-B-s")
+					rows = append(rows, fmt.Sprintf("| +%v | %s | %.0f%% / %.0f%% / %.0f%% | %s | %s |",
+						master.Milliseconds(), bc.name, before[0], before[1], before[2], fmtAdapt(offFar), fmtAdapt(onB)))
+				}
+			})
+		}
+	}
+	b.Logf("\n| master | client | reads on master / A / B before the swap | 95%% of reads off the far node | 95%% of reads on the new near replica |\n|---|---|---|---|---|\n%s", joinLines(rows))
+}
+
+func fmtAdapt(d time.Duration) string {
+	if d < 0 {
+		return "not within 2 min"
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+// adapt runs 8 readers, swaps A's and B's latencies once beforeSwap
+// returns, and returns the share of reads per node in the 500 ms before,
+// and the time from the swap to the end of the first 100 ms window in
+// which 95% of the reads ran off A, and on B (-1: not within limit).
+func adapt(l *lab.Lab, c redis.UniversalClient, beforeSwap func(), limit time.Duration) (before [3]float64, offFar, onB time.Duration, err error) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var readErr atomic.Pointer[error]
+	for range benchWorkers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := c.Get(context.Background(), "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
+					readErr.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	ctx := context.Background()
+	counts := func() [3]int {
+		var out [3]int
+		for i, n := range l.Nodes() {
+			out[i] = calls(ctx, n, "get")
+		}
+		return out
+	}
+	start := counts()
+	time.Sleep(500 * ms)
+	prev := counts()
+	sum := 0
+	for i := range prev {
+		sum += prev[i] - start[i]
+	}
+	for i := range prev {
+		before[i] = 100 * float64(prev[i]-start[i]) / float64(max(sum, 1))
+	}
+	beforeSwap()
+	prev = counts()
+	l.Node(1).SetLatency(42 * ms)
+	l.Node(2).SetLatency(6 * ms)
+	swapped := time.Now()
+	offFar, onB = -1, -1
+	for time.Since(swapped) < limit && (offFar < 0 || onB < 0) {
+		time.Sleep(100 * ms)
+		cur := counts()
+		var d [3]int
+		total := 0
+		for i := range d {
+			d[i] = cur[i] - prev[i]
+			total += d[i]
+		}
+		prev = cur
+		if total == 0 {
+			continue
+		}
+		at := time.Since(swapped)
+		if offFar < 0 && float64(d[0]+d[2]) >= 0.95*float64(total) {
+			offFar = at
+		}
+		if onB < 0 && float64(d[2]) >= 0.95*float64(total) {
+			onB = at
+		}
+	}
+	if e := readErr.Load(); e != nil {
+		return before, offFar, onB, *e
+	}
+	return before, offFar, onB, nil
+}
+
+// calls is cmdCalls without a testing.TB, for the benchmark's poller.
+func calls(ctx context.Context, n *lab.Node, cmd string) int {
+	s, err := n.Do(ctx, "INFO", "commandstats").Text()
+	if err != nil {
+		return 0
+	}
+	return parseCalls(s, cmd)
+}

@@ -1,0 +1,127 @@
+package replica
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// The defaults of Config, in one place. The package documentation explains
+// each choice.
+const (
+	// DefaultProbeInterval is how often the master and every replica are
+	// probed. See "Probing" in the package documentation for the choice.
+	DefaultProbeInterval = 2 * time.Second
+	// MinProbeInterval is the shortest ProbeInterval accepted.
+	MinProbeInterval = 100 * time.Millisecond
+	// DefaultProbeTimeout bounds each probe command (PING, ROLE, INFO).
+	DefaultProbeTimeout = 1 * time.Second
+	// DefaultExclusionFactor: a replica whose RTT exceeds 3 × the master's
+	// is never elected.
+	DefaultExclusionFactor = 3.0
+	// DefaultLatencyWindow: replicas within 2 ms of the fastest share reads.
+	DefaultLatencyWindow = 2 * time.Millisecond
+	// DefaultEWMAAlpha is the weight of a new RTT sample in the average.
+	DefaultEWMAAlpha = 0.75
+)
+
+// SingleWinner as Config.LatencyWindow elects the fastest replica alone
+// (replicas with exactly the same average still share). A zero
+// LatencyWindow means DefaultLatencyWindow, like every zero field of
+// Config.
+const SingleWinner time.Duration = -1
+
+// Config configures a Selector. Every zero field takes the default named
+// next to it.
+type Config struct {
+	// ProbeInterval is how often the shared prober measures the
+	// deployment's nodes. Default DefaultProbeInterval (2 s); at least
+	// MinProbeInterval (100 ms). Selectors of one deployment share one
+	// prober, which runs at the interval of the Selector that started it.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds each probe command; a PING that does not answer
+	// within it marks the node unhealthy for election. Default
+	// DefaultProbeTimeout (1 s).
+	ProbeTimeout time.Duration
+	// ExclusionFactor: a replica whose average RTT exceeds ExclusionFactor
+	// × the master's (and the master's plus LatencyWindow) is never
+	// elected. Default DefaultExclusionFactor (3.0); at least 1;
+	// math.Inf(1) turns the rule off.
+	ExclusionFactor float64
+	// LatencyWindow: every eligible replica whose average RTT is within
+	// LatencyWindow of the fastest one is elected (one already elected
+	// stays within 1.5 × LatencyWindow), and reads are spread over them
+	// by in-flight count. Default DefaultLatencyWindow (2 ms);
+	// SingleWinner elects the fastest alone.
+	LatencyWindow time.Duration
+	// MaxStaleness excludes replicas whose estimated replication lag
+	// exceeds it, and replicas whose lag cannot be estimated (not attached
+	// to the master). Zero (the default) sets no bound. When set, it must
+	// be at least ProbeInterval: the lag is estimated to about one
+	// interval (see "Staleness" in the package documentation).
+	MaxStaleness time.Duration
+	// EWMAAlpha is the weight of a new RTT sample in the node's moving
+	// average, in (0, 1]. Default DefaultEWMAAlpha (0.75). The first sample
+	// after a start or a failed probe seeds the average.
+	EWMAAlpha float64
+	// Observer, when set, receives an Event each time the election
+	// changes. It is called synchronously from the prober's goroutine (or
+	// from the client's topology goroutine for topology changes), so it
+	// must return quickly, and must not call the Selector's Close.
+	Observer func(Event)
+	// Logger receives the selector's and prober's records. Default: the
+	// logger of the client the Selector is bound to (Env.Logger), else
+	// discarded.
+	Logger *slog.Logger
+}
+
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("replica: Config.%s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// withDefaults fills in the zero fields and validates the result.
+func (c Config) withDefaults() (Config, error) {
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = DefaultProbeInterval
+	}
+	if c.ProbeTimeout == 0 {
+		c.ProbeTimeout = DefaultProbeTimeout
+	}
+	if c.ExclusionFactor == 0 {
+		c.ExclusionFactor = DefaultExclusionFactor
+	}
+	if c.LatencyWindow == 0 {
+		c.LatencyWindow = DefaultLatencyWindow
+	}
+	if c.EWMAAlpha == 0 {
+		c.EWMAAlpha = DefaultEWMAAlpha
+	}
+	switch {
+	case c.ProbeInterval < MinProbeInterval:
+		return c, &ConfigError{"ProbeInterval", c.ProbeInterval, fmt.Sprintf("must be at least %v", MinProbeInterval)}
+	case c.ProbeTimeout < 0:
+		return c, &ConfigError{"ProbeTimeout", c.ProbeTimeout, "must not be negative"}
+	case math.IsNaN(c.ExclusionFactor) || c.ExclusionFactor < 1:
+		return c, &ConfigError{"ExclusionFactor", c.ExclusionFactor, "must be at least 1 (math.Inf(1) turns the rule off)"}
+	case c.LatencyWindow < 0 && c.LatencyWindow != SingleWinner:
+		return c, &ConfigError{"LatencyWindow", c.LatencyWindow, "must not be negative (use SingleWinner for a single winner)"}
+	case c.MaxStaleness < 0:
+		return c, &ConfigError{"MaxStaleness", c.MaxStaleness, "must not be negative (0 sets no bound)"}
+	case c.MaxStaleness > 0 && c.MaxStaleness < c.ProbeInterval:
+		return c, &ConfigError{"MaxStaleness", c.MaxStaleness, fmt.Sprintf("must be at least ProbeInterval (%v): the lag is only known to about one interval", c.ProbeInterval)}
+	case math.IsNaN(c.EWMAAlpha) || c.EWMAAlpha <= 0 || c.EWMAAlpha > 1:
+		return c, &ConfigError{"EWMAAlpha", c.EWMAAlpha, "must be in (0, 1]"}
+	}
+	if c.LatencyWindow == SingleWinner {
+		c.LatencyWindow = 0
+	}
+	return c, nil
+}
