@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -302,12 +302,14 @@ func TestRing(t *testing.T) {
 	out := mustRun(t, ctx, env, exitFailed, "ring", "owner", url, "--key", "cli-ring", "7")
 	contains(t, out, `ring "cli-ring": 0 node(s)`, "(none)", `rediskit: ring "cli-ring" has no live node`)
 
-	join := func() *joined { return startJoin(t, ctx, env, url, "--key", "cli-ring", "--items", "20") }
+	join := func() *running {
+		return startRediskit(t, ctx, env, false, "ring", "join", url, "--key", "cli-ring", "--items", "20")
+	}
 	a := join()
-	a.waitFor(t, "owns 20 of 20 items (1 node(s) on the ring)")
+	a.waitForLast(t, "owns 20 of 20 items (1 node(s) on the ring)")
 	b := join()
-	b.waitFor(t, "(2 node(s) on the ring)")
-	a.waitFor(t, "(2 node(s) on the ring)")
+	b.waitForLast(t, "(2 node(s) on the ring)")
+	a.waitForLast(t, "(2 node(s) on the ring)")
 
 	out = mustRun(t, ctx, env, exitOK, "ring", "print", url, "--key", "cli-ring")
 	contains(t, out, `Hash ring "cli-ring" replicas:`, `Hash ring "cli-ring" nodes:`)
@@ -350,14 +352,14 @@ func TestRing(t *testing.T) {
 	// b leaves on Ctrl-C; a takes all the items over.
 	b.interrupt(t)
 	contains(t, b.out.String(), `left ring "cli-ring"`)
-	a.waitFor(t, "owns 20 of 20 items (1 node(s) on the ring)")
+	a.waitForLast(t, "owns 20 of 20 items (1 node(s) on the ring)")
 	a.interrupt(t)
 	out = mustRun(t, ctx, env, exitFailed, "ring", "owner", url, "--key", "cli-ring", "7")
 	contains(t, out, "0 node(s)")
 
 	// JSON lines from join.
-	c := startJoin(t, ctx, env, url, "--key", "cli-ring", "--items", "5", "--json")
-	c.waitFor(t, `"owned":5`)
+	c := startRediskit(t, ctx, env, false, "ring", "join", url, "--key", "cli-ring", "--items", "5", "--json")
+	c.waitForLast(t, `"owned":5`)
 	c.interrupt(t)
 	var line joinJSON
 	if err := json.Unmarshal([]byte(strings.SplitN(c.out.String(), "\n", 2)[0]), &line); err != nil ||
@@ -394,7 +396,7 @@ func TestUsage(t *testing.T) {
 		contains(t, out, tc.want)
 	}
 	for _, args := range [][]string{
-		{"--help"}, {"check", "--help"}, {"health", "--help"}, {"ring", "--help"}, {"ring", "print", "--help"},
+		{"--help"}, {"check", "--help"}, {"probe", "--help"}, {"health", "--help"}, {"ring", "--help"}, {"ring", "print", "--help"},
 		{"ring", "owner", "--help"}, {"ring", "join", "--help"}, {"drill", "--help"}, {"lab", "up", "--help"}, {"demo", "--help"},
 	} {
 		out := mustRun(t, ctx, nil, exitOK, args...)
@@ -402,56 +404,25 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// joined is a running "ring join".
-type joined struct {
-	cmd  *execCmd
-	out  *safeBuffer
-	done chan struct{} // closed when the process has exited; err is then set
-	err  error
-}
-
-func (j *joined) pid() int { return j.cmd.Process.Pid }
-
-func (j *joined) waitFor(t *testing.T, s string) {
+// waitForLast waits until the last line of a "ring join" says s.
+func (r *running) waitForLast(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(j.lastLine(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ring join never printed %q:\n%s", s, j.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	r.waitUntil(t, "print "+strconv.Quote(s)+" last", func() bool { return strings.Contains(r.lastLine(), s) })
 }
 
 // lastLine is the last complete line of output.
-func (j *joined) lastLine() string {
-	lines := strings.Split(strings.TrimRight(j.out.String(), "\n"), "\n")
+func (r *running) lastLine() string {
+	lines := strings.Split(strings.TrimRight(r.out.String(), "\n"), "\n")
 	return lines[len(lines)-1]
 }
 
-// owns reports whether the node's last line lists the item.
-func (j *joined) owns(item string) bool {
-	_, items, _ := strings.Cut(j.lastLine(), ": ")
+// owns reports whether a "ring join"'s last line lists the item.
+func (r *running) owns(item string) bool {
+	_, items, _ := strings.Cut(r.lastLine(), ": ")
 	for _, it := range strings.Fields(items) {
 		if it == item {
 			return true
 		}
 	}
 	return false
-}
-
-func (j *joined) interrupt(t *testing.T) {
-	t.Helper()
-	if err := j.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-j.done:
-		if j.err != nil {
-			t.Fatalf("ring join after Ctrl-C: %v\n%s", j.err, j.out.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("ring join did not stop on Ctrl-C:\n%s", j.out.String())
-	}
-	assertNoSecrets(t, j.out.String())
 }

@@ -33,6 +33,7 @@ func demoSteps() []demoStep {
 		{"The lab", (*demo).describeLab},
 		{"A PING round through every node", (*demo).pingRound},
 		{"Every sentinel names the master", (*demo).askSentinels},
+		{"The replica election reads from the near replica", (*demo).electionTour},
 		{"A failover: reads go on, a held write runs once, an in-flight write is refused", (*demo).failoverTour},
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},

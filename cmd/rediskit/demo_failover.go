@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/replica"
 	"github.com/rediskit/rediskit/sentinel"
 )
 
@@ -39,7 +40,15 @@ func (d *demo) failoverTour(ctx context.Context) error {
 	var mu sync.Mutex
 	var events []sentinel.Event
 	started := make(chan struct{}, 1)
+	// The latency-aware election, started before the failover so reads go
+	// to a replica from the first one (before its first probe round the
+	// selector reads from the master, which is about to go silent).
+	sel, err := replica.NewSelector(replica.Config{})
+	if err != nil {
+		return err
+	}
 	client, err := sentinel.NewClient(sentinel.Options{
+		ReplicaSelector:  sel,
 		MasterName:       l.MasterName(),
 		SentinelAddrs:    l.SentinelAddrs(),
 		Password:         l.Config().Password,
@@ -67,6 +76,12 @@ func (d *demo) failoverTour(ctx context.Context) error {
 	defer client.Close()
 	// Durable: WAIT confirms the replicas have it before the reads start.
 	if err := client.Set(sentinel.WithDurable(ctx, true), "demo:stock", 42, 0).Err(); err != nil {
+		return err
+	}
+	if err := sel.Start(); err != nil {
+		return err
+	}
+	if err := sel.WaitRound(ctx, 1); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "the rediskit Sentinel client (reads: replicaPreferred) writes to %s (%s)\n", old.Name(), old.Addr())

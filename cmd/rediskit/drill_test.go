@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -73,26 +71,14 @@ func TestDrillURL(t *testing.T) {
 
 	// Ctrl-C ends the load early; the result is still checked and the
 	// keys deleted.
-	cmd := exec.CommandContext(ctx, binary, "drill", url, "--duration", "1m", "--rate", "200")
-	cmd.Env = commandEnv(env)
-	var buf safeBuffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRediskit(t, ctx, env, false, "drill", url, "--duration", "1m", "--rate", "200")
 	time.Sleep(1500 * time.Millisecond)
 	began := time.Now()
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("drill after Ctrl-C: %v\n%s", err, buf.String())
-	}
+	r.interrupt(t)
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("the drill took %v to stop after Ctrl-C", took)
 	}
-	contains(t, buf.String(), "interrupted after ", "0 lost", "deleted 2 keys")
-	assertNoSecrets(t, buf.String())
+	contains(t, r.output(), "interrupted after ", "0 lost", "deleted 2 keys")
 	assertNoDrillKeys(t, ctx, node)
 }
 

@@ -86,7 +86,7 @@ Exit codes: 0 ok, 1 the check failed, 2 usage error.`,
 	groupCommand(root)
 	// Flag and argument errors are usage errors (exit code 2).
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newCheckCommand(), newHealthCommand(), newRingCommand(), newDrillCommand(),
+	root.AddCommand(newCheckCommand(), newProbeCommand(), newHealthCommand(), newRingCommand(), newDrillCommand(),
 		newLabCommand(), newDemoCommand())
 	wrapArgs(root)
 	return root

@@ -95,33 +95,84 @@ func commandEnv(env []string) []string {
 	return append(out, env...)
 }
 
-type execCmd = exec.Cmd
+// running is rediskit started in the background (startRediskit).
+type running struct {
+	args []string
+	cmd  *exec.Cmd
+	out  *safeBuffer   // stdout, and stderr unless split
+	errs *safeBuffer   // stderr when split
+	done chan struct{} // closed when the process has exited; err is then set
+	err  error
+}
 
-// startJoin starts "rediskit ring join" with args in the background; the
-// test's cleanup kills it if it is still running.
-func startJoin(t *testing.T, ctx context.Context, env []string, args ...string) *joined {
+// startRediskit starts rediskit in the background, with stdout and stderr
+// in out, or stderr apart in errs when split; the test's cleanup kills it
+// if it is still running.
+func startRediskit(t *testing.T, ctx context.Context, env []string, split bool, args ...string) *running {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"ring", "join"}, args...)...)
+	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = commandEnv(env)
-	j := &joined{cmd: cmd, out: &safeBuffer{}, done: make(chan struct{})}
-	cmd.Stdout = j.out
-	cmd.Stderr = j.out
+	r := &running{args: args, cmd: cmd, out: &safeBuffer{}, errs: &safeBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	if split {
+		cmd.Stderr = r.errs
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
-		j.err = cmd.Wait()
-		close(j.done)
+		r.err = cmd.Wait()
+		close(r.done)
 	}()
 	t.Cleanup(func() {
 		select {
-		case <-j.done:
+		case <-r.done:
 		default:
 			_ = cmd.Process.Kill()
-			<-j.done
+			<-r.done
 		}
 	})
-	return j
+	return r
+}
+
+func (r *running) pid() int { return r.cmd.Process.Pid }
+
+func (r *running) output() string { return r.out.String() + r.errs.String() }
+
+// waitFor waits until the output (stdout and stderr) contains s.
+func (r *running) waitFor(t *testing.T, s string) {
+	t.Helper()
+	r.waitUntil(t, "print "+strconv.Quote(s), func() bool { return strings.Contains(r.output(), s) })
+}
+
+// waitUntil waits at most 20 s for cond.
+func (r *running) waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("rediskit %s did not %s:\n%s", strings.Join(r.args, " "), what, r.output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// interrupt sends Ctrl-C and expects the command to exit with code 0
+// within 15 s, printing no password.
+func (r *running) interrupt(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Fatalf("rediskit %s after Ctrl-C: %v\n%s", strings.Join(r.args, " "), r.err, r.output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("rediskit %s did not stop on Ctrl-C:\n%s", strings.Join(r.args, " "), r.output())
+	}
+	assertNoSecrets(t, r.output())
 }
 
 var pidColumn = regexp.MustCompile(`(?m)^(?:node|sentinel)\d+\s+\S+\s+\S+\s+\S+\s+(\d+)\s`)
@@ -160,6 +211,9 @@ func TestDemoQuick(t *testing.T) {
 		"started 1 master, 2 replicas and 3 sentinels",
 		"node2 ", "injected 42ms",
 		`as the master of "mymaster"`,
+		"elected, nearest",
+		"excluded: slow",
+		"node2 joined",
 		"SENTINEL FAILOVER mymaster sent to",
 		"writes are held from now on",
 		"the SET sent while writes were held: waited",
@@ -177,35 +231,22 @@ func TestDemoQuick(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	// The election: every near read on node1, the latency-blind ones on
+	// both replicas, and after the swap every read on node2.
+	matches(t, out, `(?m)^(\d+) GETs with readFrom=replicaPreferred: p50 [^;]+; \d+ on node1$`,
+		`(?m)^the same GETs with a latency-blind choice .*; \d+ on node1, \d+ on node2$`,
+		`(?m)^\d+ GETs again: p50 [^;]+; \d+ on node2$`)
 	assertGone(t, labPIDs(t, out))
 }
 
 func TestLabUpStopsOnInterrupt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "lab", "up", "--replicas", "1", "--sentinels", "1", "--latency", "node1=5ms")
-	cmd.Env = commandEnv([]string{"REDISKIT_PASSWORD=lab-up-secret"})
-	var out safeBuffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "Ctrl-C stops it") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("lab up did not come up:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("lab up after Ctrl-C: %v\n%s", err, out.String())
-	}
-	text := out.String()
+	r := startRediskit(t, ctx, []string{"REDISKIT_PASSWORD=lab-up-secret"}, false,
+		"lab", "up", "--replicas", "1", "--sentinels", "1", "--latency", "node1=5ms")
+	r.waitFor(t, "Ctrl-C stops it")
+	r.interrupt(t)
+	text := r.output()
 	if strings.Contains(text, "lab-up-secret") {
 		t.Fatalf("lab up printed the password:\n%s", text)
 	}
@@ -254,23 +295,10 @@ func (b *safeBuffer) String() string {
 func TestLabUpTLSJSON(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json")
-	cmd.Env = commandEnv(envPasswords)
-	var stdout, stderr safeBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), "Ctrl-C stops it") {
-		if time.Now().After(deadline) {
-			t.Fatalf("lab up did not come up:\n%s%s", stdout.String(), stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r := startRediskit(t, ctx, envPasswords, true, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json")
+	r.waitFor(t, "Ctrl-C stops it")
 	var d labJSON
-	decodeJSON(t, stdout.String()+stderr.String(), stdout.String(), &d)
+	decodeJSON(t, r.output(), r.out.String(), &d)
 	if !d.TLS || d.MasterName != "mymaster" || len(d.Nodes) != 2 || len(d.Sentinels) != 1 ||
 		d.Nodes[0].Role != "master" || d.Nodes[1].Role != "replica" || d.Nodes[0].PID == 0 || d.Sentinels[0].PID == 0 {
 		t.Fatalf("lab %+v", d)
@@ -288,14 +316,8 @@ func TestLabUpTLSJSON(t *testing.T) {
 	out = mustRun(t, ctx, envPasswords, exitFailed, "check", noCA)
 	contains(t, out, "certificate signed by unknown authority")
 
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("lab up after Ctrl-C: %v\n%s", err, stderr.String())
-	}
-	contains(t, stderr.String(), "stopped 3 processes")
-	assertNoSecrets(t, stdout.String()+stderr.String())
+	r.interrupt(t)
+	contains(t, r.errs.String(), "stopped 3 processes")
 	var pids []int
 	for _, n := range d.Nodes {
 		pids = append(pids, n.PID)
@@ -308,28 +330,10 @@ func TestLabUpTLSJSON(t *testing.T) {
 func TestDemoInterrupted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "demo", "--quick")
-	cmd.Env = commandEnv(nil)
-	var out safeBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "an INCR demo:orders is in flight") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("the demo never reached the failover:\n%s", out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("demo after Ctrl-C: %v\n%s", err, out.String())
-	}
-	text := out.String()
+	r := startRediskit(t, ctx, nil, false, "demo", "--quick")
+	r.waitFor(t, "an INCR demo:orders is in flight")
+	r.interrupt(t)
+	text := r.output()
 	contains(t, text, "interrupted", "stopped 6 processes")
 	assertGone(t, labPIDs(t, text))
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,7 +19,7 @@ var updateReadme = flag.Bool("update-readme", false, "run the commands and rewri
 // readmeSamples names the output samples README.md holds, each between
 // <!-- sample NAME --> and <!-- /sample --> lines.
 var readmeSamples = []string{
-	"lab-up", "check", "check-failures", "health", "ring", "drill", "demo",
+	"lab-up", "check", "check-failures", "probe", "health", "ring", "drill", "demo",
 }
 
 var sampleBlock = regexp.MustCompile(`(?s)<!-- sample ([a-z-]+) -->\n.*?<!-- /sample -->`)
@@ -56,7 +55,7 @@ func TestREADMESamples(t *testing.T) {
 	s := &sampler{t: t, ctx: ctx, env: []string{envPassword + "=" + dataSecret, envSentinelPassword + "=" + sentinelSecret}}
 
 	// lab up, in the foreground until Ctrl-C.
-	samples["lab-up"] = s.labUp("lab", "up", "--replicas", "2", "--sentinels", "3", "--latency", "node2=42ms")
+	samples["lab-up"] = s.untilInterrupt("Ctrl-C stops it", "lab", "up", "--replicas", "2", "--sentinels", "3", "--latency", "node2=42ms")
 
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, Password: dataSecret, SentinelPassword: sentinelSecret,
 		Nodes: []lab.NodeConfig{{}, {}, {Latency: 42 * time.Millisecond}}})
@@ -70,6 +69,10 @@ func TestREADMESamples(t *testing.T) {
 		s.run("check", "redis+sentinel://"+dead+","+l.SentinelAddrs()[0]+"/mymaster"),
 		s.run("check", strings.Replace(url, "/mymaster", "/shop", 1), "--json"),
 	)
+	samples["probe"] = s.join(
+		s.run("probe", url),
+		s.untilInterrupt(`round 3 of "mymaster"`, "probe", url, "--watch", "--interval", "500ms"),
+	)
 	samples["health"] = s.join(
 		s.run("health", url, "--write"),
 		s.run("health", "redis://"+replica, "--write"),
@@ -77,15 +80,18 @@ func TestREADMESamples(t *testing.T) {
 	)
 
 	ringURL := "redis://" + master
-	a := startJoin(t, ctx, s.env, ringURL, "--key", "example-ring", "--items", "12")
-	a.waitFor(t, "owns 12 of 12 items (1 node(s)")
-	b := startJoin(t, ctx, s.env, ringURL, "--key", "example-ring", "--items", "12")
-	b.waitFor(t, "(2 node(s) on the ring)")
-	a.waitFor(t, "(2 node(s) on the ring)")
+	join := func() *running {
+		return startRediskit(t, ctx, s.env, false, "ring", "join", ringURL, "--key", "example-ring", "--items", "12")
+	}
+	a := join()
+	a.waitForLast(t, "owns 12 of 12 items (1 node(s)")
+	b := join()
+	b.waitForLast(t, "(2 node(s) on the ring)")
+	a.waitForLast(t, "(2 node(s) on the ring)")
 	printed := s.run("ring", "print", ringURL, "--key", "example-ring")
 	owners := s.run("ring", "owner", ringURL, "--key", "example-ring", "3", "7", "account-42")
 	b.interrupt(t)
-	a.waitFor(t, "owns 12 of 12 items (1 node(s)")
+	a.waitForLast(t, "owns 12 of 12 items (1 node(s)")
 	a.interrupt(t)
 	interrupted := func(out string) string {
 		return strings.Replace(strings.TrimRight(out, "\n"), "left ring", "^C\nleft ring", 1)
@@ -148,28 +154,17 @@ func (s *sampler) format(extra, args []string, out string, code int) string {
 
 func (s *sampler) join(parts ...string) string { return strings.Join(parts, "\n\n") }
 
-// labUp runs lab up until it is ready, then interrupts it.
-func (s *sampler) labUp(args ...string) string {
+// untilInterrupt runs a command until its output shows until, then
+// interrupts it (Ctrl-C).
+func (s *sampler) untilInterrupt(until string, args ...string) string {
 	s.t.Helper()
-	cmd := exec.CommandContext(s.ctx, binary, args...)
-	cmd.Env = commandEnv(s.env)
-	var out safeBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "Ctrl-C stops it") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			s.t.Fatalf("lab up did not come up:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		s.t.Fatalf("lab up: %v\n%s", err, out.String())
-	}
-	text := strings.Replace(out.String(), "Ctrl-C stops it\n", "Ctrl-C stops it\n^C\n", 1)
+	r := startRediskit(s.t, s.ctx, s.env, false, args...)
+	r.waitFor(s.t, until)
+	// Interrupt once the output is complete: the line, or the table after it.
+	time.Sleep(100 * time.Millisecond)
+	printed := len(r.output())
+	r.interrupt(s.t)
+	text := r.output()
+	text = strings.TrimRight(text[:printed], "\n") + "\n^C\n" + text[printed:]
 	return s.format(nil, args, text, 0)
 }
