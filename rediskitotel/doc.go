@@ -45,6 +45,26 @@
 //	rediskit.sentinel.failovers          counter {failover} rediskit.master_name
 //	    Failovers the client saw begin (writes held until the new master).
 //
+// The client's calls per node, and the replica election (RegisterSentinel,
+// which also reports the RTT table of the client's *replica.Selector;
+// RegisterReplica for a selector alone; ReplicaObserver as
+// replica.Config.Observer; per node: server.address, server.port,
+// rediskit.role):
+//
+//	rediskit.sentinel.node.reads   counter {call}      rediskit.master_name
+//	    Read-only calls the node served (replicas, or the master).
+//	rediskit.sentinel.node.writes  counter {call}      rediskit.master_name
+//	rediskit.replica.rtt           gauge s
+//	    The node's moving-average PING round trip, once probed.
+//	rediskit.replica.elected       gauge
+//	    1 for a replica that reads from replicas go to, 0 for the others.
+//	rediskit.replica.excluded      gauge               rediskit.reason
+//	    1 for why a replica may not be elected (unprobed, unreachable,
+//	    link-down, stale, slow), 0 for the others.
+//	rediskit.replica.elections     counter {election}  rediskit.master_name, rediskit.reason
+//	    Election changes by reason (first-round, topology, unreachable,
+//	    link-down, stale, slow, recovered, rtt).
+//
 // Guards (RegisterCache, RegisterLimiter, RegisterGate, RegisterHealth;
 // rediskit.name is the name given at registration):
 //

@@ -63,6 +63,9 @@ type Metrics struct {
 	dbReadsRetried       metric.Int64Counter
 	dbWritesRefused      metric.Int64Counter
 
+	// replica
+	elections metric.Int64Counter
+
 	// hashring
 	ringExpiries metric.Int64Counter
 	ringRestores metric.Int64Counter
@@ -93,6 +96,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Sentinel answers not used during discovery, by reason.")
 	m.failovers = counter("rediskit.sentinel.failovers", "{failover}",
 		"Failovers the client saw begin (writes held until the new master was confirmed).")
+	m.elections = counter("rediskit.replica.elections", "{election}",
+		"Changes of the replica election, by reason.")
 	m.dbSwitches = counter("rediskit.multidb.switches", "{switch}",
 		"Changes of the active database, by reason (automatic, manual, failback).")
 	m.dbBreakerTransitions = counter("rediskit.multidb.breaker.transitions", "{transition}",

@@ -2,6 +2,7 @@ package rediskitotel
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/rediskit/rediskit/hashring"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/multidb"
+	"github.com/rediskit/rediskit/replica"
 	"github.com/rediskit/rediskit/sentinel"
 )
 
@@ -357,5 +359,71 @@ func TestMultiDBMetrics(t *testing.T) {
 	}
 	if n := sum(got["rediskit.multidb.failures"], db("primary")); n < 1 {
 		t.Errorf("failures counted on primary: %v", n)
+	}
+}
+
+// An election change: the RTT table, the elected flags and the reads per
+// node follow a swap of the replicas' latencies.
+func TestReplicaElectionMetrics(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	m, reader := newMetrics(t)
+	near, far := 4*time.Millisecond, 40*time.Millisecond
+	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3,
+		Nodes: []lab.NodeConfig{{Latency: near}, {Latency: near}, {Latency: far}}})
+	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 200 * time.Millisecond, Observer: m.ReplicaObserver(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+		ReadFrom: sentinel.ReplicaPreferred, ReplicaSelector: sel, RefreshInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := m.RegisterSentinel(c); err != nil {
+		t.Fatal(err)
+	}
+	a, b := l.Node(1).Addr(), l.Node(2).Addr()
+	elected := func(addr string) bool {
+		for _, row := range sel.Table() {
+			if row.Addr == addr {
+				return row.Elected
+			}
+		}
+		return false
+	}
+	read := func() {
+		for range 20 {
+			if err := c.Get(ctx, "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, 10*time.Second, "node1 elected", func() bool { read(); return elected(a) })
+	read()
+
+	host := func(addr string) []attribute.KeyValue { return addrAttrs(addr) }
+	got := collect(t, reader)
+	if sum(got["rediskit.replica.elected"], host(a)...) != 1 || sum(got["rediskit.replica.elected"], host(b)...) != 0 {
+		t.Fatalf("elected: %v", got["rediskit.replica.elected"])
+	}
+	rttA, rttB := sum(got["rediskit.replica.rtt"], host(a)...), sum(got["rediskit.replica.rtt"], host(b)...)
+	if rttA <= 0 || rttB <= rttA {
+		t.Fatalf("rtt near %v, far %v", rttA, rttB)
+	}
+	if r := sum(got["rediskit.sentinel.node.reads"], host(a)...); r < 20 {
+		t.Fatalf("reads on the near replica: %v", r)
+	}
+	before := sum(got["rediskit.replica.elections"])
+
+	l.Node(1).SetLatency(far)
+	l.Node(2).SetLatency(near)
+	waitFor(t, 10*time.Second, "node2 elected", func() bool { read(); return elected(b) && !elected(a) })
+	got = collect(t, reader)
+	if sum(got["rediskit.replica.elections"]) <= before {
+		t.Fatalf("elections did not grow past %v: %v", before, got["rediskit.replica.elections"])
+	}
+	if sum(got["rediskit.replica.elected"], host(b)...) != 1 {
+		t.Fatalf("elected after the swap: %v", got["rediskit.replica.elected"])
 	}
 }

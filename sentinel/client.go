@@ -241,6 +241,10 @@ func (c *Client) PoolStats() *redis.PoolStats {
 	return c.nodes.poolStats()
 }
 
+// Selector returns the ReplicaSelector the client uses (by default a
+// *replica.Selector), e.g. to read its RTT table or register its metrics.
+func (c *Client) Selector() ReplicaSelector { return c.selector }
+
 // Master returns the address writes currently go to ("" before the first
 // discovery).
 func (c *Client) Master() string {
@@ -443,6 +447,7 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 	if err != nil {
 		return err
 	}
+	n.counts.reads.Add(1)
 	err = c.runOn(ctx, n, cmd, cmds)
 	if done != nil {
 		done()
@@ -464,6 +469,7 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 	c.stats.readsRetried.Add(1)
 	c.emit(Event{Kind: EventReadRetried, Master: n.addr, Err: err})
 	routing.SetErrs(cmd, cmds, nil)
+	n2.counts.reads.Add(1)
 	err = c.runOn(ctx, n2, cmd, cmds)
 	if done2 != nil {
 		done2()
@@ -516,6 +522,7 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 // writeOn runs writing work on the snapshot's master, and with durable
 // confirms it with WAIT on the same connection.
 func (c *Client) writeOn(ctx context.Context, snap *snapshot, cmd redis.Cmder, cmds []redis.Cmder, durable bool) error {
+	snap.master.counts.writes.Add(1)
 	if !durable {
 		return c.runOn(ctx, snap.master, cmd, cmds)
 	}

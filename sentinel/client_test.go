@@ -139,6 +139,12 @@ func TestReadFromRoutesReadsAndWrites(t *testing.T) {
 	if d := calls(t, replica, "get") - getsR; d != 10 {
 		t.Fatalf("%d GETs on the replica, want 10", d)
 	}
+	// The client's own count agrees with the server's.
+	nodes := c.Stats().Nodes
+	i := slices.IndexFunc(nodes, func(ns NodeStats) bool { return ns.Addr == replica.Addr() })
+	if i < 0 || nodes[i].Reads != 10 {
+		t.Fatalf("Stats.Nodes = %+v, want 10 reads on the replica %s", nodes, replica.Addr())
+	}
 	// Per-call override: read your own write on the master.
 	for range 3 {
 		if err := c.Get(WithReadFrom(ctx, Master), "k").Err(); err != nil {

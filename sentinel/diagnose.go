@@ -15,6 +15,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/replica"
 )
 
 // Stage names one step of a connection trace.
@@ -319,8 +320,9 @@ func roleDetail(r redisinfo.Role) string {
 	return r.Role
 }
 
-// replicaStep says which replica read-only work would use: the first one
-// the sentinel reports healthy and ROLE confirms.
+// replicaStep says which replica read-only work would use: one round of
+// the latency-aware election (package replica, the client's default) over
+// the replicas the sentinel reports healthy and ROLE confirms.
 func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	step := Step{Stage: StageReplica, Server: d.Master}
 	start := time.Now()
@@ -330,16 +332,69 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	defer c.nodes.closeAll()
 	defer c.sentinels.close()
 	healthy, _, err := c.healthyReplicas(ctx, d.Sentinel)
-	step.Took = time.Since(start)
 	switch {
 	case err != nil:
+		step.Took = time.Since(start)
 		step.Detail = fmt.Sprintf("replicas unknown (%v): read-only work uses the master", err)
+		return step
 	case len(healthy) == 0:
+		step.Took = time.Since(start)
 		step.Detail = "no healthy replica: read-only work uses the master"
-	default:
-		d.Replica = healthy[0].addr
-		step.Server = d.Replica
-		step.Detail = fmt.Sprintf("read-only work would use replica %s (%d healthy)", d.Replica, len(healthy))
+		return step
 	}
+	addrs := make([]string, len(healthy))
+	for i, r := range healthy {
+		addrs[i] = r.addr
+	}
+	table, err := electOnce(ctx, opts, d.Master, addrs)
+	step.Took = time.Since(start)
+	if err != nil {
+		step.Detail = fmt.Sprintf("%d healthy replica(s); no election (%v): read-only work uses the master until the first probe", len(addrs), err)
+		return step
+	}
+	var masterRTT time.Duration
+	var elected []replica.NodeStatus
+	for _, row := range table {
+		if row.Role == replica.RoleMaster {
+			masterRTT = row.RTT
+		} else if row.Elected {
+			elected = append(elected, row)
+		}
+	}
+	if len(elected) == 0 {
+		step.Detail = fmt.Sprintf("no replica elected among %d healthy: read-only work uses the master (RTT %v)", len(addrs), masterRTT.Round(10*time.Microsecond))
+		return step
+	}
+	d.Replica = elected[0].Addr
+	step.Server = d.Replica
+	step.Detail = fmt.Sprintf("read-only work would use replica %s (RTT %v; master %v; %d healthy, %d elected)",
+		d.Replica, elected[0].RTT.Round(10*time.Microsecond), masterRTT.Round(10*time.Microsecond), len(addrs), len(elected))
 	return step
+}
+
+// electOnce runs one probe round of the default replica election and
+// returns its table.
+func electOnce(ctx context.Context, opts *Options, master string, replicas []string) ([]replica.NodeStatus, error) {
+	sel, err := replica.NewSelector(replica.Config{ProbeTimeout: opts.ProbeTimeout, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer sel.Close()
+	sel.Bind(replica.Env{
+		MasterName:  opts.MasterName,
+		Sentinels:   opts.SentinelAddrs,
+		NodeOptions: func(addr string) *redis.Options { return opts.nodeOptions(addr, dialer(opts)) },
+		Evict:       func(string) {},
+		Logger:      opts.Logger,
+	})
+	sel.UpdateTopology(replica.Topology{Master: master, Replicas: replicas})
+	if err := sel.Start(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*opts.ProbeTimeout)
+	defer cancel()
+	if err := sel.WaitRound(ctx, 1); err != nil {
+		return nil, err
+	}
+	return sel.Table(), nil
 }

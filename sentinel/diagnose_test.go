@@ -125,3 +125,17 @@ func toStrings(s []Stage) []string {
 	}
 	return out
 }
+
+// The replica Diagnose names is the one the latency-aware election picks.
+func TestDiagnoseNamesTheNearReplica(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3,
+		Nodes: []lab.NodeConfig{{Latency: 6 * time.Millisecond}, {Latency: 42 * time.Millisecond}, {Latency: 6 * time.Millisecond}}})
+	d, err := Diagnose(ctx, diagOptions(l))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d)
+	}
+	if d.Replica != l.Node(2).Addr() {
+		t.Fatalf("Diagnose names %q, want the near replica %s (node2)\n%s", d.Replica, l.Node(2).Addr(), d)
+	}
+}

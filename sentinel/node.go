@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -23,9 +25,17 @@ import (
 type node struct {
 	addr     string
 	client   *redis.Client
+	counts   *nodeCounts // shared by every client of this address
 	inflight atomic.Int64
 	retired  atomic.Bool
 	once     sync.Once
+}
+
+// nodeCounts are the calls a client sent to one address, across the
+// clients it had for it (a node evicted or retired and made again keeps
+// counting).
+type nodeCounts struct {
+	reads, writes atomic.Uint64
 }
 
 func (n *node) acquire() { n.inflight.Add(1) }
@@ -59,12 +69,13 @@ type nodeSet struct {
 	opts   *Options
 	mu     sync.Mutex
 	live   map[string]*node
+	counts map[string]*nodeCounts
 	hooks  []redis.Hook // added to every node client, present and future
 	closed bool
 }
 
 func newNodeSet(opts *Options) *nodeSet {
-	return &nodeSet{opts: opts, live: map[string]*node{}}
+	return &nodeSet{opts: opts, live: map[string]*node{}, counts: map[string]*nodeCounts{}}
 }
 
 // get returns the live node for addr, creating it if needed.
@@ -74,7 +85,12 @@ func (s *nodeSet) get(addr string) *node {
 	if n, ok := s.live[addr]; ok {
 		return n
 	}
-	n := &node{addr: addr}
+	counts := s.counts[addr]
+	if counts == nil {
+		counts = &nodeCounts{}
+		s.counts[addr] = counts
+	}
+	n := &node{addr: addr, counts: counts}
 	n.client = redis.NewClient(s.opts.nodeOptions(addr, dialer(s.opts)))
 	if s.closed {
 		// The client is closing: hand out a closed node (its calls fail
@@ -97,6 +113,21 @@ func (s *nodeSet) addHook(h redis.Hook) {
 	for _, n := range s.live {
 		n.client.AddHook(h)
 	}
+}
+
+// callCounts returns the reads and writes sent to every address so far,
+// by address.
+func (s *nodeSet) callCounts() []NodeStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]NodeStats, 0, len(s.counts))
+	for addr, c := range s.counts {
+		if r, w := c.reads.Load(), c.writes.Load(); r+w > 0 {
+			out = append(out, NodeStats{Addr: addr, Reads: r, Writes: w})
+		}
+	}
+	slices.SortFunc(out, func(a, b NodeStats) int { return strings.Compare(a.Addr, b.Addr) })
+	return out
 }
 
 // poolStats sums the pool statistics of the live node clients.

@@ -128,11 +128,15 @@ func (c *Client) emit(ev Event) {
 // Stats are counters since the client was created, and the current
 // topology.
 type Stats struct {
-	Master    string   // the master the client routes writes to
-	Replicas  []string // healthy, ROLE-verified replicas
-	Sentinels []string // known sentinels, in asking order
+	MasterName string   // Options.MasterName
+	Master     string   // the master the client routes writes to
+	Replicas   []string // healthy, ROLE-verified replicas
+	Sentinels  []string // known sentinels, in asking order
 	// FailoverInProgress is true while writes are held.
 	FailoverInProgress bool
+	// Nodes counts the calls sent to each address (reads by the node that
+	// served them, writes on the masters), sorted by address.
+	Nodes []NodeStats
 
 	MasterChanges     uint64
 	Resolutions       uint64 // topology refreshes (periodic, event-driven, on failure)
@@ -145,6 +149,13 @@ type Stats struct {
 	WritesNotDurable  uint64 // durable writes WAIT did not confirm
 }
 
+// NodeStats counts the calls a client sent to one node.
+type NodeStats struct {
+	Addr   string
+	Reads  uint64 // read-only calls (commands, pipelines) it served
+	Writes uint64 // writing calls (commands, pipelines, transactions) sent to it
+}
+
 type counters struct {
 	masterChanges, resolutions, discoveryFailures, sentinelsSkipped atomic.Uint64
 	readsRetried, writesRerun, writesRefused, writesHeld            atomic.Uint64
@@ -155,7 +166,9 @@ type counters struct {
 func (c *Client) Stats() Stats {
 	snap := c.snap.Load()
 	st := Stats{
+		MasterName:        c.opts.MasterName,
 		Sentinels:         c.sentinels.list(),
+		Nodes:             c.nodes.callCounts(),
 		MasterChanges:     c.stats.masterChanges.Load(),
 		Resolutions:       c.stats.resolutions.Load(),
 		DiscoveryFailures: c.stats.discoveryFailures.Load(),
