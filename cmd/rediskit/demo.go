@@ -33,8 +33,11 @@ func demoSteps() []demoStep {
 		{"The lab", (*demo).describeLab},
 		{"A PING round through every node", (*demo).pingRound},
 		{"Every sentinel names the master", (*demo).askSentinels},
+		{"The replica election reads from the near replica", (*demo).electionTour},
+		{"A failover: reads go on, a held write runs once, an in-flight write is refused", (*demo).failoverTour},
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
+		{"Two databases: the client moves off a dead one, and back on an operator's word", (*demo).multidbTour},
 	}
 }
 
@@ -44,9 +47,10 @@ func newDemoCommand() *cobra.Command {
 		Use:   "demo",
 		Short: "A guided tour of rediskit on a local lab",
 		Long: `Start a local lab (1 master, 2 replicas, 3 sentinels; the master and
-replica node1 6 ms away, replica node2 42 ms away) and walk through what
-rediskit does with it, printing what happened and the figures measured.
-Ctrl-C stops the tour and the lab cleanly.`,
+replica node1 6 ms away, replica node2 42 ms away, plus standalone servers
+for the shop, the ring and the two databases) and walk through what rediskit
+does with it, printing what happened and the figures measured. Ctrl-C stops
+the tour and every lab cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), quick)
@@ -56,15 +60,22 @@ Ctrl-C stops the tour and the lab cleanly.`,
 	return cmd
 }
 
-func runDemo(ctx context.Context, out io.Writer, quick bool) error {
+// demoLabConfig is the demo's topology, which --lab also starts: a master
+// and replica node1 6 ms away, replica node2 42 ms away, three sentinels.
+func demoLabConfig(password, sentinelPassword string) lab.Config {
 	cfg := lab.Sentinel(2)
 	cfg.Nodes = []lab.NodeConfig{
 		{Latency: 6 * time.Millisecond},
 		{Latency: 6 * time.Millisecond},
 		{Latency: 42 * time.Millisecond},
 	}
+	cfg.Password, cfg.SentinelPassword = password, sentinelPassword
+	return cfg
+}
+
+func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 	began := time.Now()
-	l, err := lab.Start(ctx, cfg)
+	l, err := lab.Start(ctx, demoLabConfig("", ""))
 	if err != nil {
 		return err
 	}
@@ -93,7 +104,7 @@ func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 }
 
 func (d *demo) describeLab(ctx context.Context) error {
-	return d.lab.Describe(ctx, d.out)
+	return describeLab(ctx, d.out, d.lab)
 }
 
 func (d *demo) pingRound(ctx context.Context) error {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,16 +20,19 @@ func newLabCommand() *cobra.Command {
 		Use:   "lab",
 		Short: "Run local Redis topologies",
 	}
+	groupCommand(cmd)
 	cmd.AddCommand(newLabUpCommand())
 	return cmd
 }
 
 type labFlags struct {
-	replicas  int
-	sentinels int
-	latency   []string
-	tls       bool
-	proxy     bool
+	replicas   int
+	sentinels  int
+	latency    []string
+	tls        bool
+	proxy      bool
+	masterName string
+	json       bool
 }
 
 func newLabUpCommand() *cobra.Command {
@@ -39,7 +45,14 @@ redis-sentinel processes), print its nodes and a ready URL, and stop it
 cleanly on Ctrl-C.
 
 Passwords come from REDISKIT_PASSWORD (data nodes) and
-REDISKIT_SENTINEL_PASSWORD (sentinels) and are never printed.`,
+REDISKIT_SENTINEL_PASSWORD (sentinels) and are never printed: the URL is
+printed without them, and other rediskit commands run with the same
+environment fill them in. With --tls the URL carries the throwaway CA's
+file (caFile), valid while the lab runs.
+
+With --json, one JSON object describes the lab once it is ready:
+{"url", "master_name", "tls", "nodes": [{"name", "role", "addr",
+"server", "pid", "latency_ms"}], "sentinels": [{"name", "addr", "pid"}]}.`,
 		Example: `  rediskit lab up --replicas 2 --sentinels 3 --latency node2=42ms`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,7 +60,7 @@ REDISKIT_SENTINEL_PASSWORD (sentinels) and are never printed.`,
 			if err != nil {
 				return err
 			}
-			return runLabUp(cmd, cfg)
+			return runLabUp(cmd, cfg, f.json)
 		},
 	}
 	cmd.Flags().IntVar(&f.replicas, "replicas", 2, "replicas of the master")
@@ -55,6 +68,8 @@ REDISKIT_SENTINEL_PASSWORD (sentinels) and are never printed.`,
 	cmd.Flags().StringArrayVar(&f.latency, "latency", nil, "added round trip for a node, as nodeN=duration (repeatable); implies --proxy")
 	cmd.Flags().BoolVar(&f.tls, "tls", false, "serve over TLS with a throwaway CA")
 	cmd.Flags().BoolVar(&f.proxy, "proxy", false, "put every data node behind a latency proxy")
+	cmd.Flags().StringVar(&f.masterName, "master-name", lab.DefaultMasterName, "the name the sentinels monitor the master under")
+	cmd.Flags().BoolVar(&f.json, "json", false, "describe the lab as one JSON object")
 	return cmd
 }
 
@@ -64,11 +79,15 @@ func (f labFlags) config() (lab.Config, error) {
 		Sentinels:        f.sentinels,
 		TLS:              f.tls,
 		Proxy:            f.proxy,
-		Password:         os.Getenv("REDISKIT_PASSWORD"),
-		SentinelPassword: os.Getenv("REDISKIT_SENTINEL_PASSWORD"),
+		MasterName:       f.masterName,
+		Password:         os.Getenv(envPassword),
+		SentinelPassword: os.Getenv(envSentinelPassword),
 	}
 	if f.replicas < 0 || f.sentinels < 0 {
 		return cfg, usagef("--replicas and --sentinels cannot be negative")
+	}
+	if f.masterName == "" || strings.ContainsAny(f.masterName, " /?#@") {
+		return cfg, usagef("--master-name %q: want a name without spaces, '/', '?', '#' or '@'", f.masterName)
 	}
 	cfg.Nodes = make([]lab.NodeConfig, f.replicas+1)
 	for _, spec := range f.latency {
@@ -99,12 +118,17 @@ func parseLatency(spec string, replicas int) (int, time.Duration, error) {
 	return idx, d, nil
 }
 
-func runLabUp(cmd *cobra.Command, cfg lab.Config) error {
+func runLabUp(cmd *cobra.Command, cfg lab.Config, asJSON bool) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
 	l, err := lab.Start(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	// In JSON mode stdout holds the one object; the rest goes to stderr.
+	notes := out
+	if asJSON {
+		notes = cmd.ErrOrStderr()
 	}
 	defer func() {
 		began := time.Now()
@@ -112,15 +136,87 @@ func runLabUp(cmd *cobra.Command, cfg lab.Config) error {
 		if err := l.Close(); err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "close: %v\n", err)
 		}
-		fmt.Fprintf(out, "stopped %d processes in %v\n", pids, time.Since(began).Round(time.Millisecond))
+		fmt.Fprintf(notes, "stopped %d processes in %v\n", pids, time.Since(began).Round(time.Millisecond))
 	}()
-	if err := l.Describe(ctx, out); err != nil {
+	if asJSON {
+		if err := writeJSON(out, describeLabJSON(ctx, l)); err != nil {
+			return err
+		}
+	} else if err := describeLab(ctx, out, l); err != nil {
 		return err
 	}
-	if cfg.Password != "" || cfg.SentinelPassword != "" {
-		fmt.Fprintln(out, "(passwords are not printed: use the values of REDISKIT_PASSWORD / REDISKIT_SENTINEL_PASSWORD)")
-	}
-	fmt.Fprintln(out, "lab is up; Ctrl-C stops it")
+	fmt.Fprintln(notes, "lab is up; Ctrl-C stops it")
 	<-ctx.Done()
 	return nil
+}
+
+// describeLab writes a table of the lab's servers (name, current role,
+// address, the server's own address, PID, injected latency) and its ready
+// URL, which carries no password.
+func describeLab(ctx context.Context, w io.Writer, l *lab.Lab) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tADDR\tSERVER\tPID\tLATENCY")
+	for _, n := range describeLabJSON(ctx, l).Nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\n", n.Name, n.Role, n.Addr, n.Server, n.PID, time.Duration(n.LatencyMS*float64(time.Millisecond)))
+	}
+	for _, s := range l.Sentinels() {
+		fmt.Fprintf(tw, "%s\tsentinel\t%s\t%s\t%d\t-\n", s.Name(), s.Addr(), s.DirectAddr(), s.PID())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "URL: %s\n", readyURL(l))
+	c := l.Config()
+	if c.Password != "" || c.SentinelPassword != "" {
+		fmt.Fprintf(w, "(passwords are not printed: rediskit commands take them from %s / %s)\n", envPassword, envSentinelPassword)
+	}
+	return nil
+}
+
+// labJSON is lab up's --json object.
+type labJSON struct {
+	URL        string        `json:"url"`
+	MasterName string        `json:"master_name,omitempty"`
+	TLS        bool          `json:"tls"`
+	Nodes      []labNodeJSON `json:"nodes"`
+	Sentinels  []labSentJSON `json:"sentinels"`
+}
+
+type labNodeJSON struct {
+	Name      string  `json:"name"`
+	Role      string  `json:"role"`
+	Addr      string  `json:"addr"`
+	Server    string  `json:"server"`
+	PID       int     `json:"pid"`
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+type labSentJSON struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+	PID  int    `json:"pid"`
+}
+
+func describeLabJSON(ctx context.Context, l *lab.Lab) labJSON {
+	d := labJSON{URL: readyURL(l), TLS: l.TLS() != nil, Nodes: []labNodeJSON{}, Sentinels: []labSentJSON{}}
+	if len(l.Sentinels()) > 0 {
+		d.MasterName = l.MasterName()
+	}
+	for _, n := range l.Nodes() {
+		role := "down"
+		if n.Paused() {
+			role = "paused"
+		} else if r, err := n.Role(ctx); err == nil {
+			role = r.Role
+			if role == "slave" {
+				role = "replica"
+			}
+		}
+		d.Nodes = append(d.Nodes, labNodeJSON{Name: n.Name(), Role: role, Addr: n.Addr(), Server: n.DirectAddr(),
+			PID: n.PID(), LatencyMS: ms(n.Latency())})
+	}
+	for _, s := range l.Sentinels() {
+		d.Sentinels = append(d.Sentinels, labSentJSON{Name: s.Name(), Addr: s.Addr(), PID: s.PID()})
+	}
+	return d
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,25 +47,132 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// rediskit runs the built binary and returns its output and exit code.
+// rediskit runs the built binary and returns its output (stdout and
+// stderr) and exit code.
 func rediskit(t *testing.T, ctx context.Context, env []string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	code := runBinary(t, ctx, env, &out, &out, args...)
+	return out.String(), code
+}
+
+// rediskitSplit is rediskit with stdout and stderr apart.
+func rediskitSplit(t *testing.T, ctx context.Context, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = runBinary(t, ctx, env, &o, &e, args...)
+	return o.String(), e.String(), code
+}
+
+func runBinary(t *testing.T, ctx context.Context, env []string, stdout, stderr io.Writer, args ...string) int {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = commandEnv(env)
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return out.String(), 0
+		return 0
 	case errors.As(err, &ee):
-		return out.String(), ee.ExitCode()
+		return ee.ExitCode()
 	default:
 		t.Fatalf("run rediskit %v: %v", args, err)
-		return "", -1
+		return -1
 	}
+}
+
+// commandEnv is the test's environment without REDISKIT_ variables, plus
+// env.
+func commandEnv(env []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDISKIT_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
+}
+
+// running is rediskit started in the background (startRediskit).
+type running struct {
+	args []string
+	cmd  *exec.Cmd
+	out  *safeBuffer   // stdout, and stderr unless split
+	errs *safeBuffer   // stderr when split
+	done chan struct{} // closed when the process has exited; err is then set
+	err  error
+}
+
+// startRediskit starts rediskit in the background, with stdout and stderr
+// in out, or stderr apart in errs when split; the test's cleanup kills it
+// if it is still running.
+func startRediskit(t *testing.T, ctx context.Context, env []string, split bool, args ...string) *running {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = commandEnv(env)
+	r := &running{args: args, cmd: cmd, out: &safeBuffer{}, errs: &safeBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	if split {
+		cmd.Stderr = r.errs
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r.err = cmd.Wait()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-r.done
+		}
+	})
+	return r
+}
+
+func (r *running) pid() int { return r.cmd.Process.Pid }
+
+func (r *running) output() string { return r.out.String() + r.errs.String() }
+
+// waitFor waits until the output (stdout and stderr) contains s.
+func (r *running) waitFor(t *testing.T, s string) {
+	t.Helper()
+	r.waitUntil(t, "print "+strconv.Quote(s), func() bool { return strings.Contains(r.output(), s) })
+}
+
+// waitUntil waits at most 20 s for cond.
+func (r *running) waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("rediskit %s did not %s:\n%s", strings.Join(r.args, " "), what, r.output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// interrupt sends Ctrl-C and expects the command to exit with code 0
+// within 15 s, printing no password.
+func (r *running) interrupt(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Fatalf("rediskit %s after Ctrl-C: %v\n%s", strings.Join(r.args, " "), r.err, r.output())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("rediskit %s did not stop on Ctrl-C:\n%s", strings.Join(r.args, " "), r.output())
+	}
+	assertNoSecrets(t, r.output())
 }
 
 var pidColumn = regexp.MustCompile(`(?m)^(?:node|sentinel)\d+\s+\S+\s+\S+\s+\S+\s+(\d+)\s`)
@@ -103,41 +211,42 @@ func TestDemoQuick(t *testing.T) {
 		"started 1 master, 2 replicas and 3 sentinels",
 		"node2 ", "injected 42ms",
 		`as the master of "mymaster"`,
+		"elected, nearest",
+		"excluded: slow",
+		"node2 joined",
+		"SENTINEL FAILOVER mymaster sent to",
+		"writes are held from now on",
+		"the SET sent while writes were held: waited",
+		`ran once on node`,
+		"with the error a caller sees:\n  master changed, re-run — sentinel",
+		"it may have executed: check before re-running",
+		"it was not re-run: demo:orders does not exist",
+		"reads kept going: ",
+		`primary killed (SIGKILL): the client moved to "standby"`,
+		`SetActive("primary") checked its health and switched in`,
+		": 0 writes failed,",
 		"stopped 6 processes",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	// The election: every near read on node1, the latency-blind ones on
+	// both replicas, and after the swap every read on node2.
+	matches(t, out, `(?m)^(\d+) GETs with readFrom=replicaPreferred: p50 [^;]+; \d+ on node1$`,
+		`(?m)^the same GETs with a latency-blind choice .*; \d+ on node1, \d+ on node2$`,
+		`(?m)^\d+ GETs again: p50 [^;]+; \d+ on node2$`)
 	assertGone(t, labPIDs(t, out))
 }
 
 func TestLabUpStopsOnInterrupt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "lab", "up", "--replicas", "1", "--sentinels", "1", "--latency", "node1=5ms")
-	cmd.Env = append(os.Environ(), "REDISKIT_PASSWORD=lab-up-secret")
-	var out safeBuffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "Ctrl-C stops it") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("lab up did not come up:\n%s", out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("lab up after Ctrl-C: %v\n%s", err, out.String())
-	}
-	text := out.String()
+	r := startRediskit(t, ctx, []string{"REDISKIT_PASSWORD=lab-up-secret"}, false,
+		"lab", "up", "--replicas", "1", "--sentinels", "1", "--latency", "node1=5ms")
+	r.waitFor(t, "Ctrl-C stops it")
+	r.interrupt(t)
+	text := r.output()
 	if strings.Contains(text, "lab-up-secret") {
 		t.Fatalf("lab up printed the password:\n%s", text)
 	}
@@ -181,4 +290,63 @@ func (b *safeBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestLabUpTLSJSON(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := startRediskit(t, ctx, envPasswords, true, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json")
+	r.waitFor(t, "Ctrl-C stops it")
+	var d labJSON
+	decodeJSON(t, r.output(), r.out.String(), &d)
+	if !d.TLS || d.MasterName != "mymaster" || len(d.Nodes) != 2 || len(d.Sentinels) != 1 ||
+		d.Nodes[0].Role != "master" || d.Nodes[1].Role != "replica" || d.Nodes[0].PID == 0 || d.Sentinels[0].PID == 0 {
+		t.Fatalf("lab %+v", d)
+	}
+	if !strings.HasPrefix(d.URL, "rediss+sentinel://"+d.Sentinels[0].Addr+"/mymaster?caFile=") || strings.Contains(d.URL, "xxxxx") {
+		t.Fatalf("the ready URL %q", d.URL)
+	}
+
+	// The ready URL works as it is, with the passwords from the environment.
+	out := mustRun(t, ctx, envPasswords, exitOK, "check", d.URL, "--write")
+	matches(t, out, `(?m)^ok   TLS      `+regexp.QuoteMeta(d.Nodes[0].Addr)+` .* TLS 1\.[23], server certificate`,
+		`(?m)^ok   AUTH `, `(?m)^ok   WRITE `)
+	// The same URL over TLS without the CA fails at the TLS stage.
+	noCA := d.URL[:strings.Index(d.URL, "?")]
+	out = mustRun(t, ctx, envPasswords, exitFailed, "check", noCA)
+	contains(t, out, "certificate signed by unknown authority")
+
+	r.interrupt(t)
+	contains(t, r.errs.String(), "stopped 3 processes")
+	var pids []int
+	for _, n := range d.Nodes {
+		pids = append(pids, n.PID)
+	}
+	assertGone(t, append(pids, d.Sentinels[0].PID))
+}
+
+// Ctrl-C in the middle of the failover step ends the tour cleanly: exit
+// code 0 and every lab process gone.
+func TestDemoInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := startRediskit(t, ctx, nil, false, "demo", "--quick")
+	r.waitFor(t, "an INCR demo:orders is in flight")
+	r.interrupt(t)
+	text := r.output()
+	contains(t, text, "interrupted", "stopped 6 processes")
+	assertGone(t, labPIDs(t, text))
+}
+
+// --lab starts a lab for one command and stops it after.
+func TestLabFlag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var rep checkJSON
+	runJSON(t, ctx, envPasswords, exitOK, &rep, "check", "--lab", "--write")
+	if !rep.OK || rep.Kind != "sentinel" || rep.Replica == "" || !strings.Contains(rep.Target, ":xxxxx@") {
+		t.Fatalf("check --lab: %+v", rep)
+	}
+	out := mustRun(t, ctx, envPasswords, exitOK, "health", "--lab", "--write")
+	matches(t, out, `(?m)^writable master 127\.0\.0\.1:\d+ of "mymaster" `)
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+func TestDrillLabFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stdout, stderr, code := rediskitSplit(t, ctx, nil, "drill", "--lab", "--failover", "--duration", "4s", "--rate", "400", "--json")
+	var rep drillJSON
+	decodeJSON(t, stdout+stderr, stdout, &rep)
+	t.Logf("drill: exit %d, writes %+v, reads %+v, failover %+v, verification %+v, events %+v",
+		code, rep.Writes, rep.Reads, rep.Failover, rep.Verification, rep.Events)
+
+	if !rep.Lab || rep.RunID == "" || rep.KeyPrefix != "rediskit:drill:"+rep.RunID+":" || rep.Writers != 4 || rep.Readers != 4 {
+		t.Errorf("report header %+v", rep)
+	}
+	fo := rep.Failover
+	if fo == nil || fo.Error != "" || fo.NewMaster == "" || fo.NewMaster == fo.OldMaster || fo.SwitchedAfterS <= 0 || fo.SwitchedAfterS > 5 ||
+		fo.RequestedAtS < 1 || fo.RequestedAtS > 2 {
+		t.Errorf("failover %+v", fo)
+	}
+	if rep.Writes.Succeeded == 0 || rep.Reads.Succeeded == 0 || rep.Writes.Attempted != rep.Writes.Succeeded+rep.Writes.Failed {
+		t.Errorf("writes %+v, reads %+v", rep.Writes, rep.Reads)
+	}
+	v := rep.Verification
+	if v == nil || v.Acknowledged != rep.Writes.Succeeded || v.Present < v.Acknowledged-v.Lost {
+		t.Fatalf("verification %+v", v)
+	}
+	if rep.DeletedKeys != 2 {
+		t.Errorf("deleted %d keys, want 2 (the op list and the read key)", rep.DeletedKeys)
+	}
+	kinds := map[string]bool{}
+	for _, ev := range rep.Events {
+		kinds[ev.Event] = true
+	}
+	if !kinds["failover requested"] || !kinds["master changed"] || !kinds["failover started"] {
+		t.Errorf("events %+v", rep.Events)
+	}
+	// The exit code follows the findings.
+	clean := v.Lost == 0 && v.Duplicates == 0
+	if clean != (code == exitOK) || clean != rep.OK {
+		t.Errorf("lost %d, duplicates %d, but exit %d, ok %v, error %q", v.Lost, v.Duplicates, code, rep.OK, rep.Error)
+	}
+	if !clean && (code != exitFailed || !strings.Contains(stderr, "rediskit: drill failed: ")) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestDrillURL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l := lab.New(t, lab.Config{Password: dataSecret})
+	node := l.Node(0)
+	url := "redis://" + node.Addr()
+	env := envPasswords[:1]
+
+	out := mustRun(t, ctx, env, exitOK, "drill", url, "--duration", "1s", "--rate", "200")
+	matches(t, out, `(?m)^drill on redis://:xxxxx@`+node.Addr()+` \(a rediskit lab\): 1s, 4 writers, 4 readers, at most 200 ops/s; keys rediskit:drill:[0-9a-f]{8}:\*$`,
+		`(?m)^writes: (\d+) acknowledged, 0 failed; longest gap without an acknowledged write `,
+		`(?m)^reads:  \d+ answered, 0 failed;`,
+		`(?m)^check on the master: (\d+) of (\d+) acknowledged writes present; 0 duplicated; 0 lost; 0 failed writes applied anyway$`,
+		`(?m)^deleted 2 keys \(rediskit:drill:[0-9a-f]{8}:\*\)$`)
+	assertNoDrillKeys(t, ctx, node)
+
+	// Ctrl-C ends the load early; the result is still checked and the
+	// keys deleted.
+	r := startRediskit(t, ctx, env, false, "drill", url, "--duration", "1m", "--rate", "200")
+	time.Sleep(1500 * time.Millisecond)
+	began := time.Now()
+	r.interrupt(t)
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("the drill took %v to stop after Ctrl-C", took)
+	}
+	contains(t, r.output(), "interrupted after ", "0 lost", "deleted 2 keys")
+	assertNoDrillKeys(t, ctx, node)
+}
+
+func TestDrillRefusesWhatIsNotALab(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// A lab in a directory of its own is not recognisable as a lab.
+	l := lab.New(t, lab.Config{Dir: t.TempDir()})
+	node := l.Node(0)
+	url := "redis://" + node.Addr()
+	out := mustRun(t, ctx, nil, exitUsage, "drill", url, "--duration", "1s")
+	contains(t, out, "is not a rediskit lab", "outside a rediskit-lab-* directory", "pass --yes")
+	out = mustRun(t, ctx, nil, exitOK, "drill", url, "--duration", "1s", "--rate", "100", "--yes")
+	contains(t, out, "(not a lab, run with --yes)", "0 lost", "deleted 2 keys")
+	assertNoDrillKeys(t, ctx, node)
+}
+
+func assertNoDrillKeys(t *testing.T, ctx context.Context, n *lab.Node) {
+	t.Helper()
+	keys, err := n.Do(ctx, "KEYS", "rediskit:drill:*").StringSlice()
+	if err != nil || len(keys) != 0 {
+		t.Fatalf("drill keys left behind: %v, %v", keys, err)
+	}
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rediskit/rediskit/lab"
+)
+
+func TestProbe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// node2 is 30 ms away: more than 3 × the master, so never elected.
+	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, Password: dataSecret, SentinelPassword: sentinelSecret,
+		Nodes: []lab.NodeConfig{{}, {}, {Latency: 30 * time.Millisecond}}})
+	url := sentinelURL(l)
+	master, near, far := l.Node(0).Addr(), l.Node(1).Addr(), l.Node(2).Addr()
+
+	out := mustRun(t, ctx, envPasswords, exitOK, "probe", url)
+	matches(t, out,
+		`(?m)^\d\d:\d\d:\d\d\.\d{3}  round 1 of "mymaster", every 2s$`,
+		`(?m)^NODE +ROLE +RTT \(EWMA\) +LAST +SAMPLES +LAG +HEALTHY +ELECTION +WHY$`,
+		`(?m)^`+regexp.QuoteMeta(master)+` +master +\S+ +\S+ +1 +- +yes `,
+		`(?m)^`+regexp.QuoteMeta(near)+` +replica +\S+ +\S+ +1 +\d+B/\S+ +yes +elected`,
+		`(?m)^`+regexp.QuoteMeta(far)+` +replica +3\d\.\d+ms +\S+ +1 +\S+ +yes +excluded: slow +rtt 3\d\.\d+ms > 3 × master `)
+
+	var rep probeJSON
+	runJSON(t, ctx, envPasswords, exitOK, &rep, "probe", url)
+	if rep.MasterName != "mymaster" || rep.Round != 1 || len(rep.Nodes) != 3 {
+		t.Fatalf("probe --json: %+v", rep)
+	}
+	byAddr := map[string]probeNodeJSON{}
+	for _, n := range rep.Nodes {
+		byAddr[n.Addr] = n
+	}
+	if m := byAddr[master]; m.Role != "master" || !m.Healthy || m.RTTMS <= 0 {
+		t.Errorf("master row %+v", m)
+	}
+	if n := byAddr[near]; n.Role != "replica" || !n.Elected || n.Excluded != "" || n.LinkUp == nil || !*n.LinkUp || n.LagBytes == nil {
+		t.Errorf("near replica row %+v", n)
+	}
+	if n := byAddr[far]; n.Elected || n.Excluded != "slow" || n.RTTMS < 30 || !strings.Contains(n.Why, "> 3 × master") {
+		t.Errorf("far replica row %+v", n)
+	}
+
+	// --watch, not on a terminal: one table per round, and the changes of
+	// the election, until Ctrl-C.
+	r := startRediskit(t, ctx, envPasswords, false, "probe", url, "--watch", "--interval", "200ms")
+	r.waitFor(t, `round 4 of "mymaster"`)
+	// The far replica comes near: it joins the election.
+	l.Node(2).SetLatency(0)
+	elected := regexp.MustCompile(`election changed \(\w+\): elected .*` + regexp.QuoteMeta(far))
+	r.waitUntil(t, "show "+far+" elected", func() bool { return elected.MatchString(r.output()) })
+	r.interrupt(t)
+	text := r.output()
+	matches(t, text, `(?m)^\S+ election changed \(first-round\): elected `+regexp.QuoteMeta(near)+` \(was none\)`)
+	if n := strings.Count(text, "NODE "); n < 5 {
+		t.Errorf("probe --watch printed %d tables, want one per round:\n%s", n, text)
+	}
+	if strings.Contains(text, "\x1b[") {
+		t.Error("probe --watch moved the cursor though its output is not a terminal")
+	}
+
+	// Failures.
+	out = mustRun(t, ctx, envPasswords, exitFailed, "probe", strings.Replace(url, "/mymaster", "/nosuchmaster", 1), "--timeout", "500ms")
+	contains(t, out, `rediskit: no master for "nosuchmaster"`)
+	out = mustRun(t, ctx, envPasswords, exitUsage, "probe", "redis://"+master)
+	contains(t, out, "probe needs a redis+sentinel:// URL")
+	out = mustRun(t, ctx, envPasswords, exitUsage, "probe", url, "--interval", "10ms")
+	contains(t, out, "--interval must be at least 100ms")
+}
