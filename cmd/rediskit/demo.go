@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rediskit/rediskit/examples/shop/shop"
 	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/rediskitotel"
 )
 
 // demo is the guided tour's shared state: one lab, the output, and whether
@@ -19,6 +22,11 @@ type demo struct {
 	out   io.Writer
 	quick bool
 	lab   *lab.Lab
+	// metrics is the tour's OpenTelemetry pipeline, exported in Prometheus
+	// format the way the example shop serves it at GET /metrics; the steps
+	// report into it.
+	metrics        *rediskitotel.Metrics
+	metricsHandler http.Handler
 }
 
 // demoStep is one stop of the tour. Steps print what happened and the
@@ -35,6 +43,7 @@ func demoSteps() []demoStep {
 		{"Every sentinel names the master", (*demo).askSentinels},
 		{"The replica election reads from the near replica", (*demo).electionTour},
 		{"A failover: reads go on, a held write runs once, an in-flight write is refused", (*demo).failoverTour},
+		{"What /metrics shows after the failover", (*demo).metricsTour},
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
 		{"Two databases: the client moves off a dead one, and back on an operator's word", (*demo).multidbTour},
@@ -81,6 +90,12 @@ func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 	}
 	fmt.Fprintf(out, "started 1 master, 2 replicas and 3 sentinels in %v\n", time.Since(began).Round(time.Millisecond))
 	d := &demo{out: out, quick: quick, lab: l}
+	var stopMetrics func(context.Context) error
+	if d.metrics, d.metricsHandler, stopMetrics, err = shop.NewPrometheusMetrics(); err != nil {
+		_ = l.Close()
+		return err
+	}
+	defer func() { _ = stopMetrics(context.Background()) }()
 	defer func() {
 		began := time.Now()
 		pids := len(l.PIDs())

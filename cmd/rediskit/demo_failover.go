@@ -58,7 +58,7 @@ func (d *demo) failoverTour(ctx context.Context) error {
 		// Long enough that the INCR on the silent master fails when its
 		// connection drops, not on a timeout of its own.
 		ReadTimeout: 10 * time.Second,
-		Observer: func(ev sentinel.Event) {
+		Observer: d.metrics.SentinelObserver(func(ev sentinel.Event) {
 			mu.Lock()
 			events = append(events, ev)
 			mu.Unlock()
@@ -68,7 +68,7 @@ func (d *demo) failoverTour(ctx context.Context) error {
 				default:
 				}
 			}
-		},
+		}),
 	})
 	if err != nil {
 		return err

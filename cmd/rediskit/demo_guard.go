@@ -36,7 +36,7 @@ func (d *demo) guardTour(ctx context.Context) error {
 		return err
 	}
 	defer g.Close()
-	s, err := shop.New(shop.Config{Guard: g})
+	s, err := shop.New(shop.Config{Guard: g, Metrics: d.metrics, MetricsHandler: d.metricsHandler})
 	if err != nil {
 		return err
 	}

@@ -36,17 +36,21 @@ func TestDrillLabFailover(t *testing.T) {
 	if rep.DeletedKeys != 2 {
 		t.Errorf("deleted %d keys, want 2 (the op list and the read key)", rep.DeletedKeys)
 	}
-	kinds := map[string]bool{}
+	kinds := map[string]int{}
 	for _, ev := range rep.Events {
-		kinds[ev.Event] = true
+		kinds[ev.Event]++
 	}
-	if !kinds["failover requested"] || !kinds["master changed"] || !kinds["failover started"] {
+	// One switch: the client follows the failover once (it once switched
+	// back to the old master while the leading sentinel still named it).
+	if kinds["failover requested"] != 1 || kinds["master changed"] != 1 || kinds["failover started"] != 1 {
 		t.Errorf("events %+v", rep.Events)
 	}
-	// The exit code follows the findings.
+	// Nothing duplicated (a write is never re-run) and, with writes held
+	// from the leader's announcement, nothing acknowledged is lost: the
+	// drill exits 0.
 	clean := v.Lost == 0 && v.Duplicates == 0
-	if clean != (code == exitOK) || clean != rep.OK {
-		t.Errorf("lost %d, duplicates %d, but exit %d, ok %v, error %q", v.Lost, v.Duplicates, code, rep.OK, rep.Error)
+	if !clean || code != exitOK || !rep.OK {
+		t.Errorf("lost %d, duplicates %d, exit %d, ok %v, error %q", v.Lost, v.Duplicates, code, rep.OK, rep.Error)
 	}
 	if !clean && (code != exitFailed || !strings.Contains(stderr, "rediskit: drill failed: ")) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
