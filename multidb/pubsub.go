@@ -2,7 +2,6 @@ package multidb
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -65,10 +64,8 @@ func (r *pubsubRouter) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 	if err != nil {
 		return nil, &failure.DialError{Addr: db.pubsub.Addr, Err: err}
 	}
-	tc := r.conns.Track(conn, db)
-	// A switch that happened while dialing did not see this connection.
-	if r.c.route.Load().active != db {
-		_ = tc.Close()
+	tc, ok := r.conns.TrackIfCurrent(conn, db, func() *database { return r.c.route.Load().active })
+	if !ok {
 		return nil, errMoved
 	}
 	return tc, nil
@@ -113,16 +110,8 @@ func dialEndpoint(ctx context.Context, o *redis.Options) (net.Conn, error) {
 	if err != nil || o.TLSConfig == nil {
 		return conn, err
 	}
-	cfg := o.TLSConfig
-	if cfg.ServerName == "" {
-		cfg = cfg.Clone()
-		if host, _, err := net.SplitHostPort(o.Addr); err == nil {
-			cfg.ServerName = host
-		}
-	}
-	tc := tls.Client(conn, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		_ = conn.Close()
+	tc, err := redisopt.Handshake(ctx, conn, o.TLSConfig, o.Addr)
+	if err != nil {
 		return nil, fmt.Errorf("TLS: %w", err)
 	}
 	return tc, nil

@@ -76,10 +76,10 @@ func NewClient(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Durable || opts.DurableTimeout != DefaultDurableTimeout {
-		if opts.DurableTimeout >= opts.ReadTimeout {
-			return nil, fmt.Errorf("sentinel: DurableTimeout (%v) must be shorter than ReadTimeout (%v), which bounds the WAIT reply", opts.DurableTimeout, opts.ReadTimeout)
-		}
+	// Checked whether or not Durable is set: WithDurable turns it on per
+	// call.
+	if opts.DurableTimeout >= opts.ReadTimeout {
+		return nil, fmt.Errorf("sentinel: DurableTimeout (%v) must be shorter than ReadTimeout (%v), which bounds the WAIT reply", opts.DurableTimeout, opts.ReadTimeout)
 	}
 	c := &Client{
 		opts:          opts,
@@ -92,7 +92,7 @@ func NewClient(opts Options) (*Client, error) {
 		refreshDone:   make(chan refreshResult),
 		switchDone:    make(chan switchResult),
 		promotionDone: make(chan promotionResult),
-		topo:          topoState{knownEpoch: -1, formerMasters: map[string]int64{}},
+		topo:          topoState{knownEpoch: -1, formerMasters: map[string]formerMaster{}, unconfirmed: map[string]time.Time{}},
 	}
 	if c.selector == nil {
 		sel, err := replica.NewSelector(replica.Config{})
@@ -362,14 +362,19 @@ func (c *Client) writableSnapshot(ctx context.Context) (*snapshot, error) {
 
 // resolveAfter returns a snapshot newer than seen: at once if the topology
 // goroutine already moved on, else after a refresh that starts now (shared
-// with concurrent callers).
+// with concurrent callers). A refresh already running when the call failed
+// is waited for first, so the wait is capped at one discovery: past that,
+// the current snapshot is returned.
 func (c *Client) resolveAfter(ctx context.Context, seen *snapshot) (*snapshot, error) {
 	if cur := c.snap.Load(); cur.gen != seen.gen {
 		return cur, nil
 	}
+	cap := time.NewTimer(c.opts.DiscoveryTimeout + c.opts.ProbeTimeout)
+	defer cap.Stop()
 	select {
 	case <-c.requestResolve():
 	case <-seen.superseded:
+	case <-cap.C:
 	case <-ctx.Done():
 		return seen, ctx.Err()
 	case <-c.ctx.Done():
@@ -452,15 +457,18 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 	if done != nil {
 		done()
 	}
-	if err == nil || !c.failureSignal(cmd, cmds, err) {
+	if err == nil || !c.failureSignal(ctx, cmd, cmds, err) {
+		return err
+	}
+	if failure.Timeout(err) {
+		// The caller already waited its read timeout: check the topology
+		// in the background and return now (a slow node is not re-run).
+		c.kick()
 		return err
 	}
 	next, rerr := c.resolveAfter(ctx, snap)
 	if rerr != nil {
 		return err
-	}
-	if failure.Timeout(err) && next.master == snap.master && next.replica(n.addr) == n {
-		return err // the node is still the right one: a timeout is not re-run
 	}
 	n2, done2, terr := c.target(next, true, rf)
 	if terr != nil {
@@ -488,7 +496,13 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	}
 	durable := c.durable(ctx)
 	err = c.writeOn(ctx, snap, cmd, cmds, durable)
-	if err == nil || !c.failureSignal(cmd, cmds, err) {
+	if err == nil || !c.failureSignal(ctx, cmd, cmds, err) {
+		return err
+	}
+	if failure.Timeout(err) {
+		// A timeout alone never re-runs a write, and the caller already
+		// waited: check the topology in the background and return now.
+		c.kick()
 		return err
 	}
 	notExecuted := c.provablyNotExecuted(cmd, cmds, err)

@@ -287,6 +287,18 @@ func TestSubscribeResumesAfterFailover(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the client to follow the failover", func() bool { return c.Master() == res.NewMaster.Addr() })
 	publishUntilReceived("after")
+	// Delivered from the new master itself, not from a subscription left on
+	// the old one (a replica relays what its master publishes).
+	numsub := func(n *lab.Node) int64 {
+		v, err := n.Do(ctx, "PUBSUB", "NUMSUB", "news").Slice()
+		if err != nil || len(v) != 2 {
+			t.Fatalf("PUBSUB NUMSUB on %s: %v, %v", n.Name(), v, err)
+		}
+		return v[1].(int64)
+	}
+	if numsub(res.NewMaster) != 1 || numsub(res.OldMaster) != 0 {
+		t.Fatalf("subscribers: new master %d, old master %d; want 1 and 0", numsub(res.NewMaster), numsub(res.OldMaster))
+	}
 }
 
 func TestDurableWrites(t *testing.T) {
@@ -554,4 +566,33 @@ func TestBindAndEvict(t *testing.T) {
 		}
 		return len(after) > 0
 	})
+}
+
+// A write with a nil reply (SET ... GET, GETSET on a new key) ran: durable
+// mode confirms it like any other.
+func TestDurableConfirmsWritesWithNilReplies(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Sentinel(2))
+	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true; o.DurableTimeout = 300 * time.Millisecond })
+	waitFor(t, 5*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
+	// Both replicas up: confirmed, and the reply is go-redis's.
+	if err := c.SetArgs(ctx, "a", "1", redis.SetArgs{Get: true}).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("SET GET on a new key, confirmed: %v, want redis.Nil", err)
+	}
+	if err := l.Node(2).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Node(2).Resume() }()
+	for name, run := range map[string]func() error{
+		"SET GET": func() error { return c.SetArgs(ctx, "b", "1", redis.SetArgs{Get: true}).Err() },
+		"GETSET":  func() error { return c.GetSet(ctx, "c", "1").Err() },
+	} {
+		var nde *NotDurableError
+		if err := run(); !errors.As(err, &nde) || nde.Acked != 1 || nde.Required != 2 {
+			t.Errorf("%s on a new key with a replica paused: %v, want NotDurableError 1 of 2", name, err)
+		}
+	}
+	if v, _ := l.Node(0).Do(ctx, "GET", "b").Text(); v != "1" {
+		t.Fatalf("the write ran on the master: b = %q", v)
+	}
 }

@@ -206,14 +206,9 @@ func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisi
 	}
 	conn := raw
 	if opts.TLSConfig != nil {
-		cfg := opts.TLSConfig.Clone()
-		if cfg.ServerName == "" {
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
-		}
 		start = time.Now()
-		tc := tls.Client(raw, cfg)
 		hctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
-		err := tc.HandshakeContext(hctx)
+		tc, err := redisopt.Handshake(hctx, raw, opts.TLSConfig, addr)
 		cancel()
 		detail := ""
 		if err == nil {
@@ -221,7 +216,6 @@ func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisi
 			detail = fmt.Sprintf("%s, server certificate %q", tls.VersionName(st.Version), st.PeerCertificates[0].Subject.CommonName)
 		}
 		if !stage(StageTLS, start, detail, err) {
-			_ = raw.Close()
 			return steps, nil
 		}
 		conn = tc

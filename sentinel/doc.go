@@ -46,20 +46,24 @@
 // client then polls the candidate's ROLE and switches as soon as it answers
 // master (typically within a few hundred milliseconds), or when a sentinel
 // announces +switch-master. A replica that answers ROLE master while the
-// master still does (a promotion the client did not hear of) also holds
-// writes. Writes that waited are then sent to the new master: they never
-// reached the old one. Connections to the old master are closed: idle ones
+// master still does (a promotion the client did not hear of, or an
+// operator's REPLICAOF NO ONE) also holds writes, but its ROLE alone never
+// moves them: the client switches only when a sentinel names it, and
+// otherwise, after FailoverHold, goes on writing to the master the
+// sentinels name. Writes that waited are then sent to the new master: they
+// never reached the old one. Connections to the old master are closed: idle ones
 // at once, busy ones when their command returns; none is reused.
 //
 // A call that fails with a sign that the master may have moved (a
-// connection refused or dropped, a timeout, READONLY, MASTERDOWN, LOADING)
-// triggers one re-resolution, shared by the calls failing at the same time.
-// Then:
+// connection refused or dropped, READONLY, MASTERDOWN, LOADING) triggers
+// one re-resolution, shared by the calls failing at the same time. A
+// timeout starts one in the background and returns at once: the caller has
+// already waited its read timeout, and timed-out work is never re-run. The
+// caller's own cancellation or deadline is not a sign of anything. Then:
 //
 //   - Read-only work (a command, a pipeline, a script the classifier calls
 //     read-only) is re-run once on the re-resolved target. A second failure
-//     is returned as it is. A timeout on a node that is still the right one
-//     is not re-run.
+//     is returned as it is.
 //   - Writing work is re-run once on the new master only if it provably did
 //     not execute: no connection was made, it was never sent, or every write
 //     in it was refused before execution (READONLY, MASTERDOWN, LOADING, or

@@ -2,6 +2,7 @@ package sentinel
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,17 +25,16 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 	wait := redis.NewIntCmd(ctx, "wait", required, c.opts.DurableTimeout.Milliseconds())
 	n.acquire()
 	defer n.release()
+	// reply is the work's own result (go-redis's), returned once WAIT has
+	// confirmed it. A nil reply (SET ... GET or GETSET on a new key) is a
+	// write that ran: it needs confirming like any other.
+	var reply error
 	if routing.IsTx(cmds) {
 		conn := n.client.Conn()
 		defer conn.Close()
-		_, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			for _, q := range cmds[1 : len(cmds)-1] {
-				_ = p.Process(ctx, q)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+		reply = routing.Run(ctx, conn, nil, cmds)
+		if reply != nil && !errors.Is(reply, redis.Nil) {
+			return reply // aborted, or lost: nothing to confirm (or unknown)
 		}
 		_ = conn.Process(ctx, wait)
 	} else {
@@ -47,13 +47,9 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 			}
 			return p.Process(ctx, wait)
 		})
-		if cmd != nil && cmd.Err() != nil {
-			return cmd.Err()
-		}
-		for _, q := range cmds {
-			if q.Err() != nil && !c.classifier.ReadOnly(q) {
-				return q.Err()
-			}
+		reply = firstErr(cmd, cmds)
+		if !c.writeRan(cmd, cmds) {
+			return reply // no write ran: nothing to confirm
 		}
 	}
 	if err := wait.Err(); err != nil {
@@ -64,5 +60,34 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 		c.stats.writesNotDurable.Add(1)
 		return &NotDurableError{Master: n.addr, Required: required, Acked: acked, Timeout: c.opts.DurableTimeout}
 	}
+	return reply
+}
+
+// firstErr is the error go-redis reports for the work: the command's, or
+// the first failed command's of a pipeline.
+func firstErr(cmd redis.Cmder, cmds []redis.Cmder) error {
+	if cmd != nil {
+		return cmd.Err()
+	}
+	for _, q := range cmds {
+		if err := q.Err(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// writeRan reports whether a write in the work executed: it answered, if
+// only with a nil reply.
+func (c *Client) writeRan(cmd redis.Cmder, cmds []redis.Cmder) bool {
+	ran := func(q redis.Cmder) bool { err := q.Err(); return err == nil || errors.Is(err, redis.Nil) }
+	if cmd != nil {
+		return ran(cmd)
+	}
+	for _, q := range cmds {
+		if !c.classifier.ReadOnly(q) && ran(q) {
+			return true
+		}
+	}
+	return false
 }

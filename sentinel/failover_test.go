@@ -1,12 +1,14 @@
 package sentinel
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -220,5 +222,96 @@ func TestNoSwitchBackToTheOldMaster(t *testing.T) {
 		if len(switches) != 1 || switches[0] != res.NewMaster.Addr() {
 			t.Fatalf("failover %d: the client switched to %v, want once to %s", i+1, switches, res.NewMaster.Addr())
 		}
+	}
+}
+
+// A replica that answers ROLE master without any sentinel naming it (an
+// operator's REPLICAOF NO ONE) holds writes for FailoverHold at most and
+// never gets them: the client stays on the master the sentinels name.
+func TestUnconfirmedPromotionDoesNotMoveWrites(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, DownAfter: 30 * time.Second})
+	master, rogue := l.Node(0), l.Node(1)
+	c, events := newTestClient(t, l, func(o *Options) {
+		o.RefreshInterval, o.FailoverHold = 100*time.Millisecond, time.Second
+	})
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	if err := rogue.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ok, held int
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		err := c.Incr(ctx, "k").Err()
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrFailoverInProgress):
+			held++ // not sent
+		default:
+			t.Fatalf("INCR: %v", err)
+		}
+		if c.Master() != master.Addr() {
+			t.Fatalf("the client routes writes to %s, a replica no sentinel named", c.Master())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := events.count(EventMasterChanged); n != 0 {
+		t.Fatalf("%d master changes", n)
+	}
+	if v, err := master.Do(ctx, "GET", "k").Int(); err != nil || v != ok {
+		t.Fatalf("k on the master = %d, %v; want the %d acknowledged INCRs", v, err, ok)
+	}
+	t.Logf("%d INCRs acknowledged on the master, %d refused unsent while writes were held", ok, held)
+}
+
+// A read that times out on the master, which is still the master, is not
+// re-run (the server is slow, not gone).
+func TestTimeoutOnTheRightNodeIsNotRerun(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadTimeout = 250 * time.Millisecond })
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l.Node(0).SetLatency(600 * time.Millisecond)
+	start := time.Now()
+	err := c.Get(ctx, "k").Err()
+	took := time.Since(start)
+	if !failure.Timeout(err) {
+		t.Fatalf("GET: %v, want a timeout", err)
+	}
+	if n := c.Stats().ReadsRetried; n != 0 {
+		t.Fatalf("%d reads re-run after a timeout on the unchanged master", n)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("the timed-out GET took %v", took)
+	}
+}
+
+// The caller's own deadline ending a call is not a sign the master moved:
+// no re-resolution.
+func TestCallerDeadlineTriggersNoResolution(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
+	c, _ := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l.Node(0).SetLatency(300 * time.Millisecond)
+	before := c.Stats().Resolutions
+	for range 30 {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err := c.Get(short, "k").Err()
+		cancel()
+		if err == nil {
+			t.Fatal("GET answered within 100ms through a 300ms link")
+		}
+	}
+	if n := c.Stats().Resolutions - before; n != 0 {
+		t.Fatalf("%d re-resolutions after calls ended by their own deadline", n)
 	}
 }

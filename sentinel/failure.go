@@ -1,6 +1,7 @@
 package sentinel
 
 import (
+	"context"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/failure"
@@ -11,8 +12,8 @@ import (
 // a reply that only a demoted, unsynced or loading node gives (READONLY,
 // MASTERDOWN, LOADING). The caller's own cancellation is not one. For a
 // pipeline, any command's error counts.
-func (c *Client) failureSignal(cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
-	return failure.WorkSignal(cmd, cmds, err)
+func (c *Client) failureSignal(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
+	return failure.WorkSignal(ctx, cmd, cmds, err)
 }
 
 // provablyNotExecuted reports whether writing work certainly did not run:

@@ -2,7 +2,6 @@ package sentinel
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
@@ -191,16 +191,8 @@ func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.
 			return nil, &failure.DialError{Addr: addr, Err: err}
 		}
 		if opts.TLSConfig != nil {
-			cfg := opts.TLSConfig
-			if cfg.ServerName == "" {
-				cfg = cfg.Clone()
-				if host, _, err := net.SplitHostPort(addr); err == nil {
-					cfg.ServerName = host
-				}
-			}
-			tc := tls.Client(conn, cfg)
-			if err := tc.HandshakeContext(ctx); err != nil {
-				_ = conn.Close()
+			tc, err := redisopt.Handshake(ctx, conn, opts.TLSConfig, addr)
+			if err != nil {
 				return nil, &failure.DialError{Addr: addr, Err: fmt.Errorf("TLS: %w", err)}
 			}
 			return tc, nil

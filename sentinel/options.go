@@ -102,7 +102,9 @@ type Options struct {
 	// healthy replica (see the package documentation for why every one),
 	// within DurableTimeout; a call can override it with WithDurable.
 	Durable bool
-	// DurableTimeout bounds the WAIT after each durable write. Default 1 s.
+	// DurableTimeout bounds the WAIT after each durable write. It must be
+	// shorter than ReadTimeout, which bounds WAIT's reply. Default 1 s, or
+	// half of ReadTimeout when that is shorter.
 	DurableTimeout time.Duration
 
 	// DialTimeout bounds connecting to a data node. Default 2 s.
@@ -189,9 +191,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Classifier == nil {
 		o.Classifier = classify.New()
 	}
-	setDefault(&o.DurableTimeout, DefaultDurableTimeout)
 	setDefault(&o.DialTimeout, DefaultDialTimeout)
 	setDefault(&o.ReadTimeout, DefaultReadTimeout)
+	// WAIT's reply must come within ReadTimeout, which bounds every read.
+	setDefault(&o.DurableTimeout, min(DefaultDurableTimeout, o.ReadTimeout/2))
 	setDefault(&o.WriteTimeout, o.ReadTimeout)
 	setDefault(&o.SentinelTimeout, DefaultSentinelTimeout)
 	setDefault(&o.ProbeTimeout, DefaultProbeTimeout)

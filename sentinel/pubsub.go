@@ -2,10 +2,12 @@ package sentinel
 
 import (
 	"context"
+	"errors"
 	"net"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
@@ -36,7 +38,12 @@ func (r *pubsubRouter) dial(ctx context.Context, network, _ string) (net.Conn, e
 	if err != nil {
 		return nil, err
 	}
-	return r.conns.Track(conn, addr), nil
+	// A master change while dialling could not close this connection.
+	tc, ok := r.conns.TrackIfCurrent(conn, addr, r.c.Master)
+	if !ok {
+		return nil, &failure.DialError{Addr: addr, Err: errors.New("the master changed while connecting")}
+	}
+	return tc, nil
 }
 
 // masterChanged closes every subscription connection to another node.

@@ -60,14 +60,38 @@ type failoverState struct {
 // it calls read or write it. Workers get copies.
 type topoState struct {
 	knownEpoch    int64
-	formerMasters map[string]int64 // masters the client left, and the epoch it left them at
-	fence         *failoverState
+	formerMasters map[string]formerMaster // masters the client left
+	// unconfirmed holds replicas that answered ROLE master without any
+	// sentinel naming them (until when the client ignores that).
+	unconfirmed map[string]time.Time
+	fence       *failoverState
 
 	refreshing   bool
 	wantRefresh  bool
 	checking     bool // a promotion check is running
 	refreshRound chan struct{}
 }
+
+// formerMaster is a master the client left: at which config epoch, and
+// when. A sentinel naming it again at that epoch or an older one is stale
+// (it has not heard of the failover yet), for formerMasterGrace: past that,
+// a failover that never completed is over, and the sentinels' answer
+// stands.
+type formerMaster struct {
+	epoch int64
+	left  time.Time
+}
+
+// formerMasterGrace is how long a master the client left is treated as
+// stale when sentinels still name it at its old epoch. Sentinel converts
+// a demoted master within seconds; 30 s covers production timings.
+const formerMasterGrace = 30 * time.Second
+
+// splitBrainQuiet is how long the client ignores a replica that answered
+// ROLE master, held writes for FailoverHold, and was never named by a
+// sentinel (an operator's REPLICAOF NO ONE, a node restarted without its
+// replicaof line): Sentinel converts such a node back within seconds.
+const splitBrainQuiet = 30 * time.Second
 
 // The results workers post back to the topology goroutine.
 type (
@@ -278,6 +302,7 @@ func (c *Client) staleCheck(cur *snapshot) func(masterReport) error {
 	known := c.topo.knownEpoch
 	former := maps.Clone(c.topo.formerMasters)
 	current := cur.masterAddr()
+	now := time.Now()
 	return func(rep masterReport) error {
 		if rep.epoch < 0 {
 			return nil
@@ -285,7 +310,7 @@ func (c *Client) staleCheck(cur *snapshot) func(masterReport) error {
 		if rep.epoch < known {
 			return skipped(SkipStale, fmt.Errorf("stale: names %s with config epoch %d, but epoch %d is known (mid-failover)", rep.addr, rep.epoch, known))
 		}
-		if left, ok := former[rep.addr]; ok && current != rep.addr && rep.epoch <= left {
+		if left, ok := former[rep.addr]; ok && current != rep.addr && rep.epoch <= left.epoch && now.Sub(left.left) < formerMasterGrace {
 			return skipped(SkipStale, fmt.Errorf("stale: names the former master %s at config epoch %d (mid-failover)", rep.addr, rep.epoch))
 		}
 		return nil
@@ -326,7 +351,7 @@ func (c *Client) install(next *snapshot) {
 	masterChanged := cur.masterAddr() != next.masterAddr()
 	if masterChanged {
 		if old := cur.masterAddr(); old != "" {
-			c.topo.formerMasters[old] = cur.epoch
+			c.topo.formerMasters[old] = formerMaster{epoch: cur.epoch, left: time.Now()}
 			c.stats.masterChanges.Add(1)
 			c.emit(Event{Kind: EventMasterChanged, Master: next.masterAddr(), OldMaster: old, Sentinel: next.sentinel})
 			c.log.Info("master changed", "master", next.masterAddr(), "old", old, "sentinel", next.sentinel)
@@ -359,6 +384,9 @@ func (c *Client) detectSplitBrain(master string, claims []string) {
 	}
 	for _, addr := range claims {
 		if _, former := c.topo.formerMasters[addr]; former || addr == master {
+			continue
+		}
+		if until, ok := c.topo.unconfirmed[addr]; ok && time.Now().Before(until) {
 			continue
 		}
 		c.log.Warn("split brain: a replica answers ROLE master", "replica", addr, "master", master)
@@ -416,6 +444,11 @@ func (c *Client) expireFence(reason error) {
 		return
 	}
 	c.topo.fence = nil
+	if f.sentinel == "" {
+		// No sentinel ever named the candidate: not a failover (or one the
+		// sentinels did not confirm). Do not hold writes for it again soon.
+		c.topo.unconfirmed[f.candidate] = time.Now().Add(splitBrainQuiet)
+	}
 	next := c.snap.Load().with()
 	next.fenced, next.candidate = false, ""
 	c.install(next)
@@ -434,6 +467,12 @@ func (c *Client) startPromotionCheck() {
 	if f.aborted || time.Since(f.since) >= c.opts.FailoverHold {
 		st.wantRefresh = true
 		c.expireFence(errors.New("the promoted replica did not become master in time"))
+		return
+	}
+	if f.sentinel == "" {
+		// Split brain seen by the client alone: a replica's ROLE is not
+		// enough to switch to it. A sentinel must name it (a refresh or
+		// +switch-master), or the hold expires.
 		return
 	}
 	st.checking = true

@@ -145,7 +145,7 @@ func TestNotExecutedClassification(t *testing.T) {
 			t.Errorf("failure.NotExecuted(%v) = %v, want %v", tt.err, got, tt.notExecuted)
 		}
 		c := &Client{classifier: classify.New()}
-		if got := c.failureSignal(ro, nil, tt.err); got != tt.signal {
+		if got := c.failureSignal(context.Background(), ro, nil, tt.err); got != tt.signal {
 			t.Errorf("failureSignal(%v) = %v, want %v", tt.err, got, tt.signal)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -87,10 +88,11 @@ func Signal(err error) bool {
 }
 
 // WorkSignal reports whether work that failed with err is a Signal: for a
-// pipeline, any command's error counts. The caller's own cancellation is
-// not one.
-func WorkSignal(cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+// pipeline, any command's error counts. The caller's own cancellation or
+// deadline (ctx's) is not one, even when go-redis reports it as a socket
+// timeout.
+func WorkSignal(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || CallerEnded(ctx) {
 		return false
 	}
 	if cmd != nil {
@@ -105,6 +107,18 @@ func WorkSignal(cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
 		}
 	}
 	return false
+}
+
+// CallerEnded reports whether the caller's context is over: cancelled, or
+// past its deadline. With ContextTimeoutEnabled, go-redis sets the socket
+// deadline from the context's, so the read can time out a moment before
+// the context's own timer fires: the deadline is compared with the clock.
+func CallerEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // ProvablyNotExecuted reports whether writing work that failed with err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -100,8 +101,28 @@ func TestWorkSignal(t *testing.T) {
 		{"pipeline, replies only", nil, []redis.Cmder{mk("get", wrongtype), mk("get", nil)}, wrongtype, false},
 	}
 	for _, tt := range tests {
-		if got := WorkSignal(tt.cmd, tt.cmds, tt.err); got != tt.want {
+		if got := WorkSignal(context.Background(), tt.cmd, tt.cmds, tt.err); got != tt.want {
 			t.Errorf("%s: WorkSignal = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	// A socket timeout is a signal, unless the caller's context is what
+	// ended (go-redis reports a context deadline as an i/o timeout).
+	timeout := &net.OpError{Op: "read", Err: timeoutErr{}}
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	cancelled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"caller still waiting", context.Background(), true},
+		{"caller's deadline passed", expired, false},
+		{"caller cancelled", cancelled, false},
+	} {
+		if got := WorkSignal(tc.ctx, mk("get", timeout), nil, timeout); got != tc.want {
+			t.Errorf("%s: WorkSignal(i/o timeout) = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -139,3 +160,9 @@ func TestProvablyNotExecuted(t *testing.T) {
 		}
 	}
 }
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

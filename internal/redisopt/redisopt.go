@@ -5,6 +5,10 @@
 package redisopt
 
 import (
+	"context"
+	"crypto/tls"
+	"net"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -28,4 +32,22 @@ func Inner(o *redis.Options) *redis.Options {
 	o.DisableIdentity = true
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return o
+}
+
+// Handshake runs a TLS client handshake on conn for addr, bounded by ctx.
+// A config without ServerName is cloned with the host of addr, as go-redis
+// does for its own dialer. On failure conn is closed.
+func Handshake(ctx context.Context, conn net.Conn, cfg *tls.Config, addr string) (*tls.Conn, error) {
+	if cfg.ServerName == "" {
+		cfg = cfg.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }

@@ -30,6 +30,18 @@ func (t *Conns[K]) Track(c net.Conn, target K) net.Conn {
 	return tc
 }
 
+// TrackIfCurrent tracks c as a connection to target, then checks that
+// target is still current(): a switch made while the connection was being
+// dialled could not close it, so it is closed here instead and ok is false.
+func (t *Conns[K]) TrackIfCurrent(c net.Conn, target K, current func() K) (tracked net.Conn, ok bool) {
+	tc := t.Track(c, target)
+	if current() != target {
+		_ = tc.Close()
+		return nil, false
+	}
+	return tc, true
+}
+
 // CloseOthers closes every tracked connection to a target other than
 // target.
 func (t *Conns[K]) CloseOthers(target K) {
