@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -579,13 +580,32 @@ func (l *Lab) PIDs() []int {
 	return pids
 }
 
-// LogTails returns the last lines of every server's log.
+// LogTails returns the last lines of every server's log, with the lab's
+// passwords replaced by "xxxxx".
 func (l *Lab) LogTails(lines int) string {
 	var b strings.Builder
 	for _, s := range l.servers() {
 		b.WriteString(s.LogTail(lines))
 	}
 	return b.String()
+}
+
+// redact replaces the lab's passwords in s with "xxxxx", as given and as
+// written in the config files (confQuote's escapes), longest first.
+func (l *Lab) redact(s string) string {
+	var secrets []string
+	for _, p := range []string{l.cfg.Password, l.cfg.SentinelPassword} {
+		if p == "" {
+			continue
+		}
+		q := confQuote(p)
+		secrets = append(secrets, p, q[1:len(q)-1])
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, secret := range secrets {
+		s = strings.ReplaceAll(s, secret, "xxxxx")
+	}
+	return s
 }
 
 func (l *Lab) servers() []*Server {

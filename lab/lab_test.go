@@ -406,3 +406,72 @@ func TestStartErrors(t *testing.T) {
 		}
 	}
 }
+
+// Passwords with spaces, quotes, a backslash or a '#' reach Redis as one
+// value each: the servers start, replicate and are monitored with them,
+// and only the whole password is accepted.
+func TestPasswordsWithSpacesAndQuotes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"requirepass", Config{Replicas: 1, Sentinels: 3, Password: `my secret "pw"`, SentinelPassword: `sentinel pass\word`}},
+		{"acl-users", Config{Replicas: 1, Sentinels: 1, Username: "app", Password: `my secret "pw"`,
+			SentinelUsername: "watcher", SentinelPassword: "sentinel # pass"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t, 30*time.Second)
+			l := New(t, tc.cfg)
+			for _, n := range l.Nodes() {
+				pingNode(ctx, t, n)
+			}
+			opts := l.Node(0).Options()
+			opts.Password = "my"
+			c := redis.NewClient(opts)
+			defer c.Close()
+			if err := c.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+				t.Fatalf("PING with the password's first word: %v, want WRONGPASS", err)
+			}
+			// A sentinel restarted on the config it rewrote itself still
+			// authenticates to the nodes and its peers.
+			s := l.Sentinels()[0]
+			if err := s.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.WaitSettled(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A start that fails shows the servers' log tails, with the passwords
+// replaced: Redis quotes the config line it refuses, and a line of the
+// caller's own may hold a password, as given or in config-file quoting.
+func TestFailedStartHidesPasswords(t *testing.T) {
+	const pw, spw = `my secret "pw"`, `sentinel pass\word`
+	for _, cfg := range []Config{
+		{Password: pw, ExtraConfig: []string{"masterauth " + pw}},
+		{Password: pw, ExtraConfig: []string{"masterauth " + confQuote(pw) + " again"}},
+		{Sentinels: 1, Password: pw, SentinelPassword: spw,
+			SentinelExtraConfig: []string{"sentinel sentinel-pass " + confQuote(spw) + " again"}},
+	} {
+		ctx := testContext(t, 20*time.Second)
+		_, err := Start(ctx, cfg)
+		if err == nil {
+			t.Fatalf("Start(%+v) succeeded, want a refused config", cfg)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "FATAL CONFIG FILE ERROR") || !strings.Contains(msg, "xxxxx") {
+			t.Fatalf("the error lacks the server's redacted log tail:\n%s", msg)
+		}
+		for _, secret := range []string{pw, spw, `my secret \"pw\"`, `sentinel pass\\word`, "my secret", `pass\`} {
+			if strings.Contains(msg, secret) {
+				t.Fatalf("the error shows a password (%q):\n%s", secret, msg)
+			}
+		}
+	}
+}

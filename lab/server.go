@@ -135,7 +135,8 @@ func (s *Server) Do(ctx context.Context, args ...any) *redis.Cmd {
 }
 
 // LogTail returns the last n lines the server logged (its log file and
-// anything it wrote to stdout/stderr).
+// anything it wrote to stdout/stderr), with the lab's passwords replaced by
+// "xxxxx" (Redis quotes the offending config line when it refuses one).
 func (s *Server) LogTail(n int) string {
 	var b strings.Builder
 	for _, f := range []string{"server.log", "stdout.log"} {
@@ -149,7 +150,7 @@ func (s *Server) LogTail(n int) string {
 		}
 		fmt.Fprintf(&b, "--- %s %s (last %d lines)\n%s\n", s.name, f, len(lines), strings.Join(lines, "\n"))
 	}
-	return b.String()
+	return s.lab.redact(b.String())
 }
 
 // adminOptions are the options of the lab's own clients of this server:
