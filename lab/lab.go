@@ -13,11 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
 // Lab is a running topology of real redis-server and redis-sentinel
@@ -33,6 +36,8 @@ type Lab struct {
 	nodes     []*Node
 	sentinels []*SentinelNode
 	events    *eventLog
+	// pickPort picks a free port for a server (freePort, or a test's).
+	pickPort func() (int, error)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -67,6 +72,11 @@ func New(t testing.TB, cfg Config) *Lab {
 // answers, every replica has synced, and every sentinel knows the master,
 // its replicas and its peers. On error, whatever was started is stopped.
 func Start(ctx context.Context, cfg Config) (*Lab, error) {
+	return startWith(ctx, cfg, freePort)
+}
+
+// startWith is Start with the function that picks each server's port.
+func startWith(ctx context.Context, cfg Config, pickPort func() (int, error)) (*Lab, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -74,7 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 
-	l := &Lab{cfg: cfg, dir: cfg.Dir, events: newEventLog()}
+	l := &Lab{cfg: cfg, dir: cfg.Dir, events: newEventLog(), pickPort: pickPort}
 	if l.dir == "" {
 		dir, err := os.MkdirTemp("", "rediskit-lab-")
 		if err != nil {
@@ -121,6 +131,11 @@ func (c Config) validate() error {
 	return nil
 }
 
+// maxStartAttempts bounds how many times Start starts the topology: a port
+// can be taken by another process between freePort and the server's bind,
+// and then the whole topology starts again on fresh ports.
+const maxStartAttempts = 3
+
 func (l *Lab) start(ctx context.Context) error {
 	c := l.cfg
 	if c.TLS {
@@ -133,7 +148,27 @@ func (l *Lab) start(ctx context.Context) error {
 			return err
 		}
 	}
+	for attempt := 1; ; attempt++ {
+		err := l.startTopology(ctx)
+		if err == nil || !errors.Is(err, errPortInUse) || attempt == maxStartAttempts || ctx.Err() != nil {
+			return err
+		}
+		// Every config names other servers' ports (replicaof, the
+		// sentinels' monitor, known-replica and known-sentinel lines):
+		// a new port for one server means new configs for all.
+		c.Logger.Info("lab: a port was taken before its server bound it; starting again on fresh ports",
+			"attempt", attempt, "err", err)
+		if err := l.stopTopology(); err != nil {
+			return err
+		}
+	}
+}
 
+// startTopology starts the data nodes, then the sentinels, each on a port
+// picked before any config is rendered. Ports are fixed from then on: the
+// configs are rendered before the servers start in parallel.
+func (l *Lab) startTopology(ctx context.Context) error {
+	c := l.cfg
 	for i := 0; i <= c.Replicas; i++ {
 		n := &Node{index: i}
 		n.Server = l.newServer(fmt.Sprintf("node%d", i), c.RedisServer, c.Username, c.Password)
@@ -151,13 +186,15 @@ func (l *Lab) start(ctx context.Context) error {
 		}
 	}
 	master := l.nodes[0]
-	if err := parallel(l.nodes, func(n *Node) error {
+	nodeConfs := make(map[*Node]string, len(l.nodes))
+	for _, n := range l.nodes {
 		masterAddr := ""
 		if n != master {
 			masterAddr = master.Addr()
 		}
-		return n.startFresh(ctx, func() string { return l.renderNodeConfig(n, masterAddr) })
-	}); err != nil {
+		nodeConfs[n] = l.renderNodeConfig(n, masterAddr)
+	}
+	if err := parallel(l.nodes, func(n *Node) error { return n.startWithConfig(ctx, nodeConfs[n]) }); err != nil {
 		return err
 	}
 	if err := l.waitReplicasSynced(ctx); err != nil {
@@ -175,8 +212,12 @@ func (l *Lab) start(ctx context.Context) error {
 		}
 		l.sentinels = append(l.sentinels, s)
 	}
+	sentinelConfs := make(map[*SentinelNode]string, len(l.sentinels))
+	for _, s := range l.sentinels {
+		sentinelConfs[s] = l.renderSentinelConfig(s, master, l.nodes[1:])
+	}
 	if err := parallel(l.sentinels, func(s *SentinelNode) error {
-		if err := s.startFresh(ctx, func() string { return l.renderSentinelConfig(s, master, l.nodes[1:]) }); err != nil {
+		if err := s.startWithConfig(ctx, sentinelConfs[s]); err != nil {
 			return err
 		}
 		return s.applyTiming(ctx)
@@ -187,6 +228,35 @@ func (l *Lab) start(ctx context.Context) error {
 		return err
 	}
 	return l.events.watch(ctx, l)
+}
+
+// stopTopology stops whatever startTopology started (processes, admin
+// clients, proxies) and removes the servers' directories, for a fresh
+// start.
+func (l *Lab) stopTopology() error {
+	var mu sync.Mutex
+	var errs []error
+	_ = parallel(l.servers(), func(s *Server) error {
+		if err := s.Kill(); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		s.closeAdmin()
+		return nil
+	})
+	for _, s := range l.servers() {
+		if err := os.RemoveAll(s.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, n := range l.nodes {
+		if n.proxy != nil {
+			_ = n.proxy.Close()
+		}
+	}
+	l.nodes, l.sentinels = nil, nil
+	return errors.Join(errs...)
 }
 
 func (l *Lab) newServer(name, binary, user, pass string) *Server {
@@ -201,11 +271,13 @@ func (l *Lab) newServer(name, binary, user, pass string) *Server {
 	}
 }
 
+// allocatePort creates the server's directory and picks its port. It runs
+// before the server's config, or any other server's, is rendered.
 func (s *Server) allocatePort() error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
-	port, err := freePort()
+	port, err := s.lab.pickPort()
 	if err != nil {
 		return fmt.Errorf("lab: find a free port: %w", err)
 	}
@@ -213,31 +285,12 @@ func (s *Server) allocatePort() error {
 	return nil
 }
 
-// startFresh writes the config rendered for the current port and starts
-// the server, picking a new port if another process took this one first.
-func (s *Server) startFresh(ctx context.Context, render func() string) error {
-	for attempt := 0; ; attempt++ {
-		if err := os.WriteFile(s.conf, []byte(render()), 0o600); err != nil {
-			return fmt.Errorf("lab: write %s: %w", s.conf, err)
-		}
-		err := s.start(ctx)
-		if !errors.Is(err, errPortInUse) || attempt == 3 {
-			return err
-		}
-		if err := s.allocatePort(); err != nil {
-			return err
-		}
+// startWithConfig writes the server's config and starts it.
+func (s *Server) startWithConfig(ctx context.Context, conf string) error {
+	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("lab: write %s: %w", s.conf, err)
 	}
-}
-
-// startFresh keeps the node's proxy pointed at the node's current port.
-func (n *Node) startFresh(ctx context.Context, render func() string) error {
-	return n.Server.startFresh(ctx, func() string {
-		if n.proxy != nil {
-			n.proxy.setUpstream(n.DirectAddr())
-		}
-		return render()
-	})
+	return s.start(ctx)
 }
 
 func parallel[T any](items []T, f func(T) error) error {
@@ -299,6 +352,8 @@ func (l *Lab) waitReplicasSynced(ctx context.Context) error {
 	})
 }
 
+// waitSentinelsReady waits until every sentinel names the master, sees
+// every replica healthy, and knows each of its peers at its address.
 func (l *Lab) waitSentinelsReady(ctx context.Context) error {
 	master := l.nodes[0].Addr()
 	return poll(ctx, "sentinels to see the topology", func() error {
@@ -313,9 +368,38 @@ func (l *Lab) waitSentinelsReady(ctx context.Context) error {
 			if err := s.checkReplicas(ctx, master, l.nodes[1:]); err != nil {
 				return err
 			}
+			if err := s.checkPeers(ctx, l.sentinels); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
+}
+
+// checkPeers verifies that the sentinel counts the other sentinels
+// (num-other-sentinels in SENTINEL MASTER) and lists each at its address.
+func (s *SentinelNode) checkPeers(ctx context.Context, all []*SentinelNode) error {
+	fields, err := redisinfo.ParseFields(s.Do(ctx, "SENTINEL", "MASTER", s.lab.cfg.MasterName))
+	if err != nil {
+		return err
+	}
+	if got, want := fields["num-other-sentinels"], strconv.Itoa(len(all)-1); got != want {
+		return fmt.Errorf("%s knows %s other sentinels, want %s", s.name, got, want)
+	}
+	peers, err := redisinfo.ParseTable(s.Do(ctx, "SENTINEL", "SENTINELS", s.lab.cfg.MasterName))
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, p := range peers {
+		known[redisinfo.Addr(p)] = true
+	}
+	for _, peer := range all {
+		if peer != s && !known[peer.Addr()] {
+			return fmt.Errorf("%s does not list sentinel %s at %s", s.name, peer.name, peer.Addr())
+		}
+	}
+	return nil
 }
 
 // checkReplicas verifies that the sentinel sees exactly the given replicas,

@@ -3,7 +3,11 @@ package lab
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -473,5 +477,94 @@ func TestFailedStartHidesPasswords(t *testing.T) {
 				t.Fatalf("the error shows a password (%q):\n%s", secret, msg)
 			}
 		}
+	}
+}
+
+// takenPort is a port another listener holds for the test's duration.
+func takenPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A port taken between freePort and the server's bind: Start stops what it
+// started and starts the whole topology again on fresh ports, so every
+// config names the ports the servers really have.
+func TestStartAgainWhenAPortIsTaken(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	taken := takenPort(t)
+	var mu sync.Mutex
+	picks := 0
+	// Attempt 1: node0 (pick 1) finds its port taken. Attempt 2 (picks
+	// 3-4 for the nodes, 5-7 for the sentinels): sentinel0 does. Attempt
+	// 3 gets free ports.
+	pick := func() (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		picks++
+		if picks == 1 || picks == 5 {
+			return taken, nil
+		}
+		return freePort()
+	}
+	l, err := startWith(ctx, Config{Replicas: 1, Sentinels: 3}, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if picks != 12 {
+		t.Fatalf("%d ports picked, want 12 (three attempts)", picks)
+	}
+	for _, s := range l.servers() {
+		if s.port == taken {
+			t.Fatalf("%s runs on the taken port", s.name)
+		}
+	}
+	r, err := l.Node(1).Role(ctx)
+	if err != nil || r.MasterAddr != l.Node(0).Addr() || r.LinkState != "connected" {
+		t.Fatalf("node1 ROLE = %+v, %v; want a replica of %s", r, err, l.Node(0).Addr())
+	}
+	for _, s := range l.Sentinels() {
+		if err := s.checkPeers(ctx, l.Sentinels()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing from the first two attempts is left running.
+	running, err := ProcessesIn(l.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(running)
+	pids := l.PIDs()
+	slices.Sort(pids)
+	if !slices.Equal(running, pids) {
+		t.Fatalf("processes in the lab's directory %v, want the lab's own %v", running, pids)
+	}
+	// The lab works: a failover is agreed on by all three sentinels.
+	if _, err := l.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A port that stays taken: Start gives up after three attempts with the
+// port-in-use error and leaves no process behind.
+func TestStartGivesUpOnATakenPort(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	taken := takenPort(t)
+	picks := 0
+	dir := t.TempDir()
+	_, err := startWith(ctx, Config{Dir: dir}, func() (int, error) { picks++; return taken, nil })
+	if !errors.Is(err, errPortInUse) || picks != maxStartAttempts {
+		t.Fatalf("Start with every port taken: %v after %d picks; want the port-in-use error after %d", err, picks, maxStartAttempts)
+	}
+	if !strings.Contains(err.Error(), "node0 could not listen on 127.0.0.1:"+strconv.Itoa(taken)) {
+		t.Fatalf("the error does not say which server could not listen where: %v", err)
+	}
+	if left, err := ProcessesIn(dir); err != nil || len(left) != 0 {
+		t.Fatalf("processes left in the lab's directory: %v (%v)", left, err)
 	}
 }
