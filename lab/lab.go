@@ -625,28 +625,64 @@ func (l *Lab) url(secrets bool) string {
 	return u.String()
 }
 
-// Describe writes a table of the lab's servers: name, current role,
-// address (the proxy's when there is one), own address, PID and injected
-// latency, then the sentinels.
-func (l *Lab) Describe(ctx context.Context, w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tADDR\tSERVER\tPID\tLATENCY")
+// ServerStatus is one server of the lab as Describe lists it.
+type ServerStatus struct {
+	Name string // node0, ..., sentinel0, ...
+	// Role is the data node's role from ROLE ("master", or "replica" for
+	// Redis's "slave"), "paused" or "down" when it does not answer, and
+	// "sentinel" for a sentinel.
+	Role    string
+	Addr    string        // the address clients use (the proxy's, when there is one)
+	Server  string        // the process's own address
+	PID     int           // 0 while the server is not running
+	Latency time.Duration // the round trip the proxy adds; 0 for sentinels
+}
+
+// Status returns the data nodes' current state, then the sentinels'.
+func (l *Lab) Status(ctx context.Context) []ServerStatus {
+	var rows []ServerStatus
 	for _, n := range l.nodes {
 		role := "down"
-		if n.Paused() {
+		switch {
+		case !n.Running(): // killed: no dial to a closed port
+		case n.Paused():
 			role = "paused"
-		} else if r, err := n.Role(ctx); err == nil {
-			role = r.Role
+		default:
+			if r, err := n.Role(ctx); err == nil {
+				role = r.Role
+			}
 			if role == "slave" {
 				role = "replica"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", n.name, role, n.Addr(), n.DirectAddr(), n.PID(), n.Latency())
+		rows = append(rows, ServerStatus{Name: n.name, Role: role, Addr: n.Addr(), Server: n.DirectAddr(),
+			PID: n.PID(), Latency: n.Latency()})
 	}
 	for _, s := range l.sentinels {
-		fmt.Fprintf(tw, "%s\tsentinel\t%s\t%s\t%d\t-\n", s.name, s.Addr(), s.DirectAddr(), s.PID())
+		rows = append(rows, ServerStatus{Name: s.name, Role: "sentinel", Addr: s.Addr(), Server: s.DirectAddr(), PID: s.PID()})
 	}
-	if err := tw.Flush(); err != nil {
+	return rows
+}
+
+// WriteStatus writes rows as a table: name, role, address, the server's
+// own address, PID and injected latency ("-" for sentinels).
+func WriteStatus(w io.Writer, rows []ServerStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tADDR\tSERVER\tPID\tLATENCY")
+	for _, r := range rows {
+		latency := r.Latency.String()
+		if r.Role == "sentinel" {
+			latency = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Role, r.Addr, r.Server, r.PID, latency)
+	}
+	return tw.Flush()
+}
+
+// Describe writes the table of Status (see WriteStatus), then the lab's
+// URL with the passwords redacted.
+func (l *Lab) Describe(ctx context.Context, w io.Writer) error {
+	if err := WriteStatus(w, l.Status(ctx)); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "URL: %s\n", l.Redacted())

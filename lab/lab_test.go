@@ -568,3 +568,49 @@ func TestStartGivesUpOnATakenPort(t *testing.T) {
 		t.Fatalf("processes left in the lab's directory: %v (%v)", left, err)
 	}
 }
+
+// Status is what Describe prints: each server's role as it is now, with
+// Redis's "slave" written "replica".
+func TestStatusAndDescribe(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l := New(t, Config{Replicas: 2, Sentinels: 1, Nodes: []NodeConfig{{}, {Latency: 5 * time.Millisecond}}})
+	if err := l.Node(1).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Node(2).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	rows := l.Status(ctx)
+	if err := l.Node(1).Resume(); err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerStatus{
+		{Name: "node0", Role: "master", Addr: l.Node(0).Addr(), Server: l.Node(0).DirectAddr(), PID: l.Node(0).PID()},
+		{Name: "node1", Role: "paused", Addr: l.Node(1).Addr(), Server: l.Node(1).DirectAddr(), PID: l.Node(1).PID(), Latency: 5 * time.Millisecond},
+		{Name: "node2", Role: "down", Addr: l.Node(2).Addr(), Server: l.Node(2).DirectAddr()},
+		{Name: "sentinel0", Role: "sentinel", Addr: l.SentinelAddrs()[0], Server: l.SentinelAddrs()[0], PID: l.Sentinels()[0].PID()},
+	}
+	if !slices.Equal(rows, want) {
+		t.Fatalf("Status:\n%+v\nwant\n%+v", rows, want)
+	}
+	if rows := l.Status(ctx); rows[1].Role != "replica" {
+		t.Fatalf("node1 after Resume: %+v, want a replica", rows[1])
+	}
+	var b strings.Builder
+	if err := l.Describe(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[5], "URL: redis+sentinel://") {
+		t.Fatalf("Describe:\n%s", b.String())
+	}
+	for i, r := range l.Status(ctx) {
+		latency := r.Latency.String()
+		if r.Role == "sentinel" {
+			latency = "-"
+		}
+		if got := strings.Fields(lines[i+1]); !slices.Equal(got, []string{r.Name, r.Role, r.Addr, r.Server, strconv.Itoa(r.PID), latency}) {
+			t.Errorf("Describe line %q, want the row %+v", lines[i+1], r)
+		}
+	}
+}
