@@ -306,7 +306,8 @@ func TestFailoverMovesMasterAndSentinelsAgree(t *testing.T) {
 	if r, err := res.NewMaster.Role(ctx); err != nil || r.Role != "master" {
 		t.Fatalf("new master ROLE = %+v, %v", r, err)
 	}
-	t.Logf("failover took %v; +switch-master per sentinel: %v", res.Duration(), res.SwitchMaster)
+	t.Logf("failover agreed %v after the request; +switch-master per sentinel after the request: %s",
+		res.Duration().Round(time.Millisecond), sinceRequest(res))
 
 	// Sentinel then demotes the old master; the lab waits for that.
 	if err := l.WaitSettled(ctx); err != nil {
@@ -322,6 +323,7 @@ func TestFailoverMovesMasterAndSentinelsAgree(t *testing.T) {
 	if !strings.Contains(ev.Payload, old.Addr()) {
 		t.Fatalf("+convert-to-slave names %q, want the old master %s", ev.Payload, old.Addr())
 	}
+	t.Logf("+convert-to-slave of the old master %v after the request", ev.At.Sub(res.Requested).Round(time.Millisecond))
 
 	// A second failover right after goes back.
 	res2, err := l.Failover(ctx)
@@ -613,4 +615,19 @@ func TestStatusAndDescribe(t *testing.T) {
 			t.Errorf("Describe line %q, want the row %+v", lines[i+1], r)
 		}
 	}
+}
+
+// sinceRequest lists each sentinel's +switch-master as the time after the
+// failover request, earliest first.
+func sinceRequest(res FailoverResult) string {
+	var ds []time.Duration
+	for _, at := range res.SwitchMaster {
+		ds = append(ds, at.Sub(res.Requested).Round(time.Millisecond))
+	}
+	slices.Sort(ds)
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, d.String())
+	}
+	return strings.Join(parts, ", ")
 }
