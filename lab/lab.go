@@ -234,29 +234,28 @@ func (l *Lab) startTopology(ctx context.Context) error {
 // clients, proxies) and removes the servers' directories, for a fresh
 // start.
 func (l *Lab) stopTopology() error {
-	var mu sync.Mutex
-	var errs []error
-	_ = parallel(l.servers(), func(s *Server) error {
-		if err := s.Kill(); err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}
-		s.closeAdmin()
-		return nil
-	})
+	errs := []error{l.stopServers()}
 	for _, s := range l.servers() {
-		if err := os.RemoveAll(s.dir); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, os.RemoveAll(s.dir))
 	}
+	l.nodes, l.sentinels = nil, nil
+	return errors.Join(errs...)
+}
+
+// stopServers kills every server by its PID, closes the lab's clients of
+// them and the proxies.
+func (l *Lab) stopServers() error {
+	err := parallel(l.servers(), func(s *Server) error {
+		err := s.Kill()
+		s.closeAdmin()
+		return err
+	})
 	for _, n := range l.nodes {
 		if n.proxy != nil {
 			_ = n.proxy.Close()
 		}
 	}
-	l.nodes, l.sentinels = nil, nil
-	return errors.Join(errs...)
+	return err
 }
 
 func (l *Lab) newServer(name, binary, user, pass string) *Server {
@@ -746,22 +745,7 @@ func (l *Lab) Close() error {
 	l.closeOnce.Do(func() {
 		began := time.Now()
 		l.events.close()
-		var errs []error
-		var mu sync.Mutex
-		_ = parallel(l.servers(), func(s *Server) error {
-			if err := s.Kill(); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			s.closeAdmin()
-			return nil
-		})
-		for _, n := range l.nodes {
-			if n.proxy != nil {
-				_ = n.proxy.Close()
-			}
-		}
+		errs := []error{l.stopServers()}
 		if l.ownDir {
 			if err := os.RemoveAll(l.dir); err != nil {
 				errs = append(errs, err)
