@@ -12,11 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
 // Lab is a running topology of real redis-server and redis-sentinel
@@ -32,6 +36,8 @@ type Lab struct {
 	nodes     []*Node
 	sentinels []*SentinelNode
 	events    *eventLog
+	// pickPort picks a free port for a server (freePort, or a test's).
+	pickPort func() (int, error)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -66,6 +72,11 @@ func New(t testing.TB, cfg Config) *Lab {
 // answers, every replica has synced, and every sentinel knows the master,
 // its replicas and its peers. On error, whatever was started is stopped.
 func Start(ctx context.Context, cfg Config) (*Lab, error) {
+	return startWith(ctx, cfg, freePort)
+}
+
+// startWith is Start with the function that picks each server's port.
+func startWith(ctx context.Context, cfg Config, pickPort func() (int, error)) (*Lab, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -73,7 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 
-	l := &Lab{cfg: cfg, dir: cfg.Dir, events: newEventLog()}
+	l := &Lab{cfg: cfg, dir: cfg.Dir, events: newEventLog(), pickPort: pickPort}
 	if l.dir == "" {
 		dir, err := os.MkdirTemp("", "rediskit-lab-")
 		if err != nil {
@@ -120,6 +131,11 @@ func (c Config) validate() error {
 	return nil
 }
 
+// maxStartAttempts bounds how many times Start starts the topology: a port
+// can be taken by another process between freePort and the server's bind,
+// and then the whole topology starts again on fresh ports.
+const maxStartAttempts = 3
+
 func (l *Lab) start(ctx context.Context) error {
 	c := l.cfg
 	if c.TLS {
@@ -132,7 +148,27 @@ func (l *Lab) start(ctx context.Context) error {
 			return err
 		}
 	}
+	for attempt := 1; ; attempt++ {
+		err := l.startTopology(ctx)
+		if err == nil || !errors.Is(err, errPortInUse) || attempt == maxStartAttempts || ctx.Err() != nil {
+			return err
+		}
+		// Every config names other servers' ports (replicaof, the
+		// sentinels' monitor, known-replica and known-sentinel lines):
+		// a new port for one server means new configs for all.
+		c.Logger.Info("lab: a port was taken before its server bound it; starting again on fresh ports",
+			"attempt", attempt, "err", err)
+		if err := l.stopTopology(); err != nil {
+			return err
+		}
+	}
+}
 
+// startTopology starts the data nodes, then the sentinels, each on a port
+// picked before any config is rendered. Ports are fixed from then on: the
+// configs are rendered before the servers start in parallel.
+func (l *Lab) startTopology(ctx context.Context) error {
+	c := l.cfg
 	for i := 0; i <= c.Replicas; i++ {
 		n := &Node{index: i}
 		n.Server = l.newServer(fmt.Sprintf("node%d", i), c.RedisServer, c.Username, c.Password)
@@ -150,13 +186,15 @@ func (l *Lab) start(ctx context.Context) error {
 		}
 	}
 	master := l.nodes[0]
-	if err := parallel(l.nodes, func(n *Node) error {
+	nodeConfs := make(map[*Node]string, len(l.nodes))
+	for _, n := range l.nodes {
 		masterAddr := ""
 		if n != master {
 			masterAddr = master.Addr()
 		}
-		return n.startFresh(ctx, func() string { return l.renderNodeConfig(n, masterAddr) })
-	}); err != nil {
+		nodeConfs[n] = l.renderNodeConfig(n, masterAddr)
+	}
+	if err := parallel(l.nodes, func(n *Node) error { return n.startWithConfig(ctx, nodeConfs[n]) }); err != nil {
 		return err
 	}
 	if err := l.waitReplicasSynced(ctx); err != nil {
@@ -174,8 +212,12 @@ func (l *Lab) start(ctx context.Context) error {
 		}
 		l.sentinels = append(l.sentinels, s)
 	}
+	sentinelConfs := make(map[*SentinelNode]string, len(l.sentinels))
+	for _, s := range l.sentinels {
+		sentinelConfs[s] = l.renderSentinelConfig(s, master, l.nodes[1:])
+	}
 	if err := parallel(l.sentinels, func(s *SentinelNode) error {
-		if err := s.startFresh(ctx, func() string { return l.renderSentinelConfig(s, master, l.nodes[1:]) }); err != nil {
+		if err := s.startWithConfig(ctx, sentinelConfs[s]); err != nil {
 			return err
 		}
 		return s.applyTiming(ctx)
@@ -186,6 +228,34 @@ func (l *Lab) start(ctx context.Context) error {
 		return err
 	}
 	return l.events.watch(ctx, l)
+}
+
+// stopTopology stops whatever startTopology started (processes, admin
+// clients, proxies) and removes the servers' directories, for a fresh
+// start.
+func (l *Lab) stopTopology() error {
+	errs := []error{l.stopServers()}
+	for _, s := range l.servers() {
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	l.nodes, l.sentinels = nil, nil
+	return errors.Join(errs...)
+}
+
+// stopServers kills every server by its PID, closes the lab's clients of
+// them and the proxies.
+func (l *Lab) stopServers() error {
+	err := parallel(l.servers(), func(s *Server) error {
+		err := s.Kill()
+		s.closeAdmin()
+		return err
+	})
+	for _, n := range l.nodes {
+		if n.proxy != nil {
+			_ = n.proxy.Close()
+		}
+	}
+	return err
 }
 
 func (l *Lab) newServer(name, binary, user, pass string) *Server {
@@ -200,11 +270,13 @@ func (l *Lab) newServer(name, binary, user, pass string) *Server {
 	}
 }
 
+// allocatePort creates the server's directory and picks its port. It runs
+// before the server's config, or any other server's, is rendered.
 func (s *Server) allocatePort() error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
-	port, err := freePort()
+	port, err := s.lab.pickPort()
 	if err != nil {
 		return fmt.Errorf("lab: find a free port: %w", err)
 	}
@@ -212,31 +284,12 @@ func (s *Server) allocatePort() error {
 	return nil
 }
 
-// startFresh writes the config rendered for the current port and starts
-// the server, picking a new port if another process took this one first.
-func (s *Server) startFresh(ctx context.Context, render func() string) error {
-	for attempt := 0; ; attempt++ {
-		if err := os.WriteFile(s.conf, []byte(render()), 0o600); err != nil {
-			return fmt.Errorf("lab: write %s: %w", s.conf, err)
-		}
-		err := s.start(ctx)
-		if !errors.Is(err, errPortInUse) || attempt == 3 {
-			return err
-		}
-		if err := s.allocatePort(); err != nil {
-			return err
-		}
+// startWithConfig writes the server's config and starts it.
+func (s *Server) startWithConfig(ctx context.Context, conf string) error {
+	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("lab: write %s: %w", s.conf, err)
 	}
-}
-
-// startFresh keeps the node's proxy pointed at the node's current port.
-func (n *Node) startFresh(ctx context.Context, render func() string) error {
-	return n.Server.startFresh(ctx, func() string {
-		if n.proxy != nil {
-			n.proxy.setUpstream(n.DirectAddr())
-		}
-		return render()
-	})
+	return s.start(ctx)
 }
 
 func parallel[T any](items []T, f func(T) error) error {
@@ -298,6 +351,8 @@ func (l *Lab) waitReplicasSynced(ctx context.Context) error {
 	})
 }
 
+// waitSentinelsReady waits until every sentinel names the master, sees
+// every replica healthy, and knows each of its peers at its address.
 func (l *Lab) waitSentinelsReady(ctx context.Context) error {
 	master := l.nodes[0].Addr()
 	return poll(ctx, "sentinels to see the topology", func() error {
@@ -312,9 +367,38 @@ func (l *Lab) waitSentinelsReady(ctx context.Context) error {
 			if err := s.checkReplicas(ctx, master, l.nodes[1:]); err != nil {
 				return err
 			}
+			if err := s.checkPeers(ctx, l.sentinels); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
+}
+
+// checkPeers verifies that the sentinel counts the other sentinels
+// (num-other-sentinels in SENTINEL MASTER) and lists each at its address.
+func (s *SentinelNode) checkPeers(ctx context.Context, all []*SentinelNode) error {
+	fields, err := redisinfo.ParseFields(s.Do(ctx, "SENTINEL", "MASTER", s.lab.cfg.MasterName))
+	if err != nil {
+		return err
+	}
+	if got, want := fields["num-other-sentinels"], strconv.Itoa(len(all)-1); got != want {
+		return fmt.Errorf("%s knows %s other sentinels, want %s", s.name, got, want)
+	}
+	peers, err := redisinfo.ParseTable(s.Do(ctx, "SENTINEL", "SENTINELS", s.lab.cfg.MasterName))
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, p := range peers {
+		known[redisinfo.Addr(p)] = true
+	}
+	for _, peer := range all {
+		if peer != s && !known[peer.Addr()] {
+			return fmt.Errorf("%s does not list sentinel %s at %s", s.name, peer.name, peer.Addr())
+		}
+	}
+	return nil
 }
 
 // checkReplicas verifies that the sentinel sees exactly the given replicas,
@@ -540,28 +624,64 @@ func (l *Lab) url(secrets bool) string {
 	return u.String()
 }
 
-// Describe writes a table of the lab's servers: name, current role,
-// address (the proxy's when there is one), own address, PID and injected
-// latency, then the sentinels.
-func (l *Lab) Describe(ctx context.Context, w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tADDR\tSERVER\tPID\tLATENCY")
+// ServerStatus is one server of the lab as Describe lists it.
+type ServerStatus struct {
+	Name string // node0, ..., sentinel0, ...
+	// Role is the data node's role from ROLE ("master", or "replica" for
+	// Redis's "slave"), "paused" or "down" when it does not answer, and
+	// "sentinel" for a sentinel.
+	Role    string
+	Addr    string        // the address clients use (the proxy's, when there is one)
+	Server  string        // the process's own address
+	PID     int           // 0 while the server is not running
+	Latency time.Duration // the round trip the proxy adds; 0 for sentinels
+}
+
+// Status returns the data nodes' current state, then the sentinels'.
+func (l *Lab) Status(ctx context.Context) []ServerStatus {
+	var rows []ServerStatus
 	for _, n := range l.nodes {
 		role := "down"
-		if n.Paused() {
+		switch {
+		case !n.Running(): // killed: no dial to a closed port
+		case n.Paused():
 			role = "paused"
-		} else if r, err := n.Role(ctx); err == nil {
-			role = r.Role
+		default:
+			if r, err := n.Role(ctx); err == nil {
+				role = r.Role
+			}
 			if role == "slave" {
 				role = "replica"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", n.name, role, n.Addr(), n.DirectAddr(), n.PID(), n.Latency())
+		rows = append(rows, ServerStatus{Name: n.name, Role: role, Addr: n.Addr(), Server: n.DirectAddr(),
+			PID: n.PID(), Latency: n.Latency()})
 	}
 	for _, s := range l.sentinels {
-		fmt.Fprintf(tw, "%s\tsentinel\t%s\t%s\t%d\t-\n", s.name, s.Addr(), s.DirectAddr(), s.PID())
+		rows = append(rows, ServerStatus{Name: s.name, Role: "sentinel", Addr: s.Addr(), Server: s.DirectAddr(), PID: s.PID()})
 	}
-	if err := tw.Flush(); err != nil {
+	return rows
+}
+
+// WriteStatus writes rows as a table: name, role, address, the server's
+// own address, PID and injected latency ("-" for sentinels).
+func WriteStatus(w io.Writer, rows []ServerStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tADDR\tSERVER\tPID\tLATENCY")
+	for _, r := range rows {
+		latency := r.Latency.String()
+		if r.Role == "sentinel" {
+			latency = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Role, r.Addr, r.Server, r.PID, latency)
+	}
+	return tw.Flush()
+}
+
+// Describe writes the table of Status (see WriteStatus), then the lab's
+// URL with the passwords redacted.
+func (l *Lab) Describe(ctx context.Context, w io.Writer) error {
+	if err := WriteStatus(w, l.Status(ctx)); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "URL: %s\n", l.Redacted())
@@ -579,13 +699,32 @@ func (l *Lab) PIDs() []int {
 	return pids
 }
 
-// LogTails returns the last lines of every server's log.
+// LogTails returns the last lines of every server's log, with the lab's
+// passwords replaced by "xxxxx".
 func (l *Lab) LogTails(lines int) string {
 	var b strings.Builder
 	for _, s := range l.servers() {
 		b.WriteString(s.LogTail(lines))
 	}
 	return b.String()
+}
+
+// redact replaces the lab's passwords in s with "xxxxx", as given and as
+// written in the config files (confQuote's escapes), longest first.
+func (l *Lab) redact(s string) string {
+	var secrets []string
+	for _, p := range []string{l.cfg.Password, l.cfg.SentinelPassword} {
+		if p == "" {
+			continue
+		}
+		q := confQuote(p)
+		secrets = append(secrets, p, q[1:len(q)-1])
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, secret := range secrets {
+		s = strings.ReplaceAll(s, secret, "xxxxx")
+	}
+	return s
 }
 
 func (l *Lab) servers() []*Server {
@@ -606,22 +745,7 @@ func (l *Lab) Close() error {
 	l.closeOnce.Do(func() {
 		began := time.Now()
 		l.events.close()
-		var errs []error
-		var mu sync.Mutex
-		_ = parallel(l.servers(), func(s *Server) error {
-			if err := s.Kill(); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			s.closeAdmin()
-			return nil
-		})
-		for _, n := range l.nodes {
-			if n.proxy != nil {
-				_ = n.proxy.Close()
-			}
-		}
+		errs := []error{l.stopServers()}
 		if l.ownDir {
 			if err := os.RemoveAll(l.dir); err != nil {
 				errs = append(errs, err)

@@ -3,7 +3,11 @@ package lab
 import (
 	"context"
 	"errors"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -302,7 +306,8 @@ func TestFailoverMovesMasterAndSentinelsAgree(t *testing.T) {
 	if r, err := res.NewMaster.Role(ctx); err != nil || r.Role != "master" {
 		t.Fatalf("new master ROLE = %+v, %v", r, err)
 	}
-	t.Logf("failover took %v; +switch-master per sentinel: %v", res.Duration(), res.SwitchMaster)
+	t.Logf("failover agreed %v after the request; +switch-master per sentinel after the request: %s",
+		res.Duration().Round(time.Millisecond), sinceRequest(res))
 
 	// Sentinel then demotes the old master; the lab waits for that.
 	if err := l.WaitSettled(ctx); err != nil {
@@ -318,6 +323,7 @@ func TestFailoverMovesMasterAndSentinelsAgree(t *testing.T) {
 	if !strings.Contains(ev.Payload, old.Addr()) {
 		t.Fatalf("+convert-to-slave names %q, want the old master %s", ev.Payload, old.Addr())
 	}
+	t.Logf("+convert-to-slave of the old master %v after the request", ev.At.Sub(res.Requested).Round(time.Millisecond))
 
 	// A second failover right after goes back.
 	res2, err := l.Failover(ctx)
@@ -405,4 +411,223 @@ func TestStartErrors(t *testing.T) {
 			t.Errorf("Start(%+v) = %v, want an error about %q", tc.cfg, err, tc.want)
 		}
 	}
+}
+
+// Passwords with spaces, quotes, a backslash or a '#' reach Redis as one
+// value each: the servers start, replicate and are monitored with them,
+// and only the whole password is accepted.
+func TestPasswordsWithSpacesAndQuotes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"requirepass", Config{Replicas: 1, Sentinels: 3, Password: `my secret "pw"`, SentinelPassword: `sentinel pass\word`}},
+		{"acl-users", Config{Replicas: 1, Sentinels: 1, Username: "app", Password: `my secret "pw"`,
+			SentinelUsername: "watcher", SentinelPassword: "sentinel # pass"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t, 30*time.Second)
+			l := New(t, tc.cfg)
+			for _, n := range l.Nodes() {
+				pingNode(ctx, t, n)
+			}
+			opts := l.Node(0).Options()
+			opts.Password = "my"
+			c := redis.NewClient(opts)
+			defer c.Close()
+			if err := c.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+				t.Fatalf("PING with the password's first word: %v, want WRONGPASS", err)
+			}
+			// A sentinel restarted on the config it rewrote itself still
+			// authenticates to the nodes and its peers.
+			s := l.Sentinels()[0]
+			if err := s.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.WaitSettled(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A start that fails shows the servers' log tails, with the passwords
+// replaced: Redis quotes the config line it refuses, and a line of the
+// caller's own may hold a password, as given or in config-file quoting.
+func TestFailedStartHidesPasswords(t *testing.T) {
+	const pw, spw = `my secret "pw"`, `sentinel pass\word`
+	for _, cfg := range []Config{
+		{Password: pw, ExtraConfig: []string{"masterauth " + pw}},
+		{Password: pw, ExtraConfig: []string{"masterauth " + confQuote(pw) + " again"}},
+		{Sentinels: 1, Password: pw, SentinelPassword: spw,
+			SentinelExtraConfig: []string{"sentinel sentinel-pass " + confQuote(spw) + " again"}},
+	} {
+		ctx := testContext(t, 20*time.Second)
+		_, err := Start(ctx, cfg)
+		if err == nil {
+			t.Fatalf("Start(%+v) succeeded, want a refused config", cfg)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "FATAL CONFIG FILE ERROR") || !strings.Contains(msg, "xxxxx") {
+			t.Fatalf("the error lacks the server's redacted log tail:\n%s", msg)
+		}
+		for _, secret := range []string{pw, spw, `my secret \"pw\"`, `sentinel pass\\word`, "my secret", `pass\`} {
+			if strings.Contains(msg, secret) {
+				t.Fatalf("the error shows a password (%q):\n%s", secret, msg)
+			}
+		}
+	}
+}
+
+// takenPort is a port another listener holds for the test's duration.
+func takenPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A port taken between freePort and the server's bind: Start stops what it
+// started and starts the whole topology again on fresh ports, so every
+// config names the ports the servers really have.
+func TestStartAgainWhenAPortIsTaken(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	taken := takenPort(t)
+	var mu sync.Mutex
+	picks := 0
+	// Attempt 1: node0 (pick 1) finds its port taken. Attempt 2 (picks
+	// 3-4 for the nodes, 5-7 for the sentinels): sentinel0 does. Attempt
+	// 3 gets free ports.
+	pick := func() (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		picks++
+		if picks == 1 || picks == 5 {
+			return taken, nil
+		}
+		return freePort()
+	}
+	l, err := startWith(ctx, Config{Replicas: 1, Sentinels: 3}, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if picks != 12 {
+		t.Fatalf("%d ports picked, want 12 (three attempts)", picks)
+	}
+	for _, s := range l.servers() {
+		if s.port == taken {
+			t.Fatalf("%s runs on the taken port", s.name)
+		}
+	}
+	r, err := l.Node(1).Role(ctx)
+	if err != nil || r.MasterAddr != l.Node(0).Addr() || r.LinkState != "connected" {
+		t.Fatalf("node1 ROLE = %+v, %v; want a replica of %s", r, err, l.Node(0).Addr())
+	}
+	for _, s := range l.Sentinels() {
+		if err := s.checkPeers(ctx, l.Sentinels()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing from the first two attempts is left running.
+	running, err := ProcessesIn(l.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(running)
+	pids := l.PIDs()
+	slices.Sort(pids)
+	if !slices.Equal(running, pids) {
+		t.Fatalf("processes in the lab's directory %v, want the lab's own %v", running, pids)
+	}
+	// The lab works: a failover is agreed on by all three sentinels.
+	if _, err := l.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A port that stays taken: Start gives up after three attempts with the
+// port-in-use error and leaves no process behind.
+func TestStartGivesUpOnATakenPort(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	taken := takenPort(t)
+	picks := 0
+	dir := t.TempDir()
+	_, err := startWith(ctx, Config{Dir: dir}, func() (int, error) { picks++; return taken, nil })
+	if !errors.Is(err, errPortInUse) || picks != maxStartAttempts {
+		t.Fatalf("Start with every port taken: %v after %d picks; want the port-in-use error after %d", err, picks, maxStartAttempts)
+	}
+	if !strings.Contains(err.Error(), "node0 could not listen on 127.0.0.1:"+strconv.Itoa(taken)) {
+		t.Fatalf("the error does not say which server could not listen where: %v", err)
+	}
+	if left, err := ProcessesIn(dir); err != nil || len(left) != 0 {
+		t.Fatalf("processes left in the lab's directory: %v (%v)", left, err)
+	}
+}
+
+// Status is what Describe prints: each server's role as it is now, with
+// Redis's "slave" written "replica".
+func TestStatusAndDescribe(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l := New(t, Config{Replicas: 2, Sentinels: 1, Nodes: []NodeConfig{{}, {Latency: 5 * time.Millisecond}}})
+	if err := l.Node(1).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Node(2).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	rows := l.Status(ctx)
+	if err := l.Node(1).Resume(); err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerStatus{
+		{Name: "node0", Role: "master", Addr: l.Node(0).Addr(), Server: l.Node(0).DirectAddr(), PID: l.Node(0).PID()},
+		{Name: "node1", Role: "paused", Addr: l.Node(1).Addr(), Server: l.Node(1).DirectAddr(), PID: l.Node(1).PID(), Latency: 5 * time.Millisecond},
+		{Name: "node2", Role: "down", Addr: l.Node(2).Addr(), Server: l.Node(2).DirectAddr()},
+		{Name: "sentinel0", Role: "sentinel", Addr: l.SentinelAddrs()[0], Server: l.SentinelAddrs()[0], PID: l.Sentinels()[0].PID()},
+	}
+	if !slices.Equal(rows, want) {
+		t.Fatalf("Status:\n%+v\nwant\n%+v", rows, want)
+	}
+	if rows := l.Status(ctx); rows[1].Role != "replica" {
+		t.Fatalf("node1 after Resume: %+v, want a replica", rows[1])
+	}
+	var b strings.Builder
+	if err := l.Describe(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[5], "URL: redis+sentinel://") {
+		t.Fatalf("Describe:\n%s", b.String())
+	}
+	for i, r := range l.Status(ctx) {
+		latency := r.Latency.String()
+		if r.Role == "sentinel" {
+			latency = "-"
+		}
+		if got := strings.Fields(lines[i+1]); !slices.Equal(got, []string{r.Name, r.Role, r.Addr, r.Server, strconv.Itoa(r.PID), latency}) {
+			t.Errorf("Describe line %q, want the row %+v", lines[i+1], r)
+		}
+	}
+}
+
+// sinceRequest lists each sentinel's +switch-master as the time after the
+// failover request, earliest first.
+func sinceRequest(res FailoverResult) string {
+	var ds []time.Duration
+	for _, at := range res.SwitchMaster {
+		ds = append(ds, at.Sub(res.Requested).Round(time.Millisecond))
+	}
+	slices.Sort(ds)
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, d.String())
+	}
+	return strings.Join(parts, ", ")
 }

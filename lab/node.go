@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -187,8 +188,8 @@ func (l *Lab) renderNodeConfig(n *Node, masterAddr string) string {
 	}
 	line("protected-mode no")
 	line("daemonize no")
-	line("dir %s", n.dir)
-	line("logfile %s/server.log", n.dir)
+	line("dir %s", confQuote(n.dir))
+	line("logfile %s", confQuote(filepath.Join(n.dir, "server.log")))
 	line(`save ""`)
 	line("appendonly no")
 	// Replicas sync at once instead of waiting for more replicas to share
@@ -208,12 +209,12 @@ func (l *Lab) renderNodeConfig(n *Node, masterAddr string) string {
 	}
 	if c.Username != "" {
 		line("user default off")
-		line("user %s on >%s ~* &* +@all", c.Username, c.Password)
-		line("masteruser %s", c.Username)
-		line("masterauth %s", c.Password)
+		line("user %s on %s ~* &* +@all", confQuote(c.Username), confQuote(">"+c.Password))
+		line("masteruser %s", confQuote(c.Username))
+		line("masterauth %s", confQuote(c.Password))
 	} else if c.Password != "" {
-		line("requirepass %s", c.Password)
-		line("masterauth %s", c.Password)
+		line("requirepass %s", confQuote(c.Password))
+		line("masterauth %s", confQuote(c.Password))
 	}
 	if masterAddr != "" {
 		host, port, _ := net.SplitHostPort(masterAddr)
@@ -229,13 +230,43 @@ func (l *Lab) renderNodeConfig(n *Node, masterAddr string) string {
 }
 
 func (l *Lab) tlsLines(b *strings.Builder) {
-	fmt.Fprintf(b, "tls-cert-file %s\n", l.tlsFiles.CertFile)
-	fmt.Fprintf(b, "tls-key-file %s\n", l.tlsFiles.KeyFile)
-	fmt.Fprintf(b, "tls-ca-cert-file %s\n", l.tlsFiles.CAFile)
+	fmt.Fprintf(b, "tls-cert-file %s\n", confQuote(l.tlsFiles.CertFile))
+	fmt.Fprintf(b, "tls-key-file %s\n", confQuote(l.tlsFiles.KeyFile))
+	fmt.Fprintf(b, "tls-ca-cert-file %s\n", confQuote(l.tlsFiles.CAFile))
 	fmt.Fprintf(b, "tls-replication yes\n")
 	if l.cfg.TLSClientAuth {
 		fmt.Fprintf(b, "tls-auth-clients yes\n")
 	} else {
 		fmt.Fprintf(b, "tls-auth-clients no\n")
 	}
+}
+
+// confQuote writes a value for Redis's config file parser (the same for
+// redis-server and redis-sentinel): in double quotes, with '"' and '\'
+// escaped and control bytes written as escapes, so a password or path with
+// a space, a quote or a '#' stays one argument.
+func confQuote(v string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if c < 0x20 || c == 0x7f {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -70,12 +70,6 @@ func (p *Proxy) Upstream() string {
 	return p.upstream
 }
 
-func (p *Proxy) setUpstream(addr string) {
-	p.mu.Lock()
-	p.upstream = addr
-	p.mu.Unlock()
-}
-
 // SetLatency sets the round-trip delay added to every connection, including
 // the ones already open. Zero removes it.
 func (p *Proxy) SetLatency(rtt time.Duration) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -83,8 +84,8 @@ func (l *Lab) renderSentinelConfig(s *SentinelNode, master *Node, replicas []*No
 	}
 	line("protected-mode no")
 	line("daemonize no")
-	line("dir %s", s.dir)
-	line("logfile %s/server.log", s.dir)
+	line("dir %s", confQuote(s.dir))
+	line("logfile %s", confQuote(filepath.Join(s.dir, "server.log")))
 	line("sentinel myid %s", s.myID)
 	host, port, _ := net.SplitHostPort(master.Addr())
 	name := c.MasterName
@@ -93,19 +94,19 @@ func (l *Lab) renderSentinelConfig(s *SentinelNode, master *Node, replicas []*No
 	line("sentinel failover-timeout %s %d", name, c.FailoverTimeout.Milliseconds())
 	line("sentinel parallel-syncs %s 1", name)
 	if c.Username != "" {
-		line("sentinel auth-user %s %s", name, c.Username)
+		line("sentinel auth-user %s %s", name, confQuote(c.Username))
 	}
 	if c.Password != "" {
-		line("sentinel auth-pass %s %s", name, c.Password)
+		line("sentinel auth-pass %s %s", name, confQuote(c.Password))
 	}
 	if c.SentinelUsername != "" {
 		line("user default off")
-		line("user %s on >%s ~* &* +@all", c.SentinelUsername, c.SentinelPassword)
-		line("sentinel sentinel-user %s", c.SentinelUsername)
-		line("sentinel sentinel-pass %s", c.SentinelPassword)
+		line("user %s on %s ~* &* +@all", confQuote(c.SentinelUsername), confQuote(">"+c.SentinelPassword))
+		line("sentinel sentinel-user %s", confQuote(c.SentinelUsername))
+		line("sentinel sentinel-pass %s", confQuote(c.SentinelPassword))
 	} else if c.SentinelPassword != "" {
-		line("requirepass %s", c.SentinelPassword)
-		line("sentinel sentinel-pass %s", c.SentinelPassword)
+		line("requirepass %s", confQuote(c.SentinelPassword))
+		line("sentinel sentinel-pass %s", confQuote(c.SentinelPassword))
 	}
 	// Seed what the sentinels would otherwise learn over the next seconds
 	// (replicas from the master's INFO, peers from hello messages), so a

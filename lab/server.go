@@ -135,7 +135,8 @@ func (s *Server) Do(ctx context.Context, args ...any) *redis.Cmd {
 }
 
 // LogTail returns the last n lines the server logged (its log file and
-// anything it wrote to stdout/stderr).
+// anything it wrote to stdout/stderr), with the lab's passwords replaced by
+// "xxxxx" (Redis quotes the offending config line when it refuses one).
 func (s *Server) LogTail(n int) string {
 	var b strings.Builder
 	for _, f := range []string{"server.log", "stdout.log"} {
@@ -149,7 +150,7 @@ func (s *Server) LogTail(n int) string {
 		}
 		fmt.Fprintf(&b, "--- %s %s (last %d lines)\n%s\n", s.name, f, len(lines), strings.Join(lines, "\n"))
 	}
-	return b.String()
+	return s.lab.redact(b.String())
 }
 
 // adminOptions are the options of the lab's own clients of this server:
@@ -224,8 +225,10 @@ func (s *Server) start(ctx context.Context) error {
 	return nil
 }
 
-// errPortInUse tells start's caller to pick another port.
-var errPortInUse = errors.New("port in use")
+// errPortInUse is in the error of a server that exited because another
+// process holds its port; Start then starts the topology again on fresh
+// ports.
+var errPortInUse = errors.New("port already in use")
 
 var errPortClosed = errors.New("port not open yet")
 
@@ -250,7 +253,7 @@ func (s *Server) waitReady(ctx context.Context, p *process) error {
 		case <-p.exited:
 			tail := s.LogTail(10)
 			if strings.Contains(tail, "Address already in use") {
-				return errPortInUse
+				return fmt.Errorf("lab: %s could not listen on %s: %w", s.name, s.DirectAddr(), errPortInUse)
 			}
 			return fmt.Errorf("lab: %s exited during start-up:\n%s", s.name, tail)
 		case <-ctx.Done():
@@ -279,7 +282,8 @@ func (p *process) kill() error {
 }
 
 // freePort asks the kernel for a free loopback port. Another process can
-// take it before the server binds it; start detects that and retries.
+// take it before the server binds it; Start detects that and starts the
+// whole topology again on fresh ports.
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -287,4 +291,39 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ProcessesIn returns the PIDs of the processes whose working directory is
+// dir or below it, also after the directory was removed, as /proc shows
+// them (Linux). Every lab server runs in its own directory under the lab's,
+// so tests use it to check that no server outlived its lab, including ones
+// whose PIDs were never printed.
+func ProcessesIn(dir string) ([]int, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("lab: list processes: %w", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil {
+			continue // gone, or not ours to see
+		}
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		if cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }

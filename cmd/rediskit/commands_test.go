@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -425,4 +427,53 @@ func (r *running) owns(item string) bool {
 		}
 	}
 	return false
+}
+
+// The environment's password is used but never lands in the URL: not in a
+// query value with an '@' (clientName), not in a file path with one
+// (caFile), so it is neither printed nor sent as the client name.
+func TestEnvironmentPasswordStaysOutOfTheURL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// A URL without a port: the socket (its path is short, as Unix
+	// sockets need).
+	dir, err := os.MkdirTemp("", "rk-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "redis.sock")
+	l := lab.New(t, lab.Config{Password: dataSecret, ExtraConfig: []string{"unixsocket " + sock, "unixsocketperm 700"}})
+	env := envPasswords[:1]
+	url := "unix://" + sock + "?clientName=svc@eu"
+
+	var rep healthJSON
+	runJSON(t, ctx, env, exitOK, &rep, "health", url, "--write")
+	if !rep.OK || rep.State != "writable" || !strings.Contains(rep.Target, "clientName=svc%40eu") {
+		t.Fatalf("health with the environment's password: %+v", rep)
+	}
+	out := mustRun(t, ctx, env, exitOK, "health", url)
+	contains(t, out, "reachable ")
+
+	// The name the server sees is the URL's.
+	r := startRediskit(t, ctx, env, false, "ring", "join", url, "--key", "cli-env-ring", "--items", "1")
+	r.waitForLast(t, "owns 1 of 1 items")
+	clients, err := l.Node(0).Do(ctx, "CLIENT", "LIST").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(clients, " name=svc@eu ") || strings.Contains(clients, dataSecret) {
+		t.Fatalf("CLIENT LIST does not show name=svc@eu alone:\n%s", clients)
+	}
+	r.interrupt(t)
+
+	// A CA file path with an '@': the error names the file as written.
+	for _, args := range [][]string{
+		{"health", "rediss://localhost?caFile=/nonexistent/me@corp/ca.pem"},
+		{"check", "rediss://localhost?caFile=/nonexistent/me@corp/ca.pem"},
+		{"health", "rediss://localhost?caFile=/nonexistent/me@corp/ca.pem", "--json"},
+	} {
+		out := mustRun(t, ctx, env, exitUsage, args...)
+		contains(t, out, "/nonexistent/me@corp/ca.pem")
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -150,19 +149,10 @@ func runLabUp(cmd *cobra.Command, cfg lab.Config, asJSON bool) error {
 	return nil
 }
 
-// describeLab writes a table of the lab's servers (name, current role,
-// address, the server's own address, PID, injected latency) and its ready
-// URL, which carries no password.
+// describeLab writes the lab's table (lab.WriteStatus) and its ready URL,
+// which carries no password.
 func describeLab(ctx context.Context, w io.Writer, l *lab.Lab) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tADDR\tSERVER\tPID\tLATENCY")
-	for _, n := range describeLabJSON(ctx, l).Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%v\n", n.Name, n.Role, n.Addr, n.Server, n.PID, time.Duration(n.LatencyMS*float64(time.Millisecond)))
-	}
-	for _, s := range l.Sentinels() {
-		fmt.Fprintf(tw, "%s\tsentinel\t%s\t%s\t%d\t-\n", s.Name(), s.Addr(), s.DirectAddr(), s.PID())
-	}
-	if err := tw.Flush(); err != nil {
+	if err := lab.WriteStatus(w, l.Status(ctx)); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "URL: %s\n", readyURL(l))
@@ -197,26 +187,20 @@ type labSentJSON struct {
 	PID  int    `json:"pid"`
 }
 
+// describeLabJSON is the lab's --json object, from the same rows as the
+// table.
 func describeLabJSON(ctx context.Context, l *lab.Lab) labJSON {
 	d := labJSON{URL: readyURL(l), TLS: l.TLS() != nil, Nodes: []labNodeJSON{}, Sentinels: []labSentJSON{}}
 	if len(l.Sentinels()) > 0 {
 		d.MasterName = l.MasterName()
 	}
-	for _, n := range l.Nodes() {
-		role := "down"
-		if n.Paused() {
-			role = "paused"
-		} else if r, err := n.Role(ctx); err == nil {
-			role = r.Role
-			if role == "slave" {
-				role = "replica"
-			}
+	for _, r := range l.Status(ctx) {
+		if r.Role == "sentinel" {
+			d.Sentinels = append(d.Sentinels, labSentJSON{Name: r.Name, Addr: r.Addr, PID: r.PID})
+			continue
 		}
-		d.Nodes = append(d.Nodes, labNodeJSON{Name: n.Name(), Role: role, Addr: n.Addr(), Server: n.DirectAddr(),
-			PID: n.PID(), LatencyMS: ms(n.Latency())})
-	}
-	for _, s := range l.Sentinels() {
-		d.Sentinels = append(d.Sentinels, labSentJSON{Name: s.Name(), Addr: s.Addr(), PID: s.PID()})
+		d.Nodes = append(d.Nodes, labNodeJSON{Name: r.Name, Role: r.Role, Addr: r.Addr, Server: r.Server,
+			PID: r.PID, LatencyMS: ms(r.Latency)})
 	}
 	return d
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/rediskit/rediskit/lab"
 )
 
 // binary is the rediskit binary built once for the end-to-end tests.
@@ -200,12 +203,95 @@ func assertGone(t *testing.T, pids []int) {
 	}
 }
 
+// labWatch watches /proc for the lab servers of one demo run. The demo
+// runs with its own temporary directory (TMPDIR), so every lab it starts,
+// the tour's main lab and each tour's own, has its servers' working
+// directories under it, whether or not the demo prints their PIDs.
+type labWatch struct {
+	dir  string
+	mu   sync.Mutex
+	seen map[int]bool
+	stop chan struct{}
+	done chan struct{}
+}
+
+// watchLabs starts watching and returns the environment to run the demo
+// with.
+func watchLabs(t *testing.T) (*labWatch, []string) {
+	t.Helper()
+	w := &labWatch{dir: t.TempDir(), seen: map[int]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			if pids, err := lab.ProcessesIn(w.dir); err == nil {
+				w.mu.Lock()
+				for _, pid := range pids {
+					w.seen[pid] = true
+				}
+				w.mu.Unlock()
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-w.stop:
+		default:
+			close(w.stop)
+		}
+		<-w.done
+	})
+	return w, []string{"TMPDIR=" + w.dir}
+}
+
+// finish stops watching once the demo has exited, checks that none of its
+// servers is left, and returns the PIDs seen while it ran.
+func (w *labWatch) finish(t *testing.T) []int {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	left, err := lab.ProcessesIn(w.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("lab servers left running after the demo exited: %v", left)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var pids []int
+	for pid := range w.seen {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	assertGone(t, pids)
+	return pids
+}
+
+// assertSeen checks that the watch saw the servers of the lab table the
+// demo printed (so it would have seen them left behind).
+func assertSeen(t *testing.T, seen, printed []int) {
+	t.Helper()
+	for _, pid := range printed {
+		if !slices.Contains(seen, pid) {
+			t.Errorf("the lab table's PID %d was not seen under the demo's directory (seen %v)", pid, seen)
+		}
+	}
+}
+
 func TestDemoQuick(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, code := rediskit(t, ctx, nil, "demo", "--quick")
-	if code != exitOK {
-		t.Fatalf("demo --quick exit %d:\n%s", code, out)
+	watch, env := watchLabs(t)
+	r := startRediskit(t, ctx, env, false, "demo", "--quick")
+	<-r.done
+	out := r.output()
+	if r.err != nil {
+		t.Fatalf("demo --quick: %v:\n%s", r.err, out)
 	}
 	for _, want := range []string{
 		"started 1 master, 2 replicas and 3 sentinels",
@@ -239,7 +325,14 @@ func TestDemoQuick(t *testing.T) {
 	matches(t, out, `(?m)^(\d+) GETs with readFrom=replicaPreferred: p50 [^;]+; \d+ on node1$`,
 		`(?m)^the same GETs with a latency-blind choice .*; \d+ on node1, \d+ on node2$`,
 		`(?m)^\d+ GETs again: p50 [^;]+; \d+ on node2$`)
-	assertGone(t, labPIDs(t, out))
+	// Every tour's servers: the main lab's 6, the guard's, the ring's and
+	// the two databases' (a server restarted in a tour counts again).
+	seen := watch.finish(t)
+	t.Logf("%d lab servers seen", len(seen))
+	assertSeen(t, seen, labPIDs(t, out))
+	if len(seen) < 10 {
+		t.Errorf("saw %d lab servers %v, want at least the 10 the tours start", len(seen), seen)
+	}
 }
 
 func TestLabUpStopsOnInterrupt(t *testing.T) {
@@ -333,12 +426,14 @@ func TestLabUpTLSJSON(t *testing.T) {
 func TestDemoInterrupted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := startRediskit(t, ctx, nil, false, "demo", "--quick")
+	watch, env := watchLabs(t)
+	r := startRediskit(t, ctx, env, false, "demo", "--quick")
 	r.waitFor(t, "an INCR demo:orders is in flight")
 	r.interrupt(t)
 	text := r.output()
 	contains(t, text, "interrupted", "stopped 6 processes")
-	assertGone(t, labPIDs(t, text))
+	seen := watch.finish(t)
+	assertSeen(t, seen, labPIDs(t, text))
 }
 
 // --lab starts a lab for one command and stops it after.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -128,25 +127,17 @@ func (t *target) isSentinel() bool { return t.cfg.Kind == redisurl.Sentinel }
 // password: no userinfo, or a username alone), sentinelPassword for the
 // sentinels of a sentinel URL (when the URL has no sentinelPassword). A
 // password in the URL always wins.
+//
+// The environment's passwords are set on the parsed Config, never written
+// into the URL's text, so no part of the URL (a query value, a file
+// path) can end up holding one, and no parse error can quote one.
 func parseTargetURL(raw, password, sentinelPassword string) (*redisurl.Config, error) {
-	raw = strings.TrimSpace(raw)
-	// A username alone ("redis://app@host") does not parse (a username
-	// needs a password): give it the environment's password first.
-	if password != "" {
-		if sep := strings.Index(raw, "://"); sep >= 0 {
-			rest := raw[sep+3:]
-			if at := strings.LastIndexByte(rest, '@'); at > 0 && !strings.Contains(rest[:at], ":") {
-				raw = raw[:sep+3] + rest[:at] + ":" + escapeAll(password) + rest[at:]
-			}
-		}
-	}
-	// sentinelUser without sentinelPassword does not parse either.
-	if sentinelPassword != "" && strings.Contains(raw, "sentinelUser=") && !strings.Contains(raw, "sentinelPassword=") {
-		raw += "&sentinelPassword=" + escapeAll(sentinelPassword)
-	}
 	c, err := redisurl.Parse(raw)
 	if err != nil {
-		return nil, err
+		c, err = parseNamesAlone(raw, password, sentinelPassword, err)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if c.Password == "" && password != "" {
 		c.Password = password
@@ -157,19 +148,119 @@ func parseTargetURL(raw, password, sentinelPassword string) (*redisurl.Config, e
 	return c, nil
 }
 
-// escapeAll percent-encodes every byte outside A–Z a–z 0–9 - . _ ~, as
-// redisurl requires in passwords.
-func escapeAll(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
+// parseNamesAlone parses a URL that redisurl refused only because it names
+// a user without a password: a username alone in the userinfo
+// ("redis://app@host") or sentinelUser without sentinelPassword. redisurl
+// requires the password next to the name; here the environment supplies
+// it. The name is taken out of the URL (the userinfo, cut where redisurl
+// cuts it, or the sentinelUser parameter), the rest is parsed by redisurl,
+// and the name is set on the Config. The parts taken out hold no password;
+// the passwords are set by the caller. Any other error is returned as
+// redisurl gave it.
+func parseNamesAlone(raw, password, sentinelPassword string, parseErr error) (*redisurl.Config, error) {
+	raw = strings.TrimSpace(raw)
+	var username, sentinelUser string
+	var haveUser, haveSentinelUser bool
+	for range 2 { // at most one of each fix
+		var ue *redisurl.Error
+		if !errors.As(parseErr, &ue) {
+			return nil, parseErr
 		}
+		switch {
+		case ue.Field == "userinfo" && ue.Reason == "a username needs a password" && password != "" && !haveUser:
+			rest, name, ok := cutUsername(raw)
+			if !ok {
+				return nil, parseErr
+			}
+			raw, username, haveUser = rest, name, true
+		case ue.Field == "sentinelPassword" && ue.Reason == redisurl.ReasonMissing && sentinelPassword != "" && !haveSentinelUser:
+			rest, name, ok := cutSentinelUser(raw)
+			if !ok {
+				return nil, parseErr
+			}
+			raw, sentinelUser, haveSentinelUser = rest, name, true
+		default:
+			return nil, parseErr
+		}
+		c, err := redisurl.Parse(raw)
+		if err == nil {
+			if haveUser {
+				c.Username = username
+			}
+			if haveSentinelUser {
+				c.SentinelUsername = sentinelUser
+			}
+			return c, nil
+		}
+		parseErr = err
 	}
-	return b.String()
+	return nil, parseErr
+}
+
+// authority returns where the part after "://" starts and where it ends:
+// at the first '/' or '?', as redisurl reads it.
+func authority(raw string) (start, end int, ok bool) {
+	sep := strings.Index(raw, "://")
+	if sep < 0 {
+		return 0, 0, false
+	}
+	start, end = sep+3, len(raw)
+	if i := strings.IndexAny(raw[start:], "/?"); i >= 0 {
+		end = start + i
+	}
+	return start, end, true
+}
+
+// cutUsername takes the userinfo (a username without a password, with or
+// without a trailing ':') out of the URL and returns the URL without it and
+// the decoded username.
+func cutUsername(raw string) (rest, username string, ok bool) {
+	start, end, ok := authority(raw)
+	if !ok {
+		return "", "", false
+	}
+	at := strings.LastIndexByte(raw[start:end], '@')
+	if at < 0 {
+		return "", "", false
+	}
+	user, _, _ := strings.Cut(raw[start:start+at], ":")
+	name, err := url.PathUnescape(user)
+	if err != nil || name == "" {
+		return "", "", false
+	}
+	return raw[:start] + raw[start+at+1:], name, true
+}
+
+// cutSentinelUser takes the one sentinelUser parameter out of the URL's
+// query and returns the URL without it and the decoded name.
+func cutSentinelUser(raw string) (rest, name string, ok bool) {
+	_, end, ok := authority(raw)
+	if !ok {
+		return "", "", false
+	}
+	q := strings.IndexByte(raw[end:], '?')
+	if q < 0 {
+		return "", "", false
+	}
+	q += end
+	var kept []string
+	found := 0
+	for _, piece := range strings.Split(raw[q+1:], "&") {
+		if v, isUser := strings.CutPrefix(piece, "sentinelUser="); isUser {
+			found++
+			name = v
+			continue
+		}
+		kept = append(kept, piece)
+	}
+	if found != 1 {
+		return "", "", false
+	}
+	decoded, err := url.PathUnescape(name)
+	if err != nil || decoded == "" {
+		return "", "", false
+	}
+	return raw[:q+1] + strings.Join(kept, "&"), decoded, true
 }
 
 // readyURL is a lab's URL without its passwords (the environment supplies
