@@ -489,6 +489,11 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 // read-only work is run once more on the new database, and a write only if
 // it provably did not execute; any other write fails with a
 // *DatabaseChangedError.
+//
+// Work refused before it ran (failure.NotExecuted: the database's client
+// was closed under it by RemoveDatabase, say) is no failure of the
+// database and is not counted; if the active database changed meanwhile,
+// it goes to the new one by the same rule.
 func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
 	r := c.route.Load()
 	db := r.active
@@ -499,6 +504,11 @@ func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) e
 	}
 	err := routing.Run(ctx, db.client, cmd, cmds)
 	if !c.observe(ctx, db, cmd, cmds, err) {
+		if failure.NotExecuted(err) && ctx.Err() == nil {
+			if next := c.route.Load().active; next != nil && next != db {
+				return c.again(ctx, db, next, cmd, cmds, err)
+			}
+		}
 		return err
 	}
 	next := c.afterFailure(db, err).active

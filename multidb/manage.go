@@ -315,9 +315,11 @@ func (c *Client) AddDatabase(d Database) error {
 // RemoveDatabase removes a database at run time. If it was active, traffic
 // moves to the next by the failover strategy first. Its health checks
 // stop; a client multidb built for it (Database.Options) is closed, and
-// calls still running on it fail (reads are retried on the new active
-// database; writes that may have executed get a *DatabaseChangedError). The
-// last database cannot be removed.
+// calls still running on it fail over by the package's rule: reads are
+// retried on the new active database, and so are writes that provably did
+// not run (a call refused by the closed client was never sent); writes
+// that may have executed get a *DatabaseChangedError. The last database
+// cannot be removed.
 func (c *Client) RemoveDatabase(name string) error {
 	c.mu.Lock()
 	if c.closed {
