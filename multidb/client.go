@@ -286,6 +286,13 @@ func (c *Client) openLocked(db *database, now time.Time, why string, cause error
 	if !db.brk.open(now) {
 		return
 	}
+	c.openedLocked(db, from, why, cause)
+}
+
+// openedLocked does what follows db's breaker opening (from state from):
+// counts, logs and reports it, and moves traffic away from db when it was
+// active.
+func (c *Client) openedLocked(db *database, from BreakerState, why string, cause error) {
 	db.trips++
 	db.healthySince = time.Time{}
 	if cause != nil {
@@ -319,6 +326,13 @@ func (c *Client) closeBreakerLocked(db *database, why string, resume bool) {
 		return
 	}
 	db.brk.set(Closed)
+	c.closedLocked(db, from, why, resume)
+}
+
+// closedLocked does what follows db's breaker closing (from state from):
+// its failure counts start afresh, it is logged and reported, and with
+// resume service resumes on it if no database was active.
+func (c *Client) closedLocked(db *database, from BreakerState, why string, resume bool) {
 	db.det.reset()
 	c.log.Info("multidb: database reachable again", "database", db.name, "reason", why)
 	c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: from, To: Closed, Detail: why})

@@ -93,11 +93,13 @@ func (c *Client) applyCheck(db *database, start time.Time, res checkResult) {
 			db.lastErr = res.err.Error()
 		}
 	}
-	switch from := db.brk.get(); {
-	case !res.healthy && from != Open:
-		c.openLocked(db, now, fmt.Sprintf("health check failed (%d of %d probes passed, %s)", res.passed, res.probes, c.cfg.HealthPolicy), res.err)
-	case res.healthy && from == HalfOpen:
-		c.closeBreakerLocked(db, "health check passed after the grace period", true)
+	// The breaker's own state machine decides; this does what follows.
+	switch from, changed := db.brk.checked(res.healthy, now); {
+	case !changed:
+	case db.brk.get() == Open:
+		c.openedLocked(db, from, fmt.Sprintf("health check failed (%d of %d probes passed, %s)", res.passed, res.probes, c.cfg.HealthPolicy), res.err)
+	default:
+		c.closedLocked(db, from, "health check passed after the grace period", true)
 	}
 	if c.route.Load().active == nil {
 		c.refreshDownLocked()
