@@ -773,3 +773,59 @@ func TestTableWithoutReads(t *testing.T) {
 		}
 	}
 }
+
+// An Observer may call the Selector it observes (Start, WaitRound for the
+// next round), on a real client: the rounds go on, and Client.Close
+// returns promptly.
+func TestObserverCallingTheSelector(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := latencyLab(t, lab.Config{}, 2*ms, 2*ms, 30*ms)
+	var sel *replica.Selector
+	waited := make(chan error, 64)
+	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms, Observer: func(ev replica.Event) {
+		if err := sel.Start(); err != nil {
+			waited <- err
+			return
+		}
+		waited <- sel.WaitRound(ctx, ev.Round+1)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+		ReplicaSelector: sel, ReadFrom: sentinel.Nearest, RefreshInterval: 500 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once Close was called, or the Selector is stuck (the test failed),
+	// the test does not call Close again: it would hang.
+	closing := false
+	t.Cleanup(func() {
+		if !closing && !t.Failed() {
+			_ = c.Close()
+		}
+	})
+	ready(t, ctx, c, sel, 1)
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("the Observer's call: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the Observer's WaitRound did not return (rounds %d)", sel.Rounds())
+	}
+	if err := sel.WaitRound(ctx, sel.Rounds()+2); err != nil {
+		t.Fatalf("the rounds stopped: %v", err)
+	}
+	done := make(chan error, 1)
+	closing = true
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Client.Close hangs while the Observer calls the Selector")
+	}
+}
