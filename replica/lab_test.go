@@ -829,3 +829,98 @@ func TestObserverCallingTheSelector(t *testing.T) {
 		t.Fatal("Client.Close hangs while the Observer calls the Selector")
 	}
 }
+
+// monitor records the commands a node runs (MONITOR, on a raw connection)
+// until the test ends.
+type monitor struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func startMonitor(t *testing.T, addr string) *monitor {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	m := &monitor{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		var rest string
+		for {
+			n, err := conn.Read(buf)
+			rest += string(buf[:n])
+			lines := strings.Split(rest, "\r\n")
+			rest = lines[len(lines)-1]
+			m.mu.Lock()
+			m.lines = append(m.lines, lines[:len(lines)-1]...)
+			m.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = conn.Close()
+		<-done
+	})
+	return m
+}
+
+func (m *monitor) text() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Join(m.lines, "\n")
+}
+
+// A Selector bound without Env.NodeOptions builds its probe clients with
+// rediskit's inner-client policy too: no CLIENT SETINFO, no maintenance
+// notifications handshake, nothing but the probes on the node.
+func TestProbeClientWithoutNodeOptions(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	node := lab.New(t, lab.Standalone()).Node(0)
+	mon := startMonitor(t, node.Addr())
+	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sel.Close()
+	sel.Bind(replica.Env{MasterName: "inner-policy", Sentinels: []string{"127.0.0.1:1"}})
+	sel.UpdateTopology(replica.Topology{Master: node.Addr()})
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sel.WaitRound(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if st := row(t, sel.Table(), node.Addr()); !st.Healthy {
+		t.Fatalf("the node's probes failed: %+v", st)
+	}
+	// Everything the probes sent is in MONITOR's feed once a later
+	// command is.
+	if err := node.Do(ctx, "ECHO", "probe-test-marker").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the marker in MONITOR's feed", func() bool { return strings.Contains(mon.text(), "probe-test-marker") })
+	feed := mon.text()
+	if !strings.Contains(strings.ToLower(feed), `"ping"`) {
+		t.Fatalf("MONITOR saw no probe:\n%s", feed)
+	}
+	// A command the server refused (CLIENT SETINFO before Redis 7.2) is
+	// not in MONITOR's feed but in the error counts.
+	if strings.Contains(strings.ToLower(feed), `"client"`) {
+		t.Fatalf("the probe client sent CLIENT commands of its own on connect:\n%s", feed)
+	}
+	stats, err := node.Do(ctx, "INFO", "errorstats").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := lab.ParseInfo(stats); len(errs) != 0 {
+		t.Fatalf("the node refused commands the probe client sent on its own: %v\nMONITOR:\n%s", errs, feed)
+	}
+}
