@@ -369,7 +369,9 @@ func TestNewNeedsAProvider(t *testing.T) {
 }
 
 // A breaker trip: the active database dies, the client switches to the
-// next by weight.
+// next by weight. Traffic trips it: the first health checks are done
+// before the kill and the next are an hour away (a health check that
+// failed first would trip the breaker with no traffic failure counted).
 func TestMultiDBMetrics(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	m, reader := newMetrics(t)
@@ -379,7 +381,8 @@ func TestMultiDBMetrics(t *testing.T) {
 			{Name: "primary", Weight: 10, Options: &redis.Options{Addr: primary.Node(0).Addr()}},
 			{Name: "standby", Weight: 5, Options: &redis.Options{Addr: standby.Node(0).Addr()}},
 		},
-		Observer: m.MultiDBObserver(nil),
+		HealthCheckInterval: time.Hour,
+		Observer:            m.MultiDBObserver(nil),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -391,6 +394,10 @@ func TestMultiDBMetrics(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 10*time.Second, "the first health checks", func() bool {
+		st := c.Stats()
+		return len(st.Databases) == 2 && st.Databases[0].Checked && st.Databases[1].Checked
+	})
 	if err := primary.Node(0).Kill(); err != nil {
 		t.Fatal(err)
 	}
