@@ -113,18 +113,31 @@ type Result[V any] struct {
 	RedisFailed bool
 }
 
-// CacheStats are a Cache's counters since it was made. A lookup's read
-// counts as a hit, a miss or a Redis failure; a lookup that was not a hit
-// is then served by its own load, by another's (Shared), or refused
-// (Refusals). A failed write-back counts as a Redis failure too.
+// CacheStats are a Cache's counters since it was made. Every lookup
+// (Lookup or Get, with an id) is counted once in each of two partitions:
+//
+//   - its read of Redis: Hits + Misses + ReadFailures + ReadsCanceled is
+//     the number of lookups;
+//   - for a lookup whose read did not hit, how it was then served or
+//     not: Loaded + Shared + Refusals + LoadFailures + LoadsCanceled is
+//     Misses + ReadFailures.
+//
+// RedisFailures, Loads and Fallbacks cut across them.
 type CacheStats struct {
 	Hits          uint64 // served from Redis
 	Misses        uint64 // Redis answered without the value (or with one that does not decode)
+	ReadFailures  uint64 // the read of Redis failed; the lookup falls back to the loader
+	ReadsCanceled uint64 // the caller's context ended during the read
+
+	Loaded        uint64 // served by the lookup's own load
+	Shared        uint64 // served by another lookup's load of the same key
+	Refusals      uint64 // refused with ErrUnavailable (every load slot busy, or the load timed out)
+	LoadFailures  uint64 // the loader failed; its error was returned
+	LoadsCanceled uint64 // the caller's context ended during the load or the wait for one
+
 	RedisFailures uint64 // reads and write-backs that failed
 	Loads         uint64 // loader calls made
-	Shared        uint64 // lookups served by another lookup's load
-	Fallbacks     uint64 // lookups served by the loader because Redis failed
-	Refusals      uint64 // lookups refused with ErrUnavailable (busy or load timed out)
+	Fallbacks     uint64 // lookups served by a load (Loaded or Shared) because their read failed
 }
 
 // Cache is a fail-open read-through cache: it reads Redis, and on a miss
@@ -147,7 +160,9 @@ type Cache[V any] struct {
 	opSet       string
 	flight      flight[V]
 
-	hits, misses, redisFailures, loads, shared, fallbacks, refusals atomic.Uint64
+	hits, misses, readFailures, readsCanceled             atomic.Uint64
+	loaded, shared, refusals, loadFailures, loadsCanceled atomic.Uint64
+	redisFailures, loads, fallbacks                       atomic.Uint64
 }
 
 // NewCache returns a Cache that uses g.
@@ -237,19 +252,31 @@ func (c *Cache[V]) Lookup(ctx context.Context, id string) (Result[V], error) {
 	case errors.Is(err, redis.Nil):
 		c.misses.Add(1)
 	case ctx.Err() != nil:
+		c.readsCanceled.Add(1)
 		return Result[V]{}, err
 	default:
 		redisOK = false
+		c.readFailures.Add(1)
 		c.redisFailures.Add(1)
 		c.g.log.Warn("guard: cache read failed; falling back to the loader", "cache", c.name, "err", err)
 	}
 	res, err := c.loadShared(ctx, id, key, redisOK)
 	if err != nil {
 		var ue *UnavailableError
-		if errors.As(err, &ue) {
+		switch {
+		case errors.As(err, &ue):
 			c.refusals.Add(1)
+		case ctx.Err() != nil:
+			c.loadsCanceled.Add(1)
+		default:
+			c.loadFailures.Add(1)
 		}
 		return res, err
+	}
+	if res.Source == SourceShared {
+		c.shared.Add(1)
+	} else {
+		c.loaded.Add(1)
 	}
 	if !redisOK {
 		c.fallbacks.Add(1)
@@ -275,7 +302,6 @@ func (c *Cache[V]) loadShared(ctx context.Context, id, key string, redisOK bool)
 		if call.err != nil {
 			return Result[V]{}, call.err
 		}
-		c.shared.Add(1)
 		return Result[V]{Value: call.val, Source: SourceShared, RedisFailed: !redisOK}, nil
 	}
 }
@@ -368,10 +394,15 @@ func (c *Cache[V]) Stats() CacheStats {
 	return CacheStats{
 		Hits:          c.hits.Load(),
 		Misses:        c.misses.Load(),
+		ReadFailures:  c.readFailures.Load(),
+		ReadsCanceled: c.readsCanceled.Load(),
+		Loaded:        c.loaded.Load(),
+		Shared:        c.shared.Load(),
+		Refusals:      c.refusals.Load(),
+		LoadFailures:  c.loadFailures.Load(),
+		LoadsCanceled: c.loadsCanceled.Load(),
 		RedisFailures: c.redisFailures.Load(),
 		Loads:         c.loads.Load(),
-		Shared:        c.shared.Load(),
 		Fallbacks:     c.fallbacks.Load(),
-		Refusals:      c.refusals.Load(),
 	}
 }

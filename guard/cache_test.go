@@ -83,7 +83,7 @@ func TestCacheTwoRequestsOneLoad(t *testing.T) {
 	if ttl < 59_000 || ttl >= 66_000 {
 		t.Errorf("PTTL of the cached value = %d ms, want within [60000, 66000)", ttl)
 	}
-	want := guard.CacheStats{Hits: 1, Misses: 1, Loads: 1}
+	want := guard.CacheStats{Hits: 1, Misses: 1, Loaded: 1, Loads: 1}
 	if s := c.Stats(); s != want {
 		t.Errorf("stats %+v, want %+v", s, want)
 	}
@@ -384,5 +384,104 @@ func TestCacheConfigErrors(t *testing.T) {
 		if _, err := guard.NewCache(g, cfg); !errors.As(err, &ce) {
 			t.Errorf("NewCache(%+v) = %v, want a ConfigError", cfg, err)
 		}
+	}
+}
+
+// Every way a lookup can end, once each: CacheStats counts each lookup
+// once by its read (hit, miss, read failure, cancelled) and each lookup
+// that did not hit once by how it was served (loaded, shared, refused,
+// loader failed, cancelled).
+func TestCacheStatsPartitionLookups(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Proxy: true})
+	n := l.Node(0)
+	g := open(t, relaxed(n))
+	errNotFound := errors.New("no such product")
+	hold := make(chan struct{})
+	started := make(chan string, 8)
+	c, err := guard.NewCache(g, guard.CacheConfig[string]{Name: "price", LoadTimeout: 200 * time.Millisecond,
+		Load: func(ctx context.Context, id string) (string, error) {
+			switch id {
+			case "fail":
+				return "", errNotFound
+			case "slow", "cancel": // until the load's or the caller's context ends
+				started <- id
+				<-ctx.Done()
+				return "", ctx.Err()
+			case "shared":
+				started <- id
+				select {
+				case <-hold:
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+			}
+			return "price-of-" + id, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(ctx context.Context, id string) error { _, err := c.Lookup(ctx, id); return err }
+
+	// Miss, loaded; then a hit.
+	if err := lookup(ctx, "sku-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lookup(ctx, "sku-1"); err != nil {
+		t.Fatal(err)
+	}
+	// Two lookups of one missing key: one loads, the other shares it.
+	leader := make(chan error, 1)
+	go func() { leader <- lookup(ctx, "shared") }()
+	<-started
+	follower := make(chan error, 1)
+	go func() { follower <- lookup(ctx, "shared") }()
+	waitFor(t, ctx, func() bool { return guard.Waiting(c, "shared") == 1 })
+	close(hold)
+	if err := errors.Join(<-leader, <-follower); err != nil {
+		t.Fatal(err)
+	}
+	// The loader fails; the load times out (refused).
+	if err := lookup(ctx, "fail"); !errors.Is(err, errNotFound) {
+		t.Fatalf("failing loader: %v", err)
+	}
+	if err := lookup(ctx, "slow"); !errors.Is(err, guard.ErrUnavailable) {
+		t.Fatalf("load past LoadTimeout: %v", err)
+	}
+	<-started
+	// The caller leaves during the load, and before the read.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { <-started; cancel() }()
+	if err := lookup(cctx, "cancel"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("caller cancelled during the load: %v", err)
+	}
+	if err := lookup(cctx, "sku-2"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("caller cancelled before the read: %v", err)
+	}
+	// The read fails: a fallback, loaded.
+	n.Proxy().Suspend()
+	err = lookup(ctx, "sku-3")
+	if rerr := n.Proxy().Resume(); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("lookup with Redis down: %v", err)
+	}
+
+	const lookups = 9
+	want := guard.CacheStats{
+		Hits: 1, Misses: 6, ReadFailures: 1, ReadsCanceled: 1,
+		Loaded: 3, Shared: 1, Refusals: 1, LoadFailures: 1, LoadsCanceled: 1,
+		RedisFailures: 1, Loads: 6, Fallbacks: 1,
+	}
+	st := c.Stats()
+	if st != want {
+		t.Errorf("stats %+v, want %+v", st, want)
+	}
+	if reads := st.Hits + st.Misses + st.ReadFailures + st.ReadsCanceled; reads != lookups {
+		t.Errorf("reads add up to %d, want the %d lookups", reads, lookups)
+	}
+	if served := st.Loaded + st.Shared + st.Refusals + st.LoadFailures + st.LoadsCanceled; served != st.Misses+st.ReadFailures {
+		t.Errorf("lookups served after the read add up to %d, want misses + read failures = %d", served, st.Misses+st.ReadFailures)
 	}
 }

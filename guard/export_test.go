@@ -18,3 +18,7 @@ func WaitFor(t *testing.T, ctx context.Context, cond func() bool) {
 		}
 	}
 }
+
+// Waiting is the number of lookups of id waiting for another lookup's
+// load. It is exported for the package's external tests.
+func Waiting[V any](c *Cache[V], id string) int { return c.flight.waiting(c.Key(id)) }

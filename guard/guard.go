@@ -150,7 +150,9 @@ func (g *Guard) Key(parts ...string) string {
 //     failure);
 //   - the caller's own ctx.Err() when ctx ended before or during the call:
 //     a cancellation is never reported as a Redis failure (a caller
-//     deadline that expires first counts as the caller's, too);
+//     deadline that expires first counts as the caller's, too, and
+//     ctx.Err() is set by the time Call returns it, so a caller may test
+//     ctx.Err() to tell its own end from Redis's);
 //   - else a *RedisError (matching ErrUnavailable) for any failure: the
 //     limit was hit, the connection failed, or the server replied with an
 //     error.
@@ -180,9 +182,12 @@ func (g *Guard) Call(ctx context.Context, op string, fn func(ctx context.Context
 	}
 	// The socket deadline is the context's deadline, and the socket can
 	// report it a moment before the context's own timer has fired: judge
-	// by the clock whose deadline has passed.
+	// by the clock whose deadline has passed, then wait that moment for
+	// the timer, so that ctx.Err() is set when Call returns and every
+	// caller (each component tests ctx.Err()) sees the caller's deadline.
 	if dl, ok := ctx.Deadline(); ok && !end.Before(dl) {
-		return context.DeadlineExceeded
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	dl, _ := cctx.Deadline()
 	return g.failure(op, err, end.Sub(start), !end.Before(dl))

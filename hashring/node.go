@@ -30,11 +30,12 @@ type Node struct {
 	phase phase
 	cur   *run
 
-	// viewMu serialises writes of view and the deadline timer; reads of
-	// view are lock-free.
+	// viewMu serialises writes of view, the deadline timer and shown;
+	// reads of view are lock-free.
 	viewMu sync.Mutex
 	view   atomic.Pointer[view]
 	timer  *time.Timer
+	shown  []Range // the ranges the last EventRangesChanged reported
 }
 
 type phase int
@@ -336,6 +337,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.timer != nil {
 		n.timer.Stop()
 	}
+	n.showLocked(nil)
 	n.viewMu.Unlock()
 	if len(old.effective()) > 0 {
 		n.signal()
@@ -371,17 +373,40 @@ func (n *Node) publish(r *run, snap *Snapshot) {
 		return
 	}
 	old := n.view.Swap(v)
-	if now := v.effective(); !slices.Equal(old.effective(), now) {
+	now := v.effective()
+	if !slices.Equal(old.effective(), now) {
 		n.signal()
-		n.emit(Event{Kind: EventRangesChanged, Share: share(now), Ranges: len(now)})
 	}
+	n.showLocked(now)
 	// Signal again when the deadline passes, so a worker waiting on
 	// Changes drops its keys on time even while a Redis call blocks.
 	if d := time.Until(v.deadline); n.timer == nil {
-		n.timer = time.AfterFunc(d, n.signal)
+		n.timer = time.AfterFunc(d, n.atDeadline)
 	} else {
 		n.timer.Reset(d)
 	}
+}
+
+// atDeadline runs when the view's deadline passes: it signals Changes and
+// reports the node's keys given up, on time even while the node's
+// goroutine waits on a Redis call.
+func (n *Node) atDeadline() {
+	n.signal()
+	n.viewMu.Lock()
+	defer n.viewMu.Unlock()
+	if v := n.view.Load(); v != nil && !v.valid() {
+		n.showLocked(nil)
+	}
+}
+
+// showLocked reports the node's effective ranges in an EventRangesChanged
+// when they differ from the ranges last reported. n.viewMu is held.
+func (n *Node) showLocked(now []Range) {
+	if slices.Equal(n.shown, now) {
+		return
+	}
+	n.shown = now
+	n.emit(Event{Kind: EventRangesChanged, Share: share(now), Ranges: len(now)})
 }
 
 // loop keeps the node on the ring until the run is cancelled.
@@ -533,4 +558,10 @@ func (n *Node) observe(r *run, cause error) {
 	n.opts.Logger.LogAttrs(r.ctx, slog.LevelError,
 		"hashring: ownership deadline passed; the node owns no keys until a heartbeat and a read succeed", attrs...)
 	n.emit(Event{Kind: EventDeadlinePassed, Late: now.Sub(r.deadline), Err: cause})
+	// The node owns no keys now: report it, unless a read or Stop did.
+	n.viewMu.Lock()
+	if !r.closed {
+		n.showLocked(nil)
+	}
+	n.viewMu.Unlock()
 }

@@ -8,8 +8,9 @@ type EventKind int
 // The events a Node reports to Options.Observer.
 const (
 	// EventRangesChanged: the node's effective ranges changed (joined,
-	// rebalanced, stopped, or gave its keys up). Share and Ranges describe
-	// the new ranges.
+	// rebalanced, stopped, or gave its keys up when its ownership deadline
+	// was observed passed). Share and Ranges describe the new ranges: 0
+	// and 0 when the node stopped or gave its keys up.
 	EventRangesChanged EventKind = iota + 1
 	// EventDeadlinePassed: the ownership deadline was observed passed; the
 	// node owns no keys until a heartbeat and a read succeed. Late is how

@@ -51,3 +51,95 @@ func TestObserverReportsShare(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "a's share back to 1", func() bool { return last() == 1 })
 }
+
+// rangeEvents records a node's EventRangesChanged events.
+type rangeEvents struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *rangeEvents) observe(ev Event) {
+	if ev.Kind == EventRangesChanged {
+		r.mu.Lock()
+		r.events = append(r.events, ev)
+		r.mu.Unlock()
+	}
+}
+
+func (r *rangeEvents) all() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+func (r *rangeEvents) last() (Event, bool) {
+	all := r.all()
+	if len(all) == 0 {
+		return Event{}, false
+	}
+	return all[len(all)-1], true
+}
+
+// EventRangesChanged comes on every occasion its documentation lists: a
+// node that gives its keys up (its ownership deadline passed, or Stop)
+// reports a share of 0 and no ranges, once; one that gets them back
+// reports them again.
+func TestObserverReportsGivingKeysUp(t *testing.T) {
+	l := lab.New(t, lab.Standalone())
+	ctx := testContext(t, 60*time.Second)
+	rec := &rangeEvents{}
+	o := fast("giving-up", nil)
+	o.OwnershipDeadline, o.Expiry = time.Second, 1500*time.Millisecond
+	o.Observer = rec.observe
+	n := newNode(t, client(t, l.Node(0).Options(), 5*time.Second), "ring", o)
+	start(t, ctx, n)
+	if ev, ok := rec.last(); !ok || ev.Share != 1 || ev.Ranges == 0 {
+		t.Fatalf("after Start: %v, want share 1", rec.all())
+	}
+
+	// The deadline passes while Redis is paused.
+	if err := l.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if l.Node(0).Paused() {
+			_ = l.Node(0).Resume()
+		}
+	})
+	waitFor(t, 5*time.Second, "the deadline to pass", func() bool { return len(n.Ranges()) == 0 })
+	// At the deadline, not when the node's goroutine, blocked on the
+	// paused Redis for up to the client's 5 s timeout, next looks.
+	waitFor(t, time.Second, "a share of 0 reported at the deadline", func() bool {
+		ev, _ := rec.last()
+		return ev.Share == 0 && ev.Ranges == 0
+	})
+	lost := len(rec.all())
+	if err := l.Node(0).Resume(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "ownership back, reported", func() bool {
+		ev, _ := rec.last()
+		return len(n.Ranges()) > 0 && ev.Share == 1
+	})
+	if all := rec.all(); len(all) != lost+1 {
+		t.Fatalf("events after the deadline passed: %v, want one share of 0, then one share of 1", all)
+	}
+
+	// Stop gives the keys up at once.
+	if err := n.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all := rec.all()
+	if ev := all[len(all)-1]; ev.Share != 0 || ev.Ranges != 0 {
+		t.Fatalf("after Stop: %v, want a share of 0 last", all)
+	}
+	var zeros int
+	for _, ev := range all {
+		if ev.Share == 0 {
+			zeros++
+		}
+	}
+	if zeros != 2 || len(all) != 4 {
+		t.Fatalf("events %v: want share 1, 0 (deadline), 1 (restored), 0 (Stop)", all)
+	}
+}

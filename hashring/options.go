@@ -58,7 +58,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer, when set, receives every Event of a node (ranges changed,
 	// deadline passed, ownership restored, attempt failed), for metrics.
-	// It is called from the node's goroutine and must return quickly.
+	// It is called from the node's goroutine, from Start and Stop, and at
+	// the ownership deadline (the ranges the node takes or gives up), one
+	// call at a time for the ranges; it must return quickly and must not
+	// call Start or Stop.
 	Observer func(Event)
 
 	// Replicas is the number of replicas of the node (node only). Default

@@ -286,6 +286,13 @@ func (c *Client) openLocked(db *database, now time.Time, why string, cause error
 	if !db.brk.open(now) {
 		return
 	}
+	c.openedLocked(db, from, why, cause)
+}
+
+// openedLocked does what follows db's breaker opening (from state from):
+// counts, logs and reports it, and moves traffic away from db when it was
+// active.
+func (c *Client) openedLocked(db *database, from BreakerState, why string, cause error) {
 	db.trips++
 	db.healthySince = time.Time{}
 	if cause != nil {
@@ -319,6 +326,13 @@ func (c *Client) closeBreakerLocked(db *database, why string, resume bool) {
 		return
 	}
 	db.brk.set(Closed)
+	c.closedLocked(db, from, why, resume)
+}
+
+// closedLocked does what follows db's breaker closing (from state from):
+// its failure counts start afresh, it is logged and reported, and with
+// resume service resumes on it if no database was active.
+func (c *Client) closedLocked(db *database, from BreakerState, why string, resume bool) {
 	db.det.reset()
 	c.log.Info("multidb: database reachable again", "database", db.name, "reason", why)
 	c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: from, To: Closed, Detail: why})
@@ -489,6 +503,11 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 // read-only work is run once more on the new database, and a write only if
 // it provably did not execute; any other write fails with a
 // *DatabaseChangedError.
+//
+// Work refused before it ran (failure.NotExecuted: the database's client
+// was closed under it by RemoveDatabase, say) is no failure of the
+// database and is not counted; if the active database changed meanwhile,
+// it goes to the new one by the same rule.
 func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
 	r := c.route.Load()
 	db := r.active
@@ -499,6 +518,11 @@ func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) e
 	}
 	err := routing.Run(ctx, db.client, cmd, cmds)
 	if !c.observe(ctx, db, cmd, cmds, err) {
+		if failure.NotExecuted(err) && ctx.Err() == nil {
+			if next := c.route.Load().active; next != nil && next != db {
+				return c.again(ctx, db, next, cmd, cmds, err)
+			}
+		}
 		return err
 	}
 	next := c.afterFailure(db, err).active

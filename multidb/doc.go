@@ -135,9 +135,11 @@
 //
 // # Work caught by a switch: no write replay
 //
-// When a call fails with a connection error or a timeout and meanwhile the
-// active database changed (this failure tripped the breaker, or another
-// call's did, or an operator switched):
+// When a call fails with a connection error or a timeout, or is refused
+// unsent (its database's client was closed under it by RemoveDatabase, or
+// the server refused it before execution: READONLY, LOADING, ...), and
+// meanwhile the active database changed (this failure tripped the breaker,
+// or another call's did, or an operator switched or removed a database):
 //
 //   - Read-only work (a command, a pipeline or a script package classify
 //     calls read-only) runs once more on the new active database.

@@ -67,6 +67,21 @@ func (e *eventLog) of(kind EventKind) []Event {
 	return out
 }
 
+// eventMarker is the kind of the events flush sends: no client event has
+// it.
+const eventMarker EventKind = -1
+
+// flush waits until every event c emitted before the call has been
+// delivered: events go to the Observer in order, from one goroutine, so
+// once a marker emitted now arrives, nothing emitted earlier is still on
+// its way.
+func (e *eventLog) flush(t *testing.T, c *Client) {
+	t.Helper()
+	n := len(e.of(eventMarker))
+	c.events.emit(Event{Kind: eventMarker})
+	waitFor(t, 2*time.Second, "the events emitted so far", func() bool { return len(e.of(eventMarker)) > n })
+}
+
 // switches are the active-database changes after the first choice.
 func (e *eventLog) switches() []Event {
 	all := e.of(EventActiveChanged)

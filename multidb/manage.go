@@ -93,11 +93,13 @@ func (c *Client) applyCheck(db *database, start time.Time, res checkResult) {
 			db.lastErr = res.err.Error()
 		}
 	}
-	switch from := db.brk.get(); {
-	case !res.healthy && from != Open:
-		c.openLocked(db, now, fmt.Sprintf("health check failed (%d of %d probes passed, %s)", res.passed, res.probes, c.cfg.HealthPolicy), res.err)
-	case res.healthy && from == HalfOpen:
-		c.closeBreakerLocked(db, "health check passed after the grace period", true)
+	// The breaker's own state machine decides; this does what follows.
+	switch from, changed := db.brk.checked(res.healthy, now); {
+	case !changed:
+	case db.brk.get() == Open:
+		c.openedLocked(db, from, fmt.Sprintf("health check failed (%d of %d probes passed, %s)", res.passed, res.probes, c.cfg.HealthPolicy), res.err)
+	default:
+		c.closedLocked(db, from, "health check passed after the grace period", true)
 	}
 	if c.route.Load().active == nil {
 		c.refreshDownLocked()
@@ -315,9 +317,11 @@ func (c *Client) AddDatabase(d Database) error {
 // RemoveDatabase removes a database at run time. If it was active, traffic
 // moves to the next by the failover strategy first. Its health checks
 // stop; a client multidb built for it (Database.Options) is closed, and
-// calls still running on it fail (reads are retried on the new active
-// database; writes that may have executed get a *DatabaseChangedError). The
-// last database cannot be removed.
+// calls still running on it fail over by the package's rule: reads are
+// retried on the new active database, and so are writes that provably did
+// not run (a call refused by the closed client was never sent); writes
+// that may have executed get a *DatabaseChangedError. The last database
+// cannot be removed.
 func (c *Client) RemoveDatabase(name string) error {
 	c.mu.Lock()
 	if c.closed {

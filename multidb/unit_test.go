@@ -12,6 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// TestBreakerTransitions drives the breaker's state machine: open (by
+// traffic), halfOpen (the health loop at the grace period's end) and
+// checked (applyCheck, for every health check's verdict).
 func TestBreakerTransitions(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	grace := 10 * time.Second

@@ -68,7 +68,14 @@
 // Guards (RegisterCache, RegisterLimiter, RegisterGate, RegisterHealth;
 // rediskit.name is the name given at registration):
 //
-//	rediskit.guard.cache.lookups       counter {lookup}  rediskit.name, rediskit.result (hit|miss|shared|fallback|refused)
+//	rediskit.guard.cache.reads         counter {lookup}  rediskit.name, rediskit.result (hit|miss|error|canceled)
+//	    Lookups by how their read of Redis ended; they add up to the lookups.
+//	rediskit.guard.cache.fills         counter {lookup}  rediskit.name, rediskit.result (loaded|shared|refused|error|canceled)
+//	    Lookups that did not hit, by how they were served (their own load,
+//	    another lookup's, refused, the loader failed, the caller left); they
+//	    add up to reads miss + error.
+//	rediskit.guard.cache.fallbacks     counter {lookup}  rediskit.name
+//	    Lookups served by a load (loaded or shared) because their read failed.
 //	rediskit.guard.limiter.attempts    counter {attempt} rediskit.name, rediskit.result (allowed|limited|unavailable)
 //	rediskit.guard.admission.attempts  counter {attempt} rediskit.name, rediskit.result (admitted|busy|unavailable)
 //	rediskit.guard.redis.failures      counter {failure} rediskit.name, rediskit.component (cache|limiter|admission)

@@ -13,28 +13,47 @@ import (
 // RegisterCache reports a guard.Cache's counters (read from its Stats when
 // metrics are collected) under name:
 //
-//	rediskit.guard.cache.lookups{rediskit.result=hit|miss|shared|fallback|refused}
+//	rediskit.guard.cache.reads{rediskit.result=hit|miss|error|canceled}
+//	rediskit.guard.cache.fills{rediskit.result=loaded|shared|refused|error|canceled}
+//	rediskit.guard.cache.fallbacks
 //	rediskit.guard.redis.failures{rediskit.name, rediskit.component=cache}
+//
+// Each lookup counts once in reads (how its read of Redis ended: the
+// series add up to the lookups), and once in fills if its read did not
+// hit (how it was then served: the series add up to reads miss + error).
+// fallbacks counts the fills (loaded or shared) of lookups whose read
+// failed.
 //
 // stats is the cache's Stats method (guard.Cache is generic).
 func (m *Metrics) RegisterCache(name string, stats func() guard.CacheStats) (metric.Registration, error) {
-	lookups, err1 := m.meter.Int64ObservableCounter("rediskit.guard.cache.lookups", metric.WithUnit("{lookup}"),
-		metric.WithDescription("Cache lookups by result: hit, miss (then loaded), shared (another lookup's load), fallback (Redis failed, loaded), refused (loader busy)."))
-	failures, err2 := m.redisFailures()
-	if err := firstErr(err1, err2); err != nil {
+	reads, err1 := m.meter.Int64ObservableCounter("rediskit.guard.cache.reads", metric.WithUnit("{lookup}"),
+		metric.WithDescription("Cache lookups by how their read of Redis ended: hit, miss, error (Redis failed), canceled (the caller's context ended)."))
+	fills, err2 := m.meter.Int64ObservableCounter("rediskit.guard.cache.fills", metric.WithUnit("{lookup}"),
+		metric.WithDescription("Cache lookups that did not hit, by how they were served: loaded (their own load), shared (another lookup's load), refused (loader busy or timed out), error (the loader failed), canceled (the caller's context ended)."))
+	fallbacks, err3 := m.meter.Int64ObservableCounter("rediskit.guard.cache.fallbacks", metric.WithUnit("{lookup}"),
+		metric.WithDescription("Cache lookups served by a load because their read of Redis failed."))
+	failures, err4 := m.redisFailures()
+	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return nil, err
 	}
 	base := []attribute.KeyValue{redisSystem, AttrName.String(name)}
 	return m.observe(func(_ context.Context, o metric.Observer) error {
 		s := stats()
-		for result, n := range map[string]uint64{
-			"hit": s.Hits, "miss": s.Misses, "shared": s.Shared, "fallback": s.Fallbacks, "refused": s.Refusals,
+		for _, r := range []struct {
+			counter metric.Int64ObservableCounter
+			result  string
+			n       uint64
+		}{
+			{reads, "hit", s.Hits}, {reads, "miss", s.Misses}, {reads, "error", s.ReadFailures}, {reads, "canceled", s.ReadsCanceled},
+			{fills, "loaded", s.Loaded}, {fills, "shared", s.Shared}, {fills, "refused", s.Refusals},
+			{fills, "error", s.LoadFailures}, {fills, "canceled", s.LoadsCanceled},
 		} {
-			o.ObserveInt64(lookups, int64(n), metric.WithAttributes(append(base, AttrResult.String(result))...))
+			o.ObserveInt64(r.counter, int64(r.n), metric.WithAttributes(append(base, AttrResult.String(r.result))...))
 		}
+		o.ObserveInt64(fallbacks, int64(s.Fallbacks), metric.WithAttributes(base...))
 		o.ObserveInt64(failures, int64(s.RedisFailures), metric.WithAttributes(append(base, attribute.String("rediskit.component", "cache"))...))
 		return nil
-	}, lookups, failures)
+	}, reads, fills, fallbacks, failures)
 }
 
 // RegisterLimiter reports a guard.Limiter's attempts under name:

@@ -172,8 +172,14 @@ func TestGuardMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	cache, err := guard.NewCache(g, guard.CacheConfig[int]{Name: "price",
-		Load: func(context.Context, string) (int, error) { return 1250, nil }})
+	cache, err := guard.NewCache(g, guard.CacheConfig[int]{Name: "price", LoadTimeout: 100 * time.Millisecond,
+		Load: func(ctx context.Context, id string) (int, error) {
+			if id == "sku-slow" { // past LoadTimeout: refused
+				<-ctx.Done()
+				return 0, ctx.Err()
+			}
+			return 1250, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,14 +212,15 @@ func TestGuardMetrics(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the first health check", func() bool { return mon.Last().State != guard.StateUnknown })
 
-	_, _ = cache.Lookup(ctx, "sku-1") // miss, loaded
-	_, _ = cache.Lookup(ctx, "sku-1") // hit
+	_, _ = cache.Lookup(ctx, "sku-1")    // miss, loaded
+	_, _ = cache.Lookup(ctx, "sku-1")    // hit
+	_, _ = cache.Lookup(ctx, "sku-slow") // miss, refused
 	_, _ = limiter.Allow(ctx, "alice")
 	_, _ = limiter.Allow(ctx, "alice") // limited
 	_ = gate.Admit(ctx, "order-1")
 	_ = gate.Admit(ctx, "order-1")    // busy
 	l.Node(0).Proxy().Suspend()       // Redis down
-	_, _ = cache.Lookup(ctx, "sku-2") // fallback
+	_, _ = cache.Lookup(ctx, "sku-2") // read error, loaded: a fallback
 	_, _ = limiter.Allow(ctx, "bob")  // unavailable
 	if err := l.Node(0).Proxy().Resume(); err != nil {
 		t.Fatal(err)
@@ -226,9 +233,14 @@ func TestGuardMetrics(t *testing.T) {
 		attrs  []attribute.KeyValue
 		want   float64
 	}{
-		{"rediskit.guard.cache.lookups", []attribute.KeyValue{price, AttrResult.String("hit")}, 1},
-		{"rediskit.guard.cache.lookups", []attribute.KeyValue{price, AttrResult.String("miss")}, 1},
-		{"rediskit.guard.cache.lookups", []attribute.KeyValue{price, AttrResult.String("fallback")}, 1},
+		{"rediskit.guard.cache.reads", []attribute.KeyValue{price, AttrResult.String("hit")}, 1},
+		{"rediskit.guard.cache.reads", []attribute.KeyValue{price, AttrResult.String("miss")}, 2},
+		{"rediskit.guard.cache.reads", []attribute.KeyValue{price, AttrResult.String("error")}, 1},
+		{"rediskit.guard.cache.reads", []attribute.KeyValue{price, AttrResult.String("canceled")}, 0},
+		{"rediskit.guard.cache.fills", []attribute.KeyValue{price, AttrResult.String("loaded")}, 2},
+		{"rediskit.guard.cache.fills", []attribute.KeyValue{price, AttrResult.String("refused")}, 1},
+		{"rediskit.guard.cache.fills", []attribute.KeyValue{price, AttrResult.String("shared")}, 0},
+		{"rediskit.guard.cache.fallbacks", []attribute.KeyValue{price}, 1},
 		{"rediskit.guard.limiter.attempts", []attribute.KeyValue{login, AttrResult.String("allowed")}, 1},
 		{"rediskit.guard.limiter.attempts", []attribute.KeyValue{login, AttrResult.String("limited")}, 1},
 		{"rediskit.guard.limiter.attempts", []attribute.KeyValue{login, AttrResult.String("unavailable")}, 1},
@@ -245,8 +257,58 @@ func TestGuardMetrics(t *testing.T) {
 	if n := sum(got["rediskit.guard.redis.failures"], price); n < 1 {
 		t.Errorf("cache Redis failures = %v, want at least 1", n)
 	}
+	// Each of the 4 lookups is one read; the 3 that did not hit are one
+	// fill each.
+	if n := sum(got["rediskit.guard.cache.reads"], price); n != 4 {
+		t.Errorf("cache reads add up to %v, want the 4 lookups: %v", n, got["rediskit.guard.cache.reads"])
+	}
+	if n := sum(got["rediskit.guard.cache.fills"], price); n != 3 {
+		t.Errorf("cache fills add up to %v, want the 3 lookups that did not hit: %v", n, got["rediskit.guard.cache.fills"])
+	}
 	if len(got["rediskit.guard.health.age"]) != 1 {
 		t.Errorf("health age: %v", got["rediskit.guard.health.age"])
+	}
+}
+
+// The cache series partition the lookups, whatever the counts: two
+// concurrent lookups of a missing key (Misses 2, one Loaded, one Shared)
+// are two reads and two fills, and every CacheStats count reaches exactly
+// one series.
+func TestCacheSeriesPartitionLookups(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stats   guard.CacheStats
+		lookups float64
+	}{
+		{"two concurrent lookups of a missing key", guard.CacheStats{Misses: 2, Loaded: 1, Shared: 1, Loads: 1}, 2},
+		{"every outcome", guard.CacheStats{
+			Hits: 3, Misses: 5, ReadFailures: 4, ReadsCanceled: 1,
+			Loaded: 3, Shared: 2, Refusals: 1, LoadFailures: 2, LoadsCanceled: 1,
+			RedisFailures: 6, Loads: 7, Fallbacks: 2,
+		}, 13},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, reader := newMetrics(t)
+			if _, err := m.RegisterCache("c", func() guard.CacheStats { return tc.stats }); err != nil {
+				t.Fatal(err)
+			}
+			got := collect(t, reader)
+			c := AttrName.String("c")
+			if n := sum(got["rediskit.guard.cache.reads"], c); n != tc.lookups {
+				t.Errorf("reads add up to %v, want the %v lookups: %v", n, tc.lookups, got["rediskit.guard.cache.reads"])
+			}
+			if n, want := sum(got["rediskit.guard.cache.fills"], c), float64(tc.stats.Misses+tc.stats.ReadFailures); n != want {
+				t.Errorf("fills add up to %v, want the %v lookups that did not hit: %v", n, want, got["rediskit.guard.cache.fills"])
+			}
+			if n := sum(got["rediskit.guard.cache.fallbacks"], c); n != float64(tc.stats.Fallbacks) {
+				t.Errorf("fallbacks %v, want %d", n, tc.stats.Fallbacks)
+			}
+			for name := range got {
+				if name == "rediskit.guard.cache.lookups" {
+					t.Errorf("the overlapping series %s is still reported", name)
+				}
+			}
+		})
 	}
 }
 
@@ -307,7 +369,9 @@ func TestNewNeedsAProvider(t *testing.T) {
 }
 
 // A breaker trip: the active database dies, the client switches to the
-// next by weight.
+// next by weight. Traffic trips it: the first health checks are done
+// before the kill and the next are an hour away (a health check that
+// failed first would trip the breaker with no traffic failure counted).
 func TestMultiDBMetrics(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	m, reader := newMetrics(t)
@@ -317,7 +381,8 @@ func TestMultiDBMetrics(t *testing.T) {
 			{Name: "primary", Weight: 10, Options: &redis.Options{Addr: primary.Node(0).Addr()}},
 			{Name: "standby", Weight: 5, Options: &redis.Options{Addr: standby.Node(0).Addr()}},
 		},
-		Observer: m.MultiDBObserver(nil),
+		HealthCheckInterval: time.Hour,
+		Observer:            m.MultiDBObserver(nil),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -329,6 +394,10 @@ func TestMultiDBMetrics(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 10*time.Second, "the first health checks", func() bool {
+		st := c.Stats()
+		return len(st.Databases) == 2 && st.Databases[0].Checked && st.Databases[1].Checked
+	})
 	if err := primary.Node(0).Kill(); err != nil {
 		t.Fatal(err)
 	}

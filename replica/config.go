@@ -66,9 +66,12 @@ type Config struct {
 	// after a start or a failed probe seeds the average.
 	EWMAAlpha float64
 	// Observer, when set, receives an Event each time the election
-	// changes. It is called synchronously from the prober's goroutine (or
-	// from the client's topology goroutine for topology changes), so it
-	// must return quickly, and must not call the Selector's Close.
+	// changes, in order, from a goroutine of the Selector's own (the one
+	// that also calls Env.Evict), never with the Selector's lock held: it
+	// may call the Selector's methods (Table, WaitRound, Start) except
+	// Close, and a slow Observer holds up neither the prober nor the
+	// client's failover handling, only the later events and evictions.
+	// Past 1,024 waiting changes, their events are dropped (and logged).
 	Observer func(Event)
 	// Logger receives the selector's and prober's records. Default: the
 	// logger of the client the Selector is bound to (Env.Logger), else

@@ -68,7 +68,9 @@
 // replica that left it: the client closes its pooled connections to that
 // replica (idle ones at once, busy ones when their read returns), so no
 // connection stays pinned to the old choice. Since the client picks the
-// node per read, reads move at the next read.
+// node per read, reads move at the next read. Evictions and the Observer's
+// events are made after the election is installed, in order, from a
+// goroutine of the Selector's own, so neither runs under its lock.
 //
 // Pick costs one atomic load of the current election (immutable, swapped
 // in whole after each round) and the choice: no lock, no allocation

@@ -773,3 +773,154 @@ func TestTableWithoutReads(t *testing.T) {
 		}
 	}
 }
+
+// An Observer may call the Selector it observes (Start, WaitRound for the
+// next round), on a real client: the rounds go on, and Client.Close
+// returns promptly.
+func TestObserverCallingTheSelector(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := latencyLab(t, lab.Config{}, 2*ms, 2*ms, 30*ms)
+	var sel *replica.Selector
+	waited := make(chan error, 64)
+	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms, Observer: func(ev replica.Event) {
+		if err := sel.Start(); err != nil {
+			waited <- err
+			return
+		}
+		waited <- sel.WaitRound(ctx, ev.Round+1)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+		ReplicaSelector: sel, ReadFrom: sentinel.Nearest, RefreshInterval: 500 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once Close was called, or the Selector is stuck (the test failed),
+	// the test does not call Close again: it would hang.
+	closing := false
+	t.Cleanup(func() {
+		if !closing && !t.Failed() {
+			_ = c.Close()
+		}
+	})
+	ready(t, ctx, c, sel, 1)
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("the Observer's call: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the Observer's WaitRound did not return (rounds %d)", sel.Rounds())
+	}
+	if err := sel.WaitRound(ctx, sel.Rounds()+2); err != nil {
+		t.Fatalf("the rounds stopped: %v", err)
+	}
+	done := make(chan error, 1)
+	closing = true
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Client.Close hangs while the Observer calls the Selector")
+	}
+}
+
+// monitor records the commands a node runs (MONITOR, on a raw connection)
+// until the test ends.
+type monitor struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func startMonitor(t *testing.T, addr string) *monitor {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	m := &monitor{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		var rest string
+		for {
+			n, err := conn.Read(buf)
+			rest += string(buf[:n])
+			lines := strings.Split(rest, "\r\n")
+			rest = lines[len(lines)-1]
+			m.mu.Lock()
+			m.lines = append(m.lines, lines[:len(lines)-1]...)
+			m.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = conn.Close()
+		<-done
+	})
+	return m
+}
+
+func (m *monitor) text() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return strings.Join(m.lines, "\n")
+}
+
+// A Selector bound without Env.NodeOptions builds its probe clients with
+// rediskit's inner-client policy too: no CLIENT SETINFO, no maintenance
+// notifications handshake, nothing but the probes on the node.
+func TestProbeClientWithoutNodeOptions(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	node := lab.New(t, lab.Standalone()).Node(0)
+	mon := startMonitor(t, node.Addr())
+	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sel.Close()
+	sel.Bind(replica.Env{MasterName: "inner-policy", Sentinels: []string{"127.0.0.1:1"}})
+	sel.UpdateTopology(replica.Topology{Master: node.Addr()})
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sel.WaitRound(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if st := row(t, sel.Table(), node.Addr()); !st.Healthy {
+		t.Fatalf("the node's probes failed: %+v", st)
+	}
+	// Everything the probes sent is in MONITOR's feed once a later
+	// command is.
+	if err := node.Do(ctx, "ECHO", "probe-test-marker").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the marker in MONITOR's feed", func() bool { return strings.Contains(mon.text(), "probe-test-marker") })
+	feed := mon.text()
+	if !strings.Contains(strings.ToLower(feed), `"ping"`) {
+		t.Fatalf("MONITOR saw no probe:\n%s", feed)
+	}
+	// A command the server refused (CLIENT SETINFO before Redis 7.2) is
+	// not in MONITOR's feed but in the error counts.
+	if strings.Contains(strings.ToLower(feed), `"client"`) {
+		t.Fatalf("the probe client sent CLIENT commands of its own on connect:\n%s", feed)
+	}
+	stats, err := node.Do(ctx, "INFO", "errorstats").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := lab.ParseInfo(stats); len(errs) != 0 {
+		t.Fatalf("the node refused commands the probe client sent on its own: %v\nMONITOR:\n%s", errs, feed)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
 // registry holds the shared probers, one per deployment (master name and
@@ -240,7 +241,10 @@ func (p *prober) hasUnprobed() bool {
 }
 
 // client returns the dedicated probe client of a node: one connection,
-// every timeout ProbeTimeout, no retries.
+// every timeout ProbeTimeout, and rediskit's inner-client policy (no
+// retries, context deadlines honoured, no commands of its own on connect;
+// package internal/redisopt), whether or not Env.NodeOptions gave the
+// options.
 func (p *prober) client(addr string) *redis.Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -255,8 +259,9 @@ func (p *prober) client(addr string) *redis.Client {
 		opt = p.env.NodeOptions(addr)
 	}
 	if opt == nil {
-		opt = &redis.Options{Addr: addr}
+		opt = &redis.Options{}
 	}
+	opt = redisopt.Inner(opt)
 	opt.Addr = addr
 	// Probes are sequential, so the pool holds one connection. Its size is
 	// 4 rather than 1 because go-redis stops dialling after PoolSize failed
@@ -265,7 +270,6 @@ func (p *prober) client(addr string) *redis.Client {
 	// dials, so that never happens.
 	opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = probeAttempts+1, 0, 1
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = p.timeout, p.timeout, p.timeout, p.timeout
-	opt.MaxRetries, opt.DialerRetries, opt.ContextTimeoutEnabled = -1, 1, true
 	if opt.ClientName != "" {
 		opt.ClientName += "-probe"
 	}

@@ -43,7 +43,28 @@ type Selector struct {
 	rounds   uint64
 	slots    map[string]*slot
 	closedCh chan struct{}
+
+	// The election changes still to report, oldest first, and whether the
+	// notifier goroutine is running (guarded by mu). Evictions and the
+	// Observer run there, never under mu: the Observer may call the
+	// Selector, and a slow one holds up neither the prober nor the
+	// client's topology goroutine.
+	pending   []notice
+	notifying bool
+	notifier  sync.WaitGroup
 }
+
+// notice is what one election change asks of the outside world: the
+// replicas to evict, then the Event.
+type notice struct {
+	evict []string
+	event *Event
+}
+
+// maxPending bounds the notices waiting for a slow Observer. Past it the
+// Events are dropped (and logged) and the evictions folded into the last
+// notice, so nothing grows without bound and no eviction is lost.
+const maxPending = 1024
 
 // slot is a replica the Selector can hand out, with its in-flight count.
 // Slots outlive elections, so a read's done decrements the count its Pick
@@ -218,8 +239,10 @@ func (s *Selector) startOnce() {
 
 // Close detaches the Selector from its deployment's prober; the last
 // Selector of a deployment stops the prober and closes its connections.
-// After Close returns the Observer is not called again. It is safe to call
-// more than once.
+// Election changes not yet reported are dropped; Close waits for an
+// Observer call in progress (WaitRound returns ErrClosed to it), and after
+// Close returns the Observer is not called again. It is safe to call more
+// than once, but not from the Observer.
 func (s *Selector) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -228,11 +251,13 @@ func (s *Selector) Close() error {
 	}
 	s.closed = true
 	close(s.closedCh)
+	s.pending = nil
 	p := s.prober.Load()
 	s.mu.Unlock()
 	if p != nil {
 		detach(p, s)
 	}
+	s.notifier.Wait()
 	return nil
 }
 
@@ -296,8 +321,8 @@ func (s *Selector) slotsFor(addrs []string) []*slot {
 }
 
 // reelect runs the election on the current topology and measurements,
-// installs it, and when it changed evicts the replicas that left and
-// reports an Event. s.mu is held.
+// installs it, and when it changed queues the eviction of the replicas
+// that left and an Event for the notifier. s.mu is held.
 func (s *Selector) reelect(topologyChanged bool) {
 	var t Topology
 	if tp := s.topo.Load(); tp != nil {
@@ -341,10 +366,11 @@ func (s *Selector) reelect(topologyChanged bool) {
 	if slices.Equal(prev.electedAddrs, res.elected) && prev.nearestMaster == res.nearestMaster {
 		return
 	}
+	var n notice
 	if s.env.Evict != nil {
 		for _, addr := range prev.inUse {
 			if !slices.Contains(e.inUse, addr) && slices.Contains(t.Replicas, addr) {
-				s.env.Evict(addr)
+				n.evict = append(n.evict, addr)
 			}
 		}
 	}
@@ -363,7 +389,61 @@ func (s *Selector) reelect(topologyChanged bool) {
 	s.log.Info("replica election changed", "master_name", s.env.MasterName, "reason", reason,
 		"elected", ev.Elected, "previous", ev.Previous, "nearest_master", ev.NearestMaster, "detail", detail)
 	if s.cfg.Observer != nil {
-		s.cfg.Observer(ev)
+		n.event = &ev
+	}
+	s.notify(n)
+}
+
+// notify queues n for the notifier goroutine, starting it if it is not
+// running. s.mu is held.
+func (s *Selector) notify(n notice) {
+	if s.closed || (n.event == nil && len(n.evict) == 0) {
+		return
+	}
+	if len(s.pending) >= maxPending {
+		last := &s.pending[len(s.pending)-1]
+		for _, addr := range n.evict {
+			if !slices.Contains(last.evict, addr) {
+				last.evict = append(last.evict, addr)
+			}
+		}
+		if n.event != nil {
+			s.log.Warn("replica: the Observer is too slow; election event dropped", "master_name", s.env.MasterName,
+				"pending", len(s.pending), "reason", n.event.Reason)
+		}
+		return
+	}
+	s.pending = append(s.pending, n)
+	if !s.notifying {
+		s.notifying = true
+		s.notifier.Add(1)
+		go s.deliver()
+	}
+}
+
+// deliver is the notifier goroutine: it performs the queued notices in
+// order, without s.mu, and returns when the queue is empty or the
+// Selector closed.
+func (s *Selector) deliver() {
+	defer s.notifier.Done()
+	for {
+		s.mu.Lock()
+		if s.closed || len(s.pending) == 0 {
+			s.notifying = false
+			s.mu.Unlock()
+			return
+		}
+		n := s.pending[0]
+		s.pending[0] = notice{}
+		s.pending = s.pending[1:]
+		evict, observe := s.env.Evict, s.cfg.Observer
+		s.mu.Unlock()
+		for _, addr := range n.evict {
+			evict(addr)
+		}
+		if n.event != nil {
+			observe(*n.event)
+		}
 	}
 }
 

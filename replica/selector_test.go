@@ -146,6 +146,7 @@ func TestElectionEventsAndEviction(t *testing.T) {
 		} else {
 			s.onMeasurements(meas(uint64(i+1), "m:1", st.rtts))
 		}
+		settle(t, s) // events and evictions come from the notifier goroutine
 		e := s.cur.Load()
 		if !slices.Equal(e.electedAddrs, st.elected) || e.nearestMaster != st.nearestMaster {
 			t.Fatalf("%s: elected %v nearestMaster %v, want %v %v; table %+v", st.name, e.electedAddrs, e.nearestMaster, st.elected, st.nearestMaster, s.Table())

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rediskit/rediskit/examples/ringworker/worker"
 	"github.com/rediskit/rediskit/hashring"
+	"github.com/rediskit/rediskit/redisurl"
 )
 
 func main() {
@@ -38,7 +39,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ringworker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("redis", "redis://127.0.0.1:6379", "Redis URL")
+	url := fs.String("redis", "redis://127.0.0.1:6379", "Redis `URL`: redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path")
 	key := fs.String("key", "example-ring", "the ring's Redis key")
 	n := fs.Int("keys", 100, "number of items, named 0 … keys-1")
 	printRing := fs.Bool("print", false, "print the ring and exit")
@@ -46,12 +47,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	opts, err := redis.ParseURL(*url)
+	// redisurl's errors never show the URL's password (go-redis's
+	// ParseURL echoes the URL), and its options have no hidden retries:
+	// the ring node retries, with backoff, and logs.
+	cfg, err := redisurl.Parse(*url)
 	if err != nil {
-		return err
+		return fmt.Errorf("-redis: %w", err)
 	}
-	// No hidden retries: the ring node retries, with backoff, and logs.
-	opts.MaxRetries, opts.DialerRetries = -1, 1
+	opts, err := cfg.Options()
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
 	client := redis.NewClient(opts)
 	defer client.Close()
 

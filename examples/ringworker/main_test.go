@@ -68,3 +68,32 @@ func TestRunAndPrint(t *testing.T) {
 		t.Error("a bad flag was accepted")
 	}
 }
+
+// A malformed -redis URL is refused without showing its password, in the
+// error main prints or anywhere else.
+func TestBadURLHidesThePassword(t *testing.T) {
+	const secret = "hunter2"
+	for _, url := range []string{
+		"redis://:" + secret + "@[::1",
+		"redis://:" + secret + "@[::1]:port",
+		"redis://user:" + secret + "@127.0.0.1:6379/notadb",
+		"redis://:" + secret + "@127.0.0.1:6379/0?max_retries=5",
+		"http://:" + secret + "@[::1",
+		"redis+sentinel://:" + secret + "@127.0.0.1/mymaster",
+	} {
+		var out, errs syncBuffer
+		err := run(context.Background(), []string{"-redis", url}, &out, &errs)
+		if err == nil {
+			t.Errorf("-redis %s was accepted", url)
+			continue
+		}
+		for _, text := range []string{err.Error(), out.String(), errs.String()} {
+			if strings.Contains(text, secret) {
+				t.Errorf("-redis with a bad URL printed the password: %q", text)
+			}
+		}
+		if !strings.Contains(err.Error(), "-redis") {
+			t.Errorf("the error does not name the flag: %v", err)
+		}
+	}
+}

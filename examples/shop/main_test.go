@@ -79,7 +79,7 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 	body, _ = io.ReadAll(res.Body)
 	_ = res.Body.Close()
-	miss := regexp.MustCompile(`(?m)^rediskit_guard_cache_lookups(_lookup)?_total\{[^}]*rediskit_name="price"[^}]*rediskit_result="miss"[^}]*\} 1$`)
+	miss := regexp.MustCompile(`(?m)^rediskit_guard_cache_reads(_lookup)?_total\{[^}]*rediskit_name="price"[^}]*rediskit_result="miss"[^}]*\} 1$`)
 	if res.StatusCode != 200 || !miss.Match(body) || !strings.Contains(string(body), "rediskit_guard_health_state") {
 		t.Fatalf("GET /metrics: %d\n%s", res.StatusCode, body)
 	}

@@ -1,0 +1,133 @@
+package guard_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/lab"
+)
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCallerDeadlineIsNotARedisFailure gives every component a caller
+// deadline (30 ms) far shorter than CallLimit, against a node that never
+// answers. The socket deadline is the caller's, and it can fire a moment
+// before the context's own timer: the call must still come back as the
+// caller's ctx.Err(), never as a Redis failure, and nothing may be
+// counted, logged or fallen back on as one. Each component runs 20 times
+// to catch that moment.
+func TestCallerDeadlineIsNotARedisFailure(t *testing.T) {
+	ctx := testContext(t, 60*time.Second)
+	n := lab.New(t, lab.Config{Proxy: true}).Node(0)
+	logs := &syncBuffer{}
+	s := relaxed(n) // CallLimit 3 s
+	s.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	g := open(t, s)
+	if err := g.Call(ctx, "ping", ping); err != nil { // a pooled connection
+		t.Fatal(err)
+	}
+	n.BlackHole()
+
+	limiter, err := guard.NewLimiter(g, guard.LimiterConfig{Name: "login", Limit: 5, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := newGate(t, g, 30*time.Second)
+	var loads atomic.Int64
+	cache, err := guard.NewCache(g, guard.CacheConfig[string]{Name: "price", Load: func(ctx context.Context, id string) (string, error) {
+		loads.Add(1)
+		return "42", nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := newChecker(t, g, true)
+
+	const rounds = 20
+	var cacheCalls uint64
+	for _, tc := range []struct {
+		name  string
+		call  func(ctx context.Context, id string) error
+		clean func() string // "" when nothing was counted as a Redis failure
+	}{
+		{"Limiter.Allow", func(ctx context.Context, id string) error { _, err := limiter.Allow(ctx, id); return err },
+			func() string {
+				if st := limiter.Stats(); st != (guard.LimiterStats{}) {
+					return fmt.Sprintf("stats %+v", st)
+				}
+				return ""
+			}},
+		{"Gate.Admit", gate.Admit, func() string {
+			if st := gate.Stats(); st != (guard.GateStats{}) {
+				return fmt.Sprintf("stats %+v", st)
+			}
+			return ""
+		}},
+		{"Cache.Lookup", func(ctx context.Context, id string) error { cacheCalls++; _, err := cache.Lookup(ctx, id); return err },
+			func() string {
+				// Counted as what it is, a read the caller cancelled.
+				if st := cache.Stats(); st != (guard.CacheStats{ReadsCanceled: cacheCalls}) || loads.Load() != 0 {
+					return fmt.Sprintf("stats %+v", st) + ", loads " + strconv.FormatInt(loads.Load(), 10)
+				}
+				return ""
+			}},
+		{"Checker.Check", func(ctx context.Context, id string) error {
+			r, err := checker.Check(ctx)
+			if err == nil {
+				return errors.New("report " + r.State.String() + " with no error")
+			}
+			if r.State != guard.StateUnknown || r.Err != nil {
+				return errors.New("the report blames Redis: " + r.State.String())
+			}
+			return err
+		}, func() string { return "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range rounds {
+				dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+				err := tc.call(dctx, "id-"+strconv.Itoa(i))
+				cerr := dctx.Err()
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, guard.ErrUnavailable) || !errors.Is(cerr, context.DeadlineExceeded) {
+					t.Fatalf("round %d: %v (ctx: %v), want the caller's context.DeadlineExceeded", i, err, cerr)
+				}
+				var ue *guard.UnavailableError
+				var re *guard.RedisError
+				if errors.As(err, &ue) || errors.As(err, &re) {
+					t.Fatalf("round %d: the caller's deadline came back as a Redis failure: %v", i, err)
+				}
+				if what := tc.clean(); what != "" {
+					t.Fatalf("round %d: the caller's deadline was counted as a Redis failure: %s", i, what)
+				}
+			}
+			if l := logs.String(); l != "" {
+				t.Fatalf("the caller's deadline was logged as a Redis failure:\n%s", l)
+			}
+		})
+	}
+}
