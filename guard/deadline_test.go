@@ -1,38 +1,19 @@
 package guard_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/syncbuf"
 	"github.com/rediskit/rediskit/lab"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestCallerDeadlineIsNotARedisFailure gives every component a caller
 // deadline (30 ms) far shorter than CallLimit, against a node that never
@@ -44,7 +25,7 @@ func (s *syncBuffer) String() string {
 func TestCallerDeadlineIsNotARedisFailure(t *testing.T) {
 	ctx := testContext(t, 60*time.Second)
 	n := lab.New(t, lab.Config{Proxy: true}).Node(0)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	s := relaxed(n) // CallLimit 3 s
 	s.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	g := open(t, s)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/syncbuf"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -259,7 +260,7 @@ func TestFailbackAfterDwell(t *testing.T) {
 func TestAllDown(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	const attempts, delay = 3, 200 * time.Millisecond
-	var records syncBuffer
+	var records syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&records, nil))
 	c, log := newClient(t, fast(Config{FailoverAttempts: attempts, FailoverDelay: delay, Logger: logger}), nodes, 10, 5)
 	ctx := testCtx(t, 30*time.Second)

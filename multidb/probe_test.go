@@ -1,19 +1,18 @@
 package multidb
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/syncbuf"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/sentinel"
 )
@@ -144,7 +143,7 @@ func TestClientKinds(t *testing.T) {
 func TestNoSecrets(t *testing.T) {
 	const secret = "s3cr3t-pa55word"
 	nodes := standalone(t, 2, lab.Config{Password: secret})
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	wrong := opts(nodes[1])
 	wrong.Password = secret + "-wrong"
@@ -181,24 +180,6 @@ func TestNoSecrets(t *testing.T) {
 	if !strings.Contains(buf.String(), "unreachable") || !strings.Contains(stateOf(c, "wrong").LastError, "WRONGPASS") {
 		t.Fatalf("the logs or stats do not say what happened: %s / %s", buf.String(), stateOf(c, "wrong").LastError)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestClosePromptAndIdempotent closes a client while a health check waits

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/syncbuf"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/replica"
 	"github.com/rediskit/rediskit/sentinel"
@@ -636,31 +637,13 @@ func TestEqualReplicasShareReads(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // Passwords never appear in the table, the events or the logs, even when
 // probes fail to authenticate (the password changed under the client).
 func TestNoSecretsInTableEventsOrLogs(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	const oldPass, newPass = "s3cret-old-pw", "s3cret-new-pw"
 	l := latencyLab(t, lab.Config{Password: oldPass}, 2*ms, 2*ms, 2*ms)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sel, events := newSelector(t, replica.Config{ProbeInterval: 100 * ms, Logger: logger})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.Password, o.Logger, o.ClientName = oldPass, logger, "secret-test" })

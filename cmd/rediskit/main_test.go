@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/rediskit/rediskit/internal/syncbuf"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -102,9 +103,9 @@ func commandEnv(env []string) []string {
 type running struct {
 	args []string
 	cmd  *exec.Cmd
-	out  *safeBuffer   // stdout, and stderr unless split
-	errs *safeBuffer   // stderr when split
-	done chan struct{} // closed when the process has exited; err is then set
+	out  *syncbuf.Buffer // stdout, and stderr unless split
+	errs *syncbuf.Buffer // stderr when split
+	done chan struct{}   // closed when the process has exited; err is then set
 	err  error
 }
 
@@ -115,7 +116,7 @@ func startRediskit(t *testing.T, ctx context.Context, env []string, split bool, 
 	t.Helper()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = commandEnv(env)
-	r := &running{args: args, cmd: cmd, out: &safeBuffer{}, errs: &safeBuffer{}, done: make(chan struct{})}
+	r := &running{args: args, cmd: cmd, out: &syncbuf.Buffer{}, errs: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	if split {
 		cmd.Stderr = r.errs
@@ -367,25 +368,6 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 			t.Errorf("rediskit %v: exit %d, want %d:\n%s", args, code, exitUsage, out)
 		}
 	}
-}
-
-// safeBuffer is a bytes.Buffer safe for the writer goroutines of exec.Cmd
-// and a polling reader.
-type safeBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *safeBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *safeBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestLabUpTLSJSON(t *testing.T) {

@@ -4,34 +4,17 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/rediskit/rediskit/internal/syncbuf"
 	"github.com/rediskit/rediskit/lab"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestRunAndPrint(t *testing.T) {
@@ -40,7 +23,7 @@ func TestRunAndPrint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	var out, errs syncBuffer
+	var out, errs syncbuf.Buffer
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- run(wctx, []string{"-redis", url, "-key", "k", "-keys", "10"}, &out, &errs) }()
@@ -81,7 +64,7 @@ func TestBadURLHidesThePassword(t *testing.T) {
 		"http://:" + secret + "@[::1",
 		"redis+sentinel://:" + secret + "@127.0.0.1/mymaster",
 	} {
-		var out, errs syncBuffer
+		var out, errs syncbuf.Buffer
 		err := run(context.Background(), []string{"-redis", url}, &out, &errs)
 		if err == nil {
 			t.Errorf("-redis %s was accepted", url)

@@ -8,35 +8,17 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/rediskit/rediskit/internal/syncbuf"
 	"github.com/rediskit/rediskit/lab"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and a polling reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestRunServesAndStops(t *testing.T) {
@@ -45,7 +27,7 @@ func TestRunServesAndStops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	runCtx, stop := context.WithCancel(ctx)
-	var out, logs syncBuffer
+	var out, logs syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(runCtx, []string{"-redis", l.URL(), "-listen", "127.0.0.1:0"}, &out, slog.New(slog.NewTextHandler(&logs, nil)))
