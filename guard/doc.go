@@ -42,10 +42,13 @@
 // client's own timeouts (100 ms each from Settings) bound each socket
 // operation inside it. Nothing is retried: when a reply is lost, the
 // command may have run on the server, so a rate limiter's attempt may be
-// counted and an admission key may be set. Choose the limits from the
-// request's deadline: the slowest cache lookup spends CallLimit reading,
-// SlotWait + LoadTimeout (default 0 + 500 ms) loading and CallLimit
-// writing back.
+// counted and an admission key may be set. New therefore refuses a client
+// that would retry on its own (a *redis.Client with MaxRetries above 0,
+// as go-redis's default is) or ignore context deadlines
+// (ContextTimeoutEnabled false); clients built from Settings are neither.
+// Choose the limits from the request's deadline: the slowest cache lookup
+// spends CallLimit reading, SlotWait + LoadTimeout (default 0 + 500 ms)
+// loading and CallLimit writing back.
 //
 // # Defaults
 //

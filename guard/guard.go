@@ -63,7 +63,10 @@ type optionser interface{ Options() *redis.Options }
 // *redis.Client needs Options.ContextTimeoutEnabled (clients built from
 // Settings have it). New refuses a client that says it does not, because
 // its calls would then be bounded by the client's socket timeouts
-// instead of CallLimit.
+// instead of CallLimit. New also refuses a client that retries commands
+// (a *redis.Client's MaxRetries defaults to 3; set it to -1): go-redis
+// re-sends a command whose reply was lost, so a limiter attempt would
+// count twice and an admission would refuse its own caller with ErrBusy.
 func New(client redis.Cmdable, cfg Config) (*Guard, error) {
 	if client == nil {
 		return nil, &ConfigError{Field: "client", Problem: "is nil"}
@@ -83,6 +86,11 @@ func New(client redis.Cmdable, cfg Config) (*Guard, error) {
 			return nil, &ConfigError{Field: "client", Problem: "ignores context deadlines " +
 				"(redis.Options.ContextTimeoutEnabled is false), so CallLimit cannot bound its calls; " +
 				"set ContextTimeoutEnabled, or build the client with guard.Settings"}
+		}
+		if opt != nil && opt.MaxRetries > 0 {
+			return nil, &ConfigError{Field: "client", Problem: fmt.Sprintf("retries commands (redis.Options.MaxRetries %d; "+
+				"go-redis's default is 3), and a retried command may already have run: a limiter attempt would count twice, "+
+				"an admission would refuse its own caller; set MaxRetries to -1, or build the client with guard.Settings", opt.MaxRetries)}
 		}
 		if cfg.Server == "" && opt != nil {
 			cfg.Server = opt.Addr

@@ -33,15 +33,26 @@ func TestKeyAppliesThePrefix(t *testing.T) {
 	}
 }
 
-func TestNewRefusesClientThatIgnoresDeadlines(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer c.Close()
-	_, err := guard.New(c, guard.Config{KeyPrefix: "shop"})
-	var ce *guard.ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "ContextTimeoutEnabled") {
-		t.Fatalf("New with a client without ContextTimeoutEnabled: %v, want a ConfigError", err)
+func TestNewRefusesUnsafeClients(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  redis.Options
+		want string // in the ConfigError
+	}{
+		{"ignores deadlines", redis.Options{MaxRetries: -1}, "ContextTimeoutEnabled"},
+		{"retries by default", redis.Options{ContextTimeoutEnabled: true}, "MaxRetries 3"},
+		{"retries", redis.Options{ContextTimeoutEnabled: true, MaxRetries: 1}, "MaxRetries 1"},
+	} {
+		tc.opt.Addr = "127.0.0.1:1"
+		c := redis.NewClient(&tc.opt)
+		_, err := guard.New(c, guard.Config{KeyPrefix: "shop"})
+		var ce *guard.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New = %v, want a ConfigError naming %s", tc.name, err, tc.want)
+		}
+		_ = c.Close()
 	}
-	c2 := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	c2 := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	defer c2.Close()
 	g, err := guard.New(c2, guard.Config{KeyPrefix: "shop"})
 	if err != nil {
