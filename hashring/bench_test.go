@@ -75,6 +75,28 @@ func BenchmarkContains100x16(b *testing.B) {
 	_ = owned
 }
 
+func BenchmarkRanges100x16(b *testing.B) {
+	n, _, _ := benchRing(b)
+	var sum uint64
+	for b.Loop() {
+		for _, r := range n.Ranges() {
+			sum += r.Len()
+		}
+	}
+	if sum == 0 {
+		b.Fatal("the node owns nothing")
+	}
+}
+
+func BenchmarkNodeCount100x16(b *testing.B) {
+	n, _, _ := benchRing(b)
+	for b.Loop() {
+		if n.NodeCount() != 100 {
+			b.Fatal("wrong node count")
+		}
+	}
+}
+
 // The baseline: redis-hashring's contains(), a linear scan of the node's
 // ranges, ported to Go on the same ring (and without the clock check).
 func BenchmarkContainsPythonScan100x16(b *testing.B) {
@@ -113,6 +135,7 @@ func TestOwnershipDoesNotAllocate(t *testing.T) {
 		"Node.Owner":     func() { n.Owner(ks[i&1023]); i++ },
 		"Node.Contains":  func() { n.Contains(ks[i&1023]); i++ },
 		"Node.NodeCount": func() { n.NodeCount() },
+		"Node.Ranges":    func() { n.Ranges() },
 		"CRC32.Point":    func() { CRC32.Point(ks[i&1023]); i++ },
 	} {
 		if a := testing.AllocsPerRun(1000, f); a != 0 {

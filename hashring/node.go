@@ -174,12 +174,17 @@ func (n *Node) Owner(key string) (string, bool) {
 // replica that wraps around the top of the ring, in ring order (as
 // redis-hashring's get_ranges). Empty when the node is not started or its
 // ownership deadline has passed.
+//
+// The slice is the node's current view, shared by every caller so that
+// Ranges does not allocate: read it, do not modify its elements (copy it
+// with slices.Clone first). Its capacity is its length, so appending to
+// it copies; the node never changes a view it has handed out.
 func (n *Node) Ranges() []Range {
 	v := n.view.Load()
 	if !v.valid() {
 		return nil
 	}
-	return slices.Clone(v.ranges)
+	return v.ranges[:len(v.ranges):len(v.ranges)]
 }
 
 // NodeCount is the number of nodes on the ring by this node's view; 0 when
