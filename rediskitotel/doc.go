@@ -23,7 +23,8 @@
 // Attributes follow OpenTelemetry's semantic conventions where they have
 // one (db.system.name = "redis", server.address, server.port,
 // error.type); metric names and other attributes use the "rediskit."
-// prefix, as the conventions define no metric for these decisions.
+// prefix, as the conventions define no metric for these decisions. Every
+// series carries db.system.name = "redis"; the lists below leave it out.
 //
 // # Metrics
 //
@@ -54,6 +55,7 @@
 //	rediskit.sentinel.node.reads   counter {call}      rediskit.master_name
 //	    Read-only calls the node served (replicas, or the master).
 //	rediskit.sentinel.node.writes  counter {call}      rediskit.master_name
+//	    Writing calls (commands, pipelines, transactions) sent to the node.
 //	rediskit.replica.rtt           gauge s
 //	    The node's moving-average PING round trip, once probed.
 //	rediskit.replica.elected       gauge
@@ -77,7 +79,11 @@
 //	rediskit.guard.cache.fallbacks     counter {lookup}  rediskit.name
 //	    Lookups served by a load (loaded or shared) because their read failed.
 //	rediskit.guard.limiter.attempts    counter {attempt} rediskit.name, rediskit.result (allowed|limited|unavailable)
+//	    Limiter decisions: allowed, over the limit (429), or refused because
+//	    Redis failed (fail-closed, 503).
 //	rediskit.guard.admission.attempts  counter {attempt} rediskit.name, rediskit.result (admitted|busy|unavailable)
+//	    Admission decisions: admitted, refused because another holder has the
+//	    key (409), or refused because Redis failed (503).
 //	rediskit.guard.redis.failures      counter {failure} rediskit.name, rediskit.component (cache|limiter|admission)
 //	    Redis calls that failed in a guard component.
 //	rediskit.guard.health.state        gauge            rediskit.name, rediskit.state
@@ -95,9 +101,12 @@
 //	rediskit.multidb.active               gauge              rediskit.database
 //	    1 for the database that serves traffic, 0 for the others.
 //	rediskit.multidb.switches             counter {switch}   rediskit.database.old, rediskit.database.new, rediskit.switch.reason (automatic|manual|failback)
+//	    Changes of the active database: after a failure, by an operator, or
+//	    back to a higher-weight database that is healthy again.
 //	rediskit.multidb.breaker.state        gauge              rediskit.database, rediskit.state (closed|open|half-open)
 //	    1 for the breaker's state, 0 for the others.
 //	rediskit.multidb.breaker.transitions  counter {transition} rediskit.database, rediskit.breaker.from, rediskit.breaker.to
+//	    Circuit breaker state changes (closed, open, half-open).
 //	rediskit.multidb.probe.duration       gauge s            rediskit.database
 //	    The last health probe's latency.
 //	rediskit.multidb.failures             counter {failure}  rediskit.database
@@ -105,7 +114,14 @@
 //	rediskit.multidb.unavailable          counter {episode}
 //	    Times no database was healthy.
 //	rediskit.multidb.reads.retried        counter {call}
+//	    Read-only calls that failed on the old database and were re-run
+//	    once on the new active one.
 //	rediskit.multidb.writes.refused       counter {call}
+//	    Writes that failed on the old database and may have executed there,
+//	    so were not re-run (the caller got a DatabaseChangedError).
+//	rediskit.multidb.writes.rerun         counter {call}
+//	    Writes re-run on the new active database because they provably did
+//	    not execute on the old one (refused before being sent).
 //
 // Hash ring (RingObserver, RegisterRingNode; attributes rediskit.ring.key,
 // rediskit.ring.node):
@@ -115,6 +131,12 @@
 //	rediskit.hashring.share               gauge 1
 //	    Fraction of the ring this node owns.
 //	rediskit.hashring.ownership.expiries  counter {expiry}
+//	    Times the node's ownership deadline passed without a renewal: it
+//	    gave up its keys (Contains false) until Redis answered again.
 //	rediskit.hashring.ownership.restores  counter {restore}
+//	    Times a heartbeat and read after an expiry gave the node its keys
+//	    back.
 //	rediskit.hashring.attempts.failed     counter {attempt}
+//	    Failed Redis attempts to heartbeat or read the ring (each is
+//	    retried with backoff until the deadline).
 package rediskitotel

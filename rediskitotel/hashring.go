@@ -12,7 +12,7 @@ import (
 // expiries, restores and failed attempts, then calls next (may be nil).
 func (m *Metrics) RingObserver(next func(hashring.Event)) func(hashring.Event) {
 	return func(ev hashring.Event) {
-		attrs := metric.WithAttributes(AttrRingKey.String(ev.Key), AttrRingNode.String(ev.Node))
+		attrs := metric.WithAttributes(redisSystem, AttrRingKey.String(ev.Key), AttrRingNode.String(ev.Node))
 		switch ev.Kind {
 		case hashring.EventDeadlinePassed:
 			m.ringExpiries.Add(background, 1, attrs)
@@ -39,7 +39,7 @@ func (m *Metrics) RegisterRingNode(n *hashring.Node) (metric.Registration, error
 	if err := firstErr(err1, err2); err != nil {
 		return nil, err
 	}
-	attrs := metric.WithAttributes(AttrRingKey.String(n.Key()), AttrRingNode.String(n.ID()))
+	attrs := metric.WithAttributes(redisSystem, AttrRingKey.String(n.Key()), AttrRingNode.String(n.ID()))
 	return m.observe(func(_ context.Context, o metric.Observer) error {
 		var sum uint64
 		for _, r := range n.Ranges() {

@@ -62,6 +62,7 @@ type Metrics struct {
 	dbUnavailable        metric.Int64Counter
 	dbReadsRetried       metric.Int64Counter
 	dbWritesRefused      metric.Int64Counter
+	dbWritesRerun        metric.Int64Counter
 
 	// replica
 	elections metric.Int64Counter
@@ -108,6 +109,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Read-only calls re-run once on the new active database.")
 	m.dbWritesRefused = counter("rediskit.multidb.writes.refused", "{call}",
 		"Writes not re-run on the new active database because they may have executed.")
+	m.dbWritesRerun = counter("rediskit.multidb.writes.rerun", "{call}",
+		"Writes re-run on the new active database because they provably did not execute.")
 	m.ringExpiries = counter("rediskit.hashring.ownership.expiries", "{expiry}",
 		"Times a node's ownership deadline passed (it gave its keys up).")
 	m.ringRestores = counter("rediskit.hashring.ownership.restores", "{restore}",

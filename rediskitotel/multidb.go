@@ -26,6 +26,7 @@ const (
 //	rediskit.multidb.unavailable          counter {episode}    no database was healthy
 //	rediskit.multidb.reads.retried        counter {call}
 //	rediskit.multidb.writes.refused       counter {call}       writes not re-run on the new database (may have executed)
+//	rediskit.multidb.writes.rerun         counter {call}       writes re-run on the new database (provably did not execute)
 func (m *Metrics) MultiDBObserver(next func(multidb.Event)) func(multidb.Event) {
 	return func(ev multidb.Event) {
 		m.recordMultiDB(ev)
@@ -49,6 +50,8 @@ func (m *Metrics) recordMultiDB(ev multidb.Event) {
 		m.dbReadsRetried.Add(background, 1, metric.WithAttributes(redisSystem))
 	case multidb.EventWriteRefused:
 		m.dbWritesRefused.Add(background, 1, metric.WithAttributes(redisSystem))
+	case multidb.EventWriteRerun:
+		m.dbWritesRerun.Add(background, 1, metric.WithAttributes(redisSystem))
 	}
 }
 
