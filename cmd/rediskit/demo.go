@@ -27,6 +27,9 @@ type demo struct {
 	// report into it.
 	metrics        *rediskitotel.Metrics
 	metricsHandler http.Handler
+	// shop is the example shop, started by the metrics step (openShop)
+	// and stopped after the guard step.
+	shop *demoShop
 }
 
 // demoStep is one stop of the tour. Steps print what happened and the
@@ -43,7 +46,7 @@ func demoSteps() []demoStep {
 		{"Every sentinel names the master", (*demo).askSentinels},
 		{"The replica election reads from the near replica", (*demo).electionTour},
 		{"A failover: reads go on, a held write runs once, an in-flight write is refused", (*demo).failoverTour},
-		{"What /metrics shows after the failover", (*demo).metricsTour},
+		{"What the shop's GET /metrics shows after the failover", (*demo).metricsTour},
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
 		{"Two databases: the client moves off a dead one, and back on an operator's word", (*demo).multidbTour},
@@ -99,7 +102,10 @@ func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 	defer func() {
 		began := time.Now()
 		pids := len(l.PIDs())
-		if err := l.Close(); err != nil {
+		if d.shop != nil { // the tour stopped between the metrics and the guard steps
+			pids += len(d.shop.lab.PIDs())
+		}
+		if err := errors.Join(d.closeShop(), l.Close()); err != nil {
 			fmt.Fprintf(out, "close: %v\n", err)
 		}
 		fmt.Fprintf(out, "\nstopped %d processes in %v\n", pids, time.Since(began).Round(time.Millisecond))
