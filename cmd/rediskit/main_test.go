@@ -404,7 +404,29 @@ func TestLabUpStopsOnInterrupt(t *testing.T) {
 	if !strings.Contains(text, "stopped 3 processes") || !strings.Contains(text, "redis+sentinel://") {
 		t.Fatalf("unexpected output:\n%s", text)
 	}
+	// --latency as a Go duration: node1 is 5 ms away, node0 not delayed.
+	matches(t, text, `(?m)^node0 +master +.* 0s$`, `(?m)^node1 +replica +.* 5ms$`)
 	assertGone(t, labPIDs(t, text))
+}
+
+// A lab start that exceeds --timeout (lab up's, or the demo's, which
+// bounds each step and the start of its lab) fails with exit code 1, says
+// so, and leaves no server behind.
+func TestLabUpTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		{"lab", "up", "--replicas", "1", "--sentinels", "1", "--timeout", "1ms"},
+		{"demo", "--quick", "--timeout", "1ms"},
+	} {
+		watch, env := watchLabs(t)
+		out := mustRun(t, ctx, env, exitFailed, args...)
+		contains(t, out, "rediskit: the lab did not start within --timeout 1ms", "everything started was stopped")
+		if strings.Contains(out, "Ctrl-C stops it") || strings.Contains(out, "== 1.") {
+			t.Errorf("rediskit %v went on with a lab that did not start:\n%s", args, out)
+		}
+		watch.finish(t)
+	}
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
@@ -415,6 +437,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"lab", "up", "--no-such-flag"},
 		{"lab", "up", "--latency", "node9=5ms"},
 		{"lab", "up", "--latency", "node1=fast"},
+		{"lab", "up", "--latency", "node1=-5"},
+		{"lab", "up", "--latency", "node1=NaN"},
+		{"lab", "up", "--timeout", "0s"},
+		{"demo", "--timeout", "0s"},
 		{"demo", "extra-arg"},
 	} {
 		out, code := rediskit(t, ctx, nil, args...)
@@ -427,13 +453,18 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 func TestLabUpTLSJSON(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := startRediskit(t, ctx, envPasswords, true, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json")
+	// --latency as a bare number is milliseconds (issue 9's nodeN=ms).
+	r := startRediskit(t, ctx, envPasswords, true, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json",
+		"--latency", "node1=7")
 	r.waitFor(t, "Ctrl-C stops it")
 	var d labJSON
 	decodeJSON(t, r.output(), r.out.String(), &d)
 	if !d.TLS || d.MasterName != "mymaster" || len(d.Nodes) != 2 || len(d.Sentinels) != 1 ||
 		d.Nodes[0].Role != "master" || d.Nodes[1].Role != "replica" || d.Nodes[0].PID == 0 || d.Sentinels[0].PID == 0 {
 		t.Fatalf("lab %+v", d)
+	}
+	if d.Nodes[0].LatencyMS != 0 || d.Nodes[1].LatencyMS != 7 {
+		t.Fatalf("--latency node1=7: latencies %v ms and %v ms, want 0 and 7", d.Nodes[0].LatencyMS, d.Nodes[1].LatencyMS)
 	}
 	if !strings.HasPrefix(d.URL, "rediss+sentinel://"+d.Sentinels[0].Addr+"/mymaster?caFile=") || strings.Contains(d.URL, "xxxxx") {
 		t.Fatalf("the ready URL %q", d.URL)
