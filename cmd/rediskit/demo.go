@@ -27,6 +27,9 @@ type demo struct {
 	// report into it.
 	metrics        *rediskitotel.Metrics
 	metricsHandler http.Handler
+	// shop is the example shop, started by the metrics step (openShop)
+	// and stopped after the guard step.
+	shop *demoShop
 }
 
 // demoStep is one stop of the tour. Steps print what happened and the
@@ -43,15 +46,20 @@ func demoSteps() []demoStep {
 		{"Every sentinel names the master", (*demo).askSentinels},
 		{"The replica election reads from the near replica", (*demo).electionTour},
 		{"A failover: reads go on, a held write runs once, an in-flight write is refused", (*demo).failoverTour},
-		{"What /metrics shows after the failover", (*demo).metricsTour},
+		{"What the shop's GET /metrics shows after the failover", (*demo).metricsTour},
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
 		{"Two databases: the client moves off a dead one, and back on an operator's word", (*demo).multidbTour},
 	}
 }
 
+// DefaultDemoStepTimeout bounds each step of the tour (and the start of
+// its lab). A step takes a few seconds; the whole tour under 2 minutes.
+const DefaultDemoStepTimeout = 30 * time.Second
+
 func newDemoCommand() *cobra.Command {
 	var quick bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "A guided tour of rediskit on a local lab",
@@ -59,13 +67,25 @@ func newDemoCommand() *cobra.Command {
 replica node1 6 ms away, replica node2 42 ms away, plus standalone servers
 for the shop, the ring and the two databases) and walk through what rediskit
 does with it, printing what happened and the figures measured. Ctrl-C stops
-the tour and every lab cleanly.`,
+the tour and every lab cleanly.
+
+--timeout bounds each step of the tour, the labs it starts included (the
+network calls inside a step have their own, shorter limits). A step that
+exceeds it stops the tour with exit code 1, after stopping every lab.
+
+The tour is narrated for a person reading along: it has no --json. For
+machine-readable reports, run the other commands (check, probe, health,
+drill) with --json, against --lab or a lab up URL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), quick)
+			if timeout <= 0 {
+				return usagef("--timeout must be positive")
+			}
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), quick, timeout)
 		},
 	}
 	cmd.Flags().BoolVar(&quick, "quick", false, "a short tour (fewer samples), as CI runs it")
+	cmd.Flags().DurationVar(&timeout, "timeout", DefaultDemoStepTimeout, "bound on each step of the tour (and on starting its lab)")
 	return cmd
 }
 
@@ -82,9 +102,11 @@ func demoLabConfig(password, sentinelPassword string) lab.Config {
 	return cfg
 }
 
-func runDemo(ctx context.Context, out io.Writer, quick bool) error {
+func runDemo(ctx context.Context, out io.Writer, quick bool, timeout time.Duration) error {
 	began := time.Now()
-	l, err := lab.Start(ctx, demoLabConfig("", ""))
+	cfg := demoLabConfig("", "")
+	cfg.StartTimeout = timeout
+	l, err := startLab(ctx, cfg, timeout)
 	if err != nil {
 		return err
 	}
@@ -99,7 +121,10 @@ func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 	defer func() {
 		began := time.Now()
 		pids := len(l.PIDs())
-		if err := l.Close(); err != nil {
+		if d.shop != nil { // the tour stopped between the metrics and the guard steps
+			pids += len(d.shop.lab.PIDs())
+		}
+		if err := errors.Join(d.closeShop(), l.Close()); err != nil {
 			fmt.Fprintf(out, "close: %v\n", err)
 		}
 		fmt.Fprintf(out, "\nstopped %d processes in %v\n", pids, time.Since(began).Round(time.Millisecond))
@@ -107,7 +132,7 @@ func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 
 	for i, step := range demoSteps() {
 		fmt.Fprintf(out, "\n== %d. %s\n", i+1, step.title)
-		if err := step.run(d, ctx); err != nil {
+		if err := runStep(ctx, d, step, timeout); err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintln(out, "interrupted")
 				return nil // Ctrl-C ends the tour cleanly
@@ -116,6 +141,19 @@ func runDemo(ctx context.Context, out io.Writer, quick bool) error {
 		}
 	}
 	return nil
+}
+
+// runStep runs one step of the tour within timeout.
+func runStep(ctx context.Context, d *demo, step demoStep, timeout time.Duration) error {
+	began := time.Now()
+	stepCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := step.run(d, stepCtx)
+	if err != nil && ctx.Err() == nil && stepCtx.Err() != nil {
+		return fmt.Errorf("the step did not finish within --timeout %v (gave up after %v): %w",
+			timeout, time.Since(began).Round(time.Millisecond), err)
+	}
+	return err
 }
 
 func (d *demo) describeLab(ctx context.Context) error {

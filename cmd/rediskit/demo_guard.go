@@ -11,38 +11,21 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/examples/shop/shop"
-	"github.com/rediskit/rediskit/guard"
-	"github.com/rediskit/rediskit/lab"
 )
 
-// guardTour runs the example shop (examples/shop) on its own standalone
-// Redis and pauses that Redis: the catalog keeps answering from the
-// database, login and payment refuse with 503, and everything recovers on
-// resume. It prints each request's status, latency and source.
+// guardTour sends requests to the example shop (examples/shop) on its own
+// standalone Redis and pauses that Redis: the catalog keeps answering from
+// the database, login and payment refuse with 503, and everything recovers
+// on resume. It prints each request's status, latency and source.
 func (d *demo) guardTour(ctx context.Context) error {
-	l, err := lab.Start(ctx, lab.Standalone())
+	// The shop the metrics step started (or a new one, when this step runs
+	// alone); it stops with this step.
+	shopRun, err := d.openShop(ctx)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	node := l.Node(0)
-	defer func() {
-		if node.Paused() {
-			_ = node.Resume()
-		}
-	}()
-	g, err := guard.Open(guard.Settings{Addr: node.Addr(), KeyPrefix: "shop"})
-	if err != nil {
-		return err
-	}
-	defer g.Close()
-	s, err := shop.New(shop.Config{Guard: g, Metrics: d.metrics, MetricsHandler: d.metricsHandler})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
+	defer func() { _ = d.closeShop() }()
+	node, g, s, srv := shopRun.node, shopRun.guard, shopRun.shop, shopRun.srv
 
 	fmt.Fprintf(d.out, "the example shop on a standalone Redis (%s); guard settings: no retries, "+
 		"100ms socket timeouts, %v per Redis call\n", node.Addr(), g.CallLimit())

@@ -5,35 +5,44 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 )
 
-// metricsTour fetches the tour's metrics endpoint (the handler the example
-// shop serves at GET /metrics: OpenTelemetry's Prometheus exporter) and
-// prints what the failover step's client recorded.
+// metricsTour starts the example shop (examples/shop/shop) with the tour's
+// metrics wired, as the shop program wires them, fetches GET /metrics from
+// the shop's own HTTP handler (OpenTelemetry's Prometheus exporter) and
+// prints what the failover step's Sentinel client recorded. The guard step
+// goes on with the same shop.
 func (d *demo) metricsTour(ctx context.Context) error {
-	srv := httptest.NewServer(d.metricsHandler)
-	defer srv.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	s, err := d.openShop(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := srv.Client().Do(req)
+	url := s.srv.URL + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := s.srv.Client().Do(req)
 	if err != nil {
 		return err
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /metrics: %s", res.Status)
+		return fmt.Errorf("GET %s: %s", url, res.Status)
 	}
-	fmt.Fprintln(d.out, "GET /metrics (Prometheus text format; the otel_scope labels are left out here):")
-	shown := 0
+	fmt.Fprintf(d.out, "the example shop runs on a standalone Redis (%s) with the tour's metrics wired: its own guard's, "+
+		"and the failover step's Sentinel client's\n", s.node.Addr())
+	fmt.Fprintf(d.out, "GET %s from the shop (Prometheus text format; the otel_scope labels are left out here):\n", url)
+	shown, guardLines := 0, 0
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.HasPrefix(line, "rediskit_guard_") {
+			guardLines++
+		}
 		if !strings.HasPrefix(line, "rediskit_sentinel_") || strings.Contains(line, "_bucket{") {
 			continue
 		}
@@ -44,7 +53,10 @@ func (d *demo) metricsTour(ctx context.Context) error {
 		return err
 	}
 	if shown == 0 {
-		return fmt.Errorf("GET /metrics: no rediskit_sentinel_ lines")
+		return fmt.Errorf("GET %s: no rediskit_sentinel_ lines", url)
+	}
+	if guardLines > 0 {
+		fmt.Fprintf(d.out, "  … and %d rediskit_guard_ lines: the shop's catalog cache, login limiter, payment gate and Redis health (next step)\n", guardLines)
 	}
 	return nil
 }

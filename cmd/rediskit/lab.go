@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +34,7 @@ type labFlags struct {
 	proxy      bool
 	masterName string
 	json       bool
+	timeout    time.Duration
 }
 
 func newLabUpCommand() *cobra.Command {
@@ -49,26 +52,37 @@ printed without them, and other rediskit commands run with the same
 environment fill them in. With --tls the URL carries the throwaway CA's
 file (caFile), valid while the lab runs.
 
+--latency nodeN=ms adds a round trip to a data node through its proxy: a
+bare number is milliseconds (node2=42), or give a Go duration (node2=42ms,
+node2=1.5s). node0 is the master, node1.. the replicas.
+
+--timeout bounds the start: every server answering, every replica synced,
+every sentinel knowing the master, its replicas and its peers. When it is
+exceeded, whatever was started is stopped and lab up exits with 1.
+
 With --json, one JSON object describes the lab once it is ready:
 {"url", "master_name", "tls", "nodes": [{"name", "role", "addr",
 "server", "pid", "latency_ms"}], "sentinels": [{"name", "addr", "pid"}]}.`,
-		Example: `  rediskit lab up --replicas 2 --sentinels 3 --latency node2=42ms`,
-		Args:    cobra.NoArgs,
+		Example: `  rediskit lab up --replicas 2 --sentinels 3 --latency node2=42
+  rediskit lab up --replicas 1 --sentinels 0 --latency node0=1.5ms --latency node1=20ms --tls --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config()
 			if err != nil {
 				return err
 			}
-			return runLabUp(cmd, cfg, f.json)
+			return runLabUp(cmd, cfg, f.json, f.timeout)
 		},
 	}
 	cmd.Flags().IntVar(&f.replicas, "replicas", 2, "replicas of the master")
 	cmd.Flags().IntVar(&f.sentinels, "sentinels", 3, "sentinels monitoring the master (0 for none)")
-	cmd.Flags().StringArrayVar(&f.latency, "latency", nil, "added round trip for a node, as nodeN=duration (repeatable); implies --proxy")
+	cmd.Flags().StringArrayVar(&f.latency, "latency", nil, "added round trip for a node, as nodeN=ms or nodeN=duration (node2=42, node2=42ms, node2=1.5s; repeatable); implies --proxy")
 	cmd.Flags().BoolVar(&f.tls, "tls", false, "serve over TLS with a throwaway CA")
 	cmd.Flags().BoolVar(&f.proxy, "proxy", false, "put every data node behind a latency proxy")
 	cmd.Flags().StringVar(&f.masterName, "master-name", lab.DefaultMasterName, "the name the sentinels monitor the master under")
 	cmd.Flags().BoolVar(&f.json, "json", false, "describe the lab as one JSON object")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", lab.DefaultStartTimeout,
+		"bound on the start: every server up, replicas synced, sentinels ready")
 	return cmd
 }
 
@@ -81,6 +95,10 @@ func (f labFlags) config() (lab.Config, error) {
 		MasterName:       f.masterName,
 		Password:         os.Getenv(envPassword),
 		SentinelPassword: os.Getenv(envSentinelPassword),
+		StartTimeout:     f.timeout,
+	}
+	if f.timeout <= 0 {
+		return cfg, usagef("--timeout must be positive")
 	}
 	if f.replicas < 0 || f.sentinels < 0 {
 		return cfg, usagef("--replicas and --sentinels cannot be negative")
@@ -100,27 +118,41 @@ func (f labFlags) config() (lab.Config, error) {
 	return cfg, nil
 }
 
-// parseLatency parses "node2=42ms" (or "2=42ms").
+// parseLatency parses "node2=42" (a bare number is milliseconds), or a Go
+// duration such as "node2=42ms" or "node2=1.5s"; the node may be given as
+// its index alone ("2=42").
 func parseLatency(spec string, replicas int) (int, time.Duration, error) {
 	name, value, ok := strings.Cut(spec, "=")
 	if !ok {
-		return 0, 0, usagef("--latency %q: want nodeN=duration, e.g. node2=42ms", spec)
+		return 0, 0, usagef("--latency %q: want nodeN=ms or nodeN=duration, e.g. node2=42 or node2=42ms", spec)
 	}
 	idx, err := strconv.Atoi(strings.TrimPrefix(name, "node"))
 	if err != nil || idx < 0 || idx > replicas {
 		return 0, 0, usagef("--latency %q: no node %q (nodes are node0..node%d)", spec, name, replicas)
 	}
-	d, err := time.ParseDuration(value)
+	d, err := parseMillis(value)
 	if err != nil || d < 0 {
-		return 0, 0, usagef("--latency %q: invalid duration %q", spec, value)
+		return 0, 0, usagef("--latency %q: invalid latency %q: want milliseconds (42, 0.5) or a duration (42ms, 1.5s)", spec, value)
 	}
 	return idx, d, nil
 }
 
-func runLabUp(cmd *cobra.Command, cfg lab.Config, asJSON bool) error {
+// parseMillis parses a bare number as milliseconds ("42", "0.5") and
+// anything else as a Go duration ("42ms", "1.5s").
+func parseMillis(value string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(value, 64); err == nil {
+		if math.IsNaN(n) || n < 0 || n > float64(math.MaxInt64/int64(time.Millisecond)) {
+			return 0, fmt.Errorf("latency %q out of range", value)
+		}
+		return time.Duration(n * float64(time.Millisecond)), nil
+	}
+	return time.ParseDuration(value)
+}
+
+func runLabUp(cmd *cobra.Command, cfg lab.Config, asJSON bool, timeout time.Duration) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
-	l, err := lab.Start(ctx, cfg)
+	l, err := startLab(ctx, cfg, timeout)
 	if err != nil {
 		return err
 	}
@@ -147,6 +179,21 @@ func runLabUp(cmd *cobra.Command, cfg lab.Config, asJSON bool) error {
 	fmt.Fprintln(notes, "lab is up; Ctrl-C stops it")
 	<-ctx.Done()
 	return nil
+}
+
+// startLab starts a lab within timeout (cfg.StartTimeout is the lab's own
+// bound; the context makes it hold whatever the lab waits on). Exceeding it
+// is reported as such, not as a bare "context deadline exceeded".
+func startLab(ctx context.Context, cfg lab.Config, timeout time.Duration) (*lab.Lab, error) {
+	began := time.Now()
+	startCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	l, err := lab.Start(startCtx, cfg)
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || startCtx.Err() != nil) {
+		return nil, fmt.Errorf("the lab did not start within --timeout %v (gave up after %v; everything started was stopped): %w",
+			timeout, time.Since(began).Round(time.Millisecond), err)
+	}
+	return l, err
 }
 
 // describeLab writes the lab's table (lab.WriteStatus) and its ready URL,

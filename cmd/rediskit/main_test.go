@@ -309,7 +309,6 @@ func TestDemoQuick(t *testing.T) {
 		"it may have executed: check before re-running",
 		"it was not re-run: demo:orders does not exist",
 		"reads kept going: ",
-		"GET /metrics (Prometheus text format",
 		"rediskit_sentinel_master_changes_total{",
 		"rediskit_sentinel_failovers_total{",
 		`primary killed (SIGKILL): the client moved to "standby"`,
@@ -326,6 +325,45 @@ func TestDemoQuick(t *testing.T) {
 	matches(t, out, `(?m)^(\d+) GETs with readFrom=replicaPreferred: p50 [^;]+; \d+ on node1$`,
 		`(?m)^the same GETs with a latency-blind choice .*; \d+ on node1, \d+ on node2$`,
 		`(?m)^\d+ GETs again: p50 [^;]+; \d+ on node2$`)
+	// The metrics step: GET /metrics served by the example shop's own
+	// handler (the shop runs on its Redis, with the tour's metrics wired),
+	// showing what the failover step's client recorded; the guard step
+	// goes on with the same shop.
+	metrics := section(t, out, "== 6. ", "== 7. ")
+	matches(t, metrics,
+		`(?m)^the example shop runs on a standalone Redis \(127\.0\.0\.1:\d+\) with the tour's metrics wired`,
+		`(?m)^GET http://127\.0\.0\.1:\d+/metrics from the shop \(Prometheus text format`,
+		`(?m)^  rediskit_sentinel_master_changes_total\{.*rediskit_master_new="127\.0\.0\.1:\d+",rediskit_master_old="127\.0\.0\.1:\d+"\} 1$`,
+		`(?m)^  rediskit_sentinel_failovers_total\{.*\} 1$`,
+		`(?m)^  rediskit_sentinel_writes_refused_total\{.*rediskit_may_have_executed="true"\} 1$`,
+		`(?m)^  … and \d+ rediskit_guard_ lines: the shop's`)
+	shopAddr := regexp.MustCompile(`standalone Redis \((127\.0\.0\.1:\d+)\)`).FindStringSubmatch(metrics)
+	// The guard step: the shop with its Redis paused (SIGSTOP) serves the
+	// catalog from the database and refuses login and payment with 503,
+	// starting no charge; all recovers on resume.
+	guardStep := section(t, out, "== 7. ", "== 8. ")
+	if shopAddr != nil {
+		contains(t, guardStep, "the example shop on a standalone Redis ("+shopAddr[1]+")")
+	}
+	paused := section(t, guardStep, "Redis paused (SIGSTOP: connections accepted, nothing answered):\n", "Redis resumed:")
+	matches(t, paused,
+		`(?m)^  GET  /catalog/sku-1 +200 in \S+ +price 1250 from the database \(fallback\)$`,
+		`(?m)^  POST /login alice +503 in \S+ +login unavailable, try again later$`,
+		`(?m)^  POST /pay order-2 +503 in \S+ +payment unavailable, try again later$`,
+		`(?m)^  database reads \d+, provider calls 1: no charge was started$`)
+	resumed := section(t, guardStep, "Redis resumed:\n", "totals:")
+	matches(t, resumed,
+		`(?m)^  GET  /catalog/sku-1 +200 in \S+ +price 1250 from Redis$`,
+		`(?m)^  POST /login alice +200 `,
+		`(?m)^  POST /pay order-3 +200 in \S+ +payment pay_\d+$`)
+	matches(t, guardStep, `(?m)^totals: .*Redis failures [1-9]\d*, fallbacks [1-9]\d*; login 503s 1; payment 503s 1; provider calls \d+, charges \d+$`)
+	// The ring step: the split covers each key once, and the remaining
+	// worker takes every key back.
+	ring := section(t, out, "== 8. ", "== 9. ")
+	matches(t, ring,
+		`(?m)^demo-a:\d+ alone owns 100 of 100 keys$`,
+		`(?m)^demo-b:\d+ joins: demo-a:\d+ owns \d+ keys, demo-b:\d+ owns \d+, each key once \(settled `,
+		`(?m)^demo-b:\d+ stops \(Stop took \S+\): demo-a:\d+ owns all 100 keys again `)
 	// Every tour's servers: the main lab's 6, the guard's, the ring's and
 	// the two databases' (a server restarted in a tour counts again).
 	seen := watch.finish(t)
@@ -334,6 +372,22 @@ func TestDemoQuick(t *testing.T) {
 	if len(seen) < 10 {
 		t.Errorf("saw %d lab servers %v, want at least the 10 the tours start", len(seen), seen)
 	}
+}
+
+// section is the part of out from the line starting with from up to the
+// next to (or the end); it fails the test when from is missing.
+func section(t *testing.T, out, from, to string) string {
+	t.Helper()
+	i := strings.Index(out, from)
+	if i < 0 {
+		t.Errorf("output lacks %q:\n%s", from, out)
+		return ""
+	}
+	rest := out[i:]
+	if j := strings.Index(rest[len(from):], to); j >= 0 {
+		return rest[:len(from)+j]
+	}
+	return rest
 }
 
 func TestLabUpStopsOnInterrupt(t *testing.T) {
@@ -350,7 +404,29 @@ func TestLabUpStopsOnInterrupt(t *testing.T) {
 	if !strings.Contains(text, "stopped 3 processes") || !strings.Contains(text, "redis+sentinel://") {
 		t.Fatalf("unexpected output:\n%s", text)
 	}
+	// --latency as a Go duration: node1 is 5 ms away, node0 not delayed.
+	matches(t, text, `(?m)^node0 +master +.* 0s$`, `(?m)^node1 +replica +.* 5ms$`)
 	assertGone(t, labPIDs(t, text))
+}
+
+// A lab start that exceeds --timeout (lab up's, or the demo's, which
+// bounds each step and the start of its lab) fails with exit code 1, says
+// so, and leaves no server behind.
+func TestLabUpTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, args := range [][]string{
+		{"lab", "up", "--replicas", "1", "--sentinels", "1", "--timeout", "1ms"},
+		{"demo", "--quick", "--timeout", "1ms"},
+	} {
+		watch, env := watchLabs(t)
+		out := mustRun(t, ctx, env, exitFailed, args...)
+		contains(t, out, "rediskit: the lab did not start within --timeout 1ms", "everything started was stopped")
+		if strings.Contains(out, "Ctrl-C stops it") || strings.Contains(out, "== 1.") {
+			t.Errorf("rediskit %v went on with a lab that did not start:\n%s", args, out)
+		}
+		watch.finish(t)
+	}
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
@@ -361,6 +437,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"lab", "up", "--no-such-flag"},
 		{"lab", "up", "--latency", "node9=5ms"},
 		{"lab", "up", "--latency", "node1=fast"},
+		{"lab", "up", "--latency", "node1=-5"},
+		{"lab", "up", "--latency", "node1=NaN"},
+		{"lab", "up", "--timeout", "0s"},
+		{"demo", "--timeout", "0s"},
 		{"demo", "extra-arg"},
 	} {
 		out, code := rediskit(t, ctx, nil, args...)
@@ -373,13 +453,18 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 func TestLabUpTLSJSON(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := startRediskit(t, ctx, envPasswords, true, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json")
+	// --latency as a bare number is milliseconds (issue 9's nodeN=ms).
+	r := startRediskit(t, ctx, envPasswords, true, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json",
+		"--latency", "node1=7")
 	r.waitFor(t, "Ctrl-C stops it")
 	var d labJSON
 	decodeJSON(t, r.output(), r.out.String(), &d)
 	if !d.TLS || d.MasterName != "mymaster" || len(d.Nodes) != 2 || len(d.Sentinels) != 1 ||
 		d.Nodes[0].Role != "master" || d.Nodes[1].Role != "replica" || d.Nodes[0].PID == 0 || d.Sentinels[0].PID == 0 {
 		t.Fatalf("lab %+v", d)
+	}
+	if d.Nodes[0].LatencyMS != 0 || d.Nodes[1].LatencyMS != 7 {
+		t.Fatalf("--latency node1=7: latencies %v ms and %v ms, want 0 and 7", d.Nodes[0].LatencyMS, d.Nodes[1].LatencyMS)
 	}
 	if !strings.HasPrefix(d.URL, "rediss+sentinel://"+d.Sentinels[0].Addr+"/mymaster?caFile=") || strings.Contains(d.URL, "xxxxx") {
 		t.Fatalf("the ready URL %q", d.URL)

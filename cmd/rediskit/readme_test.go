@@ -55,7 +55,7 @@ func TestREADMESamples(t *testing.T) {
 	s := &sampler{t: t, ctx: ctx, env: []string{envPassword + "=" + dataSecret, envSentinelPassword + "=" + sentinelSecret}}
 
 	// lab up, in the foreground until Ctrl-C.
-	samples["lab-up"] = s.untilInterrupt("Ctrl-C stops it", "lab", "up", "--replicas", "2", "--sentinels", "3", "--latency", "node2=42ms")
+	samples["lab-up"] = s.untilInterrupt("Ctrl-C stops it", "lab", "up", "--replicas", "2", "--sentinels", "3", "--latency", "node2=42")
 
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, Password: dataSecret, SentinelPassword: sentinelSecret,
 		Nodes: []lab.NodeConfig{{}, {}, {Latency: 42 * time.Millisecond}}})
