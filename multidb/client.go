@@ -78,7 +78,6 @@ type database struct {
 	client redis.UniversalClient
 	owned  bool // built from Database.Options: the client closes it
 	probe  Probe
-	pubsub *redis.Options // where subscriptions connect; nil: none
 
 	det detector // lock-free
 
@@ -158,7 +157,6 @@ func (c *Client) newDatabase(d Database) *database {
 		weight: d.Weight,
 		client: d.Client,
 		probe:  d.Probe,
-		pubsub: d.PubSubOptions,
 		det:    detector{window: newWindow(c.cfg.FailureWindow)},
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -175,11 +173,7 @@ func (c *Client) newDatabase(d Database) *database {
 		rc := redis.NewClient(clientOptions(d.Options))
 		db.client, db.owned = rc, true
 	}
-	if db.pubsub == nil {
-		if rc, ok := db.client.(*redis.Client); ok {
-			db.pubsub = rc.Options()
-		}
-	}
+	db.client.AddHook(bridgeHook{})
 	for _, h := range c.hooks {
 		db.client.AddHook(h)
 	}
@@ -400,9 +394,9 @@ func (c *Client) Close() error {
 }
 
 // AddHook adds a go-redis hook to every database client, present and
-// future (including clients passed in Database.Client), and to the
-// subscription client, so it sees each command on the database that runs
-// it.
+// future (including clients passed in Database.Client), so it sees each
+// command on the database that runs it, and each connection, subscription
+// connections included (Subscribe goes through the database's client).
 func (c *Client) AddHook(h redis.Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -410,7 +404,6 @@ func (c *Client) AddHook(h redis.Hook) {
 	for _, db := range c.dbs {
 		db.client.AddHook(h)
 	}
-	c.pubsub.addHook(h)
 }
 
 // PoolStats sums the pool statistics of every database client.

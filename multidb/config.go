@@ -66,10 +66,13 @@ type Database struct {
 
 	// Client is the go-redis client of the database: a *redis.Client, our
 	// *sentinel.Client, a *redis.ClusterClient, anything that satisfies
-	// redis.UniversalClient. The caller keeps it: multidb never closes it.
-	// It must not retry on its own (MaxRetries -1, DialerRetries 1) and
-	// must honour context deadlines (ContextTimeoutEnabled); NewClient
-	// refuses a client whose Options() say otherwise.
+	// redis.UniversalClient. Commands and subscriptions both go through
+	// it. The caller keeps it: multidb never closes it. It must not retry
+	// on its own (MaxRetries -1, DialerRetries 1) and must honour context
+	// deadlines (ContextTimeoutEnabled); NewClient refuses a client whose
+	// Options() say otherwise. multidb adds hooks to it (AddHook's, and a
+	// dial hook of its own that only touches connections of multidb's
+	// subscriptions: see the package documentation, Pub/Sub).
 	Client redis.UniversalClient
 	// Options, instead of Client, makes multidb build the client (and
 	// close it). Retries are turned off (MaxRetries -1, DialerRetries 1),
@@ -82,11 +85,6 @@ type Database struct {
 	GracePeriod time.Duration
 	// Probe replaces Config.Probe for this database.
 	Probe Probe
-	// PubSubOptions say where Subscribe connects while this database is
-	// active. Default: Options, or the client's own options when Client
-	// is a *redis.Client. A database with neither (a Sentinel or cluster
-	// client) needs them for subscriptions to follow it.
-	PubSubOptions *redis.Options
 }
 
 // Config configures a Client. Only Databases is required; every other

@@ -161,15 +161,31 @@
 //
 // # Pub/Sub
 //
-// Subscribe, PSubscribe and SSubscribe connect to the active database, and
-// when it changes the subscription connections are closed, so go-redis's
-// PubSub reconnects to the new one and subscribes again. Messages published
-// during the switch (on either database) can be lost, as with any
-// reconnection. The connection goes to the database's PubSubOptions, by
-// default its options (Database.Options, or those of a *redis.Client); a
-// database given as a Sentinel or cluster client needs PubSubOptions for
-// subscriptions to follow it (SSubscribe then needs a node that serves the
-// shard channels).
+// Subscribe, PSubscribe and SSubscribe return go-redis PubSubs that follow
+// the active database. A subscription is made through the active
+// database's own client (its Subscribe, PSubscribe or SSubscribe), so it
+// reaches the database the way that client does: a *redis.Client's server,
+// a cluster client's node for the channel, our Sentinel client's current
+// master. A client that follows failovers inside its database keeps doing
+// so for the subscription: after a Sentinel failover, our Sentinel client
+// subscribes again on the new master by itself, and multidb does not
+// switch. When multidb switches to another database, it ends the
+// subscription on the old one; go-redis's PubSub reconnects, as after any
+// connection loss, and subscribes to its channels, patterns and shard
+// channels again, on the new database. Messages published during a switch
+// or a failover (on either database) can be lost: Pub/Sub delivers at most
+// once. Close ends every subscription, and the PubSubs then fail with
+// ErrClosed.
+//
+// Between the caller's PubSub and the database client's sits a relay in
+// the process (an in-memory connection; the caller's PubSub sees what a
+// direct one would: confirmations, messages, pongs, error replies). To end
+// a subscription at once even while the database stops answering (go-redis
+// does not watch a context while it reads), multidb adds a dial hook to
+// every database client that closes the connections it made for a
+// subscription when multidb ends that subscription; other connections of
+// the client are left alone. Hooks added with AddHook see the
+// subscriptions' connections on the database clients, not the relay.
 //
 // # Observing
 //

@@ -33,8 +33,9 @@ func PingProbe() Probe {
 // application owns.
 func WriteProbe(keyPrefix string) (Probe, error) {
 	// Validate the prefix once, the way guard does (guard.New makes no
-	// call; the client is never used).
-	unused := redis.NewClient(&redis.Options{ContextTimeoutEnabled: true})
+	// call; the client is never used, but must be one guard accepts: no
+	// retries, context deadlines honoured).
+	unused := redis.NewClient(&redis.Options{ContextTimeoutEnabled: true, MaxRetries: -1})
 	_, err := guard.New(unused, guard.Config{KeyPrefix: keyPrefix})
 	_ = unused.Close()
 	if err != nil {

@@ -193,3 +193,13 @@ func get(t *testing.T, n *lab.Node, key string) string {
 	}
 	return v
 }
+
+// numsub is PUBSUB NUMSUB of channel on the node's own port.
+func numsub(t *testing.T, n *lab.Node, channel string) int64 {
+	t.Helper()
+	v, err := n.Do(context.Background(), "PUBSUB", "NUMSUB", channel).Slice()
+	if err != nil || len(v) != 2 {
+		t.Fatalf("PUBSUB NUMSUB %s on %s: %v, %v", channel, n.Name(), v, err)
+	}
+	return v[1].(int64)
+}

@@ -95,7 +95,7 @@ func TestClientKinds(t *testing.T) {
 	log := &eventLog{}
 	c, err := NewClient(fast(Config{Observer: log.observe, Databases: []Database{
 		{Name: "sentinel", Weight: 10, Client: sc},
-		{Name: "cluster", Weight: 5, Client: cc, PubSubOptions: &redis.Options{Addr: cluster.Addr()}},
+		{Name: "cluster", Weight: 5, Client: cc},
 	}}))
 	if err != nil {
 		t.Fatal(err)
@@ -107,11 +107,20 @@ func TestClientKinds(t *testing.T) {
 	if v := get(t, sl.Node(0), "k"); v != "sentinel" {
 		t.Fatalf("the Sentinel master has k=%q", v)
 	}
-	// Subscribing needs a pub/sub endpoint, which a Sentinel client's
-	// database does not have unless configured.
+	// Subscriptions go through the database's own client, whatever its
+	// kind: on the Sentinel database, to its master.
 	ps := c.Subscribe(ctx, "ch")
-	if _, err := ps.Receive(ctx); err == nil || !strings.Contains(err.Error(), "PubSubOptions") {
-		t.Fatalf("Subscribe on the Sentinel database: %v, want the PubSubOptions advice", err)
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatalf("Subscribe on the Sentinel database: %v", err)
+	}
+	if err := c.Publish(ctx, "ch", "from sentinel").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ps.ReceiveMessage(ctx); err != nil || m.Payload != "from sentinel" {
+		t.Fatalf("message on the Sentinel database: %v, %v", m, err)
+	}
+	if n := numsub(t, sl.Node(0), "ch"); n != 1 {
+		t.Fatalf("the Sentinel master has %d subscribers to ch, want 1", n)
 	}
 	_ = ps.Close()
 
@@ -134,6 +143,18 @@ func TestClientKinds(t *testing.T) {
 	}
 	if m, err := ps.ReceiveMessage(ctx); err != nil || m.Payload != "hello" {
 		t.Fatalf("message on the cluster: %v, %v", m, err)
+	}
+	// Shard channels, through the cluster client's SSubscribe.
+	sps := c.SSubscribe(ctx, "shard")
+	defer sps.Close()
+	if _, err := sps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SPublish(ctx, "shard", "sharded").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sps.ReceiveMessage(ctx); err != nil || m.Payload != "sharded" || m.Channel != "shard" {
+		t.Fatalf("shard message on the cluster: %v, %v", m, err)
 	}
 }
 

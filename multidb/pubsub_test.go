@@ -1,6 +1,8 @@
 package multidb
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -8,7 +10,32 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/sentinel"
 )
+
+// expectDelivery publishes on channel through c until a message published
+// while want is active arrives on msgs (messages published during a switch
+// may be lost).
+func expectDelivery(t *testing.T, c *Client, msgs <-chan *redis.Message, channel, step, want string) {
+	t.Helper()
+	ctx := testCtx(t, 15*time.Second)
+	deadline := time.After(15 * time.Second)
+	for i := 0; ; i++ {
+		payload := fmt.Sprintf("%s-%d", step, i)
+		if err := c.Publish(ctx, channel, payload).Err(); err != nil && c.Active() == want {
+			t.Fatalf("%s: publish: %v", step, err)
+		}
+		select {
+		case m := <-msgs:
+			if m.Payload == payload && c.Active() == want {
+				return
+			}
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%s: the subscriber received nothing published on %s", step, want)
+		}
+	}
+}
 
 // TestSubscriberFollowsSwitches subscribes through the client and keeps
 // publishing through it: the subscriber keeps receiving after a manual
@@ -25,32 +52,11 @@ func TestSubscriberFollowsSwitches(t *testing.T) {
 	}
 	msgs := ps.Channel()
 
-	// expect publishes until a message published on want's database
-	// arrives (messages published during the switch may be lost).
-	expect := func(step, want string) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for i := 0; ; i++ {
-			payload := fmt.Sprintf("%s-%d", step, i)
-			if err := c.Publish(ctx, "news", payload).Err(); err != nil && c.Active() == want {
-				t.Fatalf("%s: publish: %v", step, err)
-			}
-			select {
-			case m := <-msgs:
-				if m.Payload == payload && c.Active() == want {
-					return
-				}
-			case <-time.After(100 * time.Millisecond):
-			case <-deadline:
-				t.Fatalf("%s: the subscriber received nothing published on %s", step, want)
-			}
-		}
-	}
-	expect("before", "db0")
+	expectDelivery(t, c, msgs, "news", "before", "db0")
 	if err := c.SetActive(ctx, "db1"); err != nil {
 		t.Fatal(err)
 	}
-	expect("after SetActive", "db1")
+	expectDelivery(t, c, msgs, "news", "after SetActive", "db1")
 	// The subscription really is on db1 now: a message published there
 	// directly arrives.
 	direct := redis.NewClient(opts(nodes[1]))
@@ -70,5 +76,231 @@ func TestSubscriberFollowsSwitches(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "failover away from db1", func() bool { _ = c.Ping(ctx); return c.Active() == "db0" })
-	expect("after the kill", "db0")
+	expectDelivery(t, c, msgs, "news", "after the kill", "db0")
+}
+
+// TestSubscriberOnSentinelDatabase subscribes through a client whose
+// databases are a Sentinel deployment (given as our Sentinel client) and a
+// standalone server: the subscriber keeps receiving after manual switches
+// between them, and after a Sentinel failover inside the Sentinel database
+// while it is active, which the Sentinel client follows by itself (the
+// multi-database client does not switch).
+func TestSubscriberOnSentinelDatabase(t *testing.T) {
+	ctx := testCtx(t, 90*time.Second)
+	sl := lab.New(t, lab.Sentinel(1))
+	sc, err := sentinel.NewClient(sentinel.Options{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	node := lab.New(t, lab.Standalone()).Node(0)
+	log := &eventLog{}
+	c, err := NewClient(fast(Config{Observer: log.observe, Databases: []Database{
+		{Name: "sentinel", Weight: 10, Client: sc},
+		{Name: "standalone", Weight: 5, Options: opts(node)},
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	ps := c.Subscribe(ctx, "news")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs := ps.Channel()
+	// subscribers waits until each node has the given number of
+	// subscribers to news (a closed subscription leaves a server a moment
+	// after its connection closed).
+	subscribers := func(what string, want map[*lab.Node]int64) {
+		t.Helper()
+		waitFor(t, 5*time.Second, what, func() bool {
+			for n, w := range want {
+				if numsub(t, n, "news") != w {
+					return false
+				}
+			}
+			return true
+		})
+	}
+
+	expectDelivery(t, c, msgs, "news", "on the Sentinel database", "sentinel")
+	subscribers("the subscription on the Sentinel master", map[*lab.Node]int64{sl.Node(0): 1, node: 0})
+
+	if err := c.SetActive(ctx, "standalone"); err != nil {
+		t.Fatal(err)
+	}
+	expectDelivery(t, c, msgs, "news", "after the switch to standalone", "standalone")
+	subscribers("the subscription on the standalone server only", map[*lab.Node]int64{sl.Node(0): 0, node: 1})
+
+	if err := c.SetActive(ctx, "sentinel"); err != nil {
+		t.Fatal(err)
+	}
+	expectDelivery(t, c, msgs, "news", "after the switch back", "sentinel")
+	subscribers("the subscription back on the Sentinel master", map[*lab.Node]int64{sl.Node(0): 1, node: 0})
+
+	switches := len(log.switches())
+	res, err := sl.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the Sentinel client to follow the failover", func() bool { return sc.Master() == res.NewMaster.Addr() })
+	expectDelivery(t, c, msgs, "news", "after the Sentinel failover", "sentinel")
+	// Delivered from the new master itself, not from a subscription left on
+	// the old one (a replica relays what its master publishes).
+	subscribers("the subscription on the new master", map[*lab.Node]int64{res.NewMaster: 1, res.OldMaster: 0, node: 0})
+	log.flush(t, c)
+	if got := log.switches(); len(got) != switches {
+		t.Fatalf("the client switched databases during the Sentinel failover: %v", got[switches:])
+	}
+}
+
+// TestPubSubAsDirect runs the same pub/sub exchanges through a plain
+// go-redis client and through a multi-database client over the same
+// server: the subscriber sees the same thing either way (subscription
+// confirmations, messages of each kind, pongs, error replies).
+func TestPubSubAsDirect(t *testing.T) {
+	nodes := standalone(t, 1, lab.Standalone())
+	c, _ := newClient(t, fast(Config{}), nodes, 10)
+	direct := redis.NewClient(clientOptions(opts(nodes[0])))
+	defer direct.Close()
+
+	// Each exchange subscribes through sub, publishes through pub, and
+	// calls recv after every step whose result is compared.
+	type exchange func(ctx context.Context, sub, pub redis.UniversalClient, recv func(*redis.PubSub))
+	tests := []struct {
+		name string
+		run  exchange
+	}{
+		{"channels", func(ctx context.Context, sub, pub redis.UniversalClient, recv func(*redis.PubSub)) {
+			ps := sub.Subscribe(ctx, "a", "b")
+			defer ps.Close()
+			recv(ps)
+			recv(ps)
+			pub.Publish(ctx, "b", "to b")
+			recv(ps)
+			pub.Publish(ctx, "a", "to a")
+			recv(ps)
+		}},
+		{"patterns", func(ctx context.Context, sub, pub redis.UniversalClient, recv func(*redis.PubSub)) {
+			ps := sub.PSubscribe(ctx, "news.*")
+			defer ps.Close()
+			recv(ps)
+			pub.Publish(ctx, "news.eu", "pattern")
+			recv(ps)
+		}},
+		{"shard channels", func(ctx context.Context, sub, pub redis.UniversalClient, recv func(*redis.PubSub)) {
+			ps := sub.SSubscribe(ctx, "s")
+			defer ps.Close()
+			recv(ps)
+			pub.SPublish(ctx, "s", "sharded")
+			recv(ps)
+		}},
+		{"mixed, then unsubscribed", func(ctx context.Context, sub, pub redis.UniversalClient, recv func(*redis.PubSub)) {
+			ps := sub.Subscribe(ctx, "a")
+			defer ps.Close()
+			recv(ps)
+			_ = ps.PSubscribe(ctx, "p.*")
+			recv(ps)
+			_ = ps.SSubscribe(ctx, "s")
+			recv(ps)
+			_ = ps.Unsubscribe(ctx, "a")
+			recv(ps)
+			_ = ps.PUnsubscribe(ctx)
+			recv(ps)
+			pub.Publish(ctx, "a", "not received")
+			pub.SPublish(ctx, "s", "received")
+			recv(ps)
+			_ = ps.SUnsubscribe(ctx, "s")
+			recv(ps)
+		}},
+		{"unsubscribe without subscriptions", func(ctx context.Context, sub, _ redis.UniversalClient, recv func(*redis.PubSub)) {
+			ps := sub.Subscribe(ctx)
+			defer ps.Close()
+			_ = ps.Unsubscribe(ctx)
+			recv(ps)
+		}},
+		{"ping", func(ctx context.Context, sub, _ redis.UniversalClient, recv func(*redis.PubSub)) {
+			ps := sub.Subscribe(ctx, "a")
+			defer ps.Close()
+			recv(ps)
+			_ = ps.Ping(ctx, "payload")
+			recv(ps)
+			_ = ps.Ping(ctx)
+			recv(ps)
+		}},
+		{"error reply", func(ctx context.Context, sub, _ redis.UniversalClient, recv func(*redis.PubSub)) {
+			ps := sub.Subscribe(ctx, "a")
+			defer ps.Close()
+			recv(ps)
+			_ = ps.Subscribe(ctx) // SUBSCRIBE without a channel
+			recv(ps)
+			_ = ps.Ping(ctx, "still subscribed")
+			recv(ps)
+		}},
+	}
+	transcript := func(run exchange, sub redis.UniversalClient) []string {
+		ctx := testCtx(t, 10*time.Second)
+		var out []string
+		run(ctx, sub, direct, func(ps *redis.PubSub) {
+			v, err := ps.ReceiveTimeout(ctx, 2*time.Second)
+			if err != nil {
+				out = append(out, "error: "+err.Error())
+				return
+			}
+			switch m := v.(type) { // every field, not String()
+			case *redis.Subscription:
+				out = append(out, fmt.Sprintf("%+v", *m))
+			case *redis.Message:
+				out = append(out, fmt.Sprintf("%+v", *m))
+			case *redis.Pong:
+				out = append(out, fmt.Sprintf("%+v", *m))
+			default:
+				out = append(out, fmt.Sprintf("%T %v", v, v))
+			}
+		})
+		return out
+	}
+	for _, tt := range tests {
+		want := transcript(tt.run, direct)
+		got := transcript(tt.run, c)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s:\n through multidb %q\n direct         %q", tt.name, got, want)
+		}
+	}
+}
+
+// TestCloseWhileSubscribing closes the client while a subscription is
+// being made on a database that accepts connections and never answers:
+// Close returns at once, without waiting for the database client's
+// timeouts (500 ms here), and the subscriber gets errors, ErrClosed once
+// it tries to reconnect, not a hang.
+func TestCloseWhileSubscribing(t *testing.T) {
+	nodes := standalone(t, 1, lab.Config{Proxy: true})
+	c, err := NewClient(fast(Config{HealthCheckInterval: time.Minute, ProbeTimeout: 5 * time.Second,
+		Databases: []Database{{Name: "a", Weight: 10, Options: opts(nodes[0])}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 10*time.Second)
+	waitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, "a").ChecksPassed > 0 })
+	nodes[0].BlackHole()
+	defer nodes[0].Restore()
+	ps := c.Subscribe(ctx, "ch")
+	defer ps.Close()
+	time.Sleep(100 * time.Millisecond) // the bridge waits on the black hole
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 250*time.Millisecond {
+		t.Fatalf("Close took %v", d)
+	}
+	if _, err := ps.ReceiveTimeout(ctx, time.Second); err == nil { // the connection's end
+		t.Fatal("Receive after Close succeeded")
+	}
+	if _, err := ps.ReceiveTimeout(ctx, time.Second); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Receive after Close: %v, want ErrClosed", err)
+	}
 }
