@@ -131,7 +131,11 @@ type Stats struct {
 	MasterName string   // Options.MasterName
 	Master     string   // the master the client routes writes to
 	Replicas   []string // healthy, ROLE-verified replicas
-	Sentinels  []string // known sentinels, in asking order
+	// DurableReplicas are the replicas a durable write must be confirmed
+	// by: every replica the master has connected and every replica
+	// Sentinel could promote, including ones this client cannot reach.
+	DurableReplicas []string
+	Sentinels       []string // known sentinels, in asking order
 	// FailoverInProgress is true while writes are held.
 	FailoverInProgress bool
 	// Nodes counts the calls sent to each address (reads by the node that
@@ -182,6 +186,7 @@ func (c *Client) Stats() Stats {
 	if snap.master != nil {
 		st.Master = snap.master.addr
 		st.Replicas = slices.Clone(snap.replicaAddrs)
+		st.DurableReplicas = slices.Clone(snap.durable)
 		st.FailoverInProgress = snap.fenced
 	}
 	return st
