@@ -25,6 +25,12 @@ var (
 	// write was not sent: re-running it is safe.
 	ErrFailoverInProgress = errors.New("sentinel: failover in progress; the write was not sent")
 
+	// ErrFailoverNotConfirmed is matched by the Err of an
+	// EventFailoverHoldEnded when writes stopped being held without a new
+	// master: the failover was aborted, the candidate did not become
+	// master within FailoverHold, or no sentinel named it.
+	ErrFailoverNotConfirmed = errors.New("sentinel: failover hold ended without a new master")
+
 	// ErrNotDurable matches a *NotDurableError.
 	ErrNotDurable = errors.New("sentinel: write not confirmed durable")
 

@@ -22,8 +22,9 @@ const (
 	// EventFailoverStarted: a sentinel began promoting Candidate; writes
 	// are held until the new master is confirmed.
 	EventFailoverStarted
-	// EventFailoverHoldEnded: writes are no longer held; Err says why when
-	// no new master was confirmed.
+	// EventFailoverHoldEnded: writes are no longer held (Master is where
+	// they go). Err is nil when the new master was confirmed; otherwise it
+	// says why not, and matches ErrFailoverNotConfirmed.
 	EventFailoverHoldEnded
 	// EventReadRetried: a read-only call failed on Master (the node it
 	// ran on) with Err and was re-run once.

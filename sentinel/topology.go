@@ -70,6 +70,10 @@ type topoState struct {
 	unconfirmed map[string]time.Time
 	fence       *failoverState
 
+	// holdEndErr is why the hold being lifted by the next install ended
+	// without a new master (set by expireFence, consumed by install).
+	holdEndErr error
+
 	refreshing   bool
 	wantRefresh  bool
 	checking     bool // a promotion check is running
@@ -388,8 +392,9 @@ func (c *Client) install(next *snapshot) {
 		c.log.Debug("durable writes now need", "replicas", next.durable)
 	}
 	if cur.fenced && !next.fenced {
-		c.emit(Event{Kind: EventFailoverHoldEnded, Master: next.masterAddr()})
+		c.emit(Event{Kind: EventFailoverHoldEnded, Master: next.masterAddr(), Candidate: cur.candidate, Err: c.topo.holdEndErr})
 	}
+	c.topo.holdEndErr = nil
 }
 
 // detectSplitBrain holds writes when a node Sentinel lists as a replica
@@ -468,10 +473,15 @@ func (c *Client) expireFence(reason error) {
 		// sentinels did not confirm). Do not hold writes for it again soon.
 		c.topo.unconfirmed[f.candidate] = time.Now().Add(splitBrainQuiet)
 	}
+	held := time.Since(f.since).Round(time.Millisecond)
+	if f.aborted {
+		reason = fmt.Errorf("the sentinels aborted the failover: %w", reason)
+	}
+	c.topo.holdEndErr = fmt.Errorf("%w (candidate %s, held %v): %w", ErrFailoverNotConfirmed, f.candidate, held, reason)
 	next := c.snap.Load().with()
 	next.fenced, next.candidate = false, ""
 	c.install(next)
-	c.log.Warn("failover hold ended without a new master", "reason", reason)
+	c.log.Warn("failover hold ended without a new master", "candidate", f.candidate, "held", held, "reason", reason)
 }
 
 // startPromotionCheck polls the candidate of a failover in progress; once
