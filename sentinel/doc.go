@@ -118,10 +118,12 @@
 // (down-after-milliseconds); one that hangs, until the master also drops
 // it (repl-timeout, 60 s by default), because it could wake and confirm in
 // place of the replica being promoted; one that is resynchronising, until
-// it is in sync. After a failover that leaves the old master running,
-// durable writes fail until Sentinel has turned it into a replica of the
-// new master and it has synchronised (seconds): until then Sentinel could
-// promote it, without the new master's writes. A replica reported under
+// it is in sync. After a failover, Sentinel lists the old master as a
+// replica of the new one, and durable writes count it: if it is still
+// running, they fail until Sentinel has turned it into a replica and it
+// has synchronised (seconds; until then Sentinel could promote it, without
+// the new master's writes); if it is gone, until a refresh finds it
+// flagged down or disconnected. A replica reported under
 // two different addresses (by the master and by Sentinel) is counted
 // twice, which fails durable writes rather than let one through.
 //

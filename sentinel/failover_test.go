@@ -3,6 +3,7 @@ package sentinel
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,6 +50,11 @@ func TestLiveFailover(t *testing.T) {
 	}
 	if events.count(EventFailoverStarted) != 1 || events.count(EventMasterChanged) != 1 {
 		t.Fatalf("events: %v", events.all())
+	}
+	// Sentinel could promote the old master (it lists it as a replica of
+	// the new one): durable writes must reach it too.
+	if got := c.Stats().DurableReplicas; !slices.Equal(got, []string{oldMaster.Addr()}) {
+		t.Fatalf("durable writes count %v after the failover, want the old master %s", got, oldMaster.Addr())
 	}
 	gets := calls(t, newMaster, "get")
 	if v, err := c.Get(ctx, "greeting").Result(); err != nil || v != "hello" {

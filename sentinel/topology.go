@@ -588,7 +588,8 @@ func (c *Client) promote(addr, sentinel string, epoch int64) {
 		st.knownEpoch = epoch
 	}
 	st.fence = nil
-	next := c.snap.Load().with()
+	cur := c.snap.Load()
+	next := cur.with()
 	next.master = c.nodes.get(addr)
 	next.sentinel = sentinel
 	next.epoch = epoch
@@ -596,7 +597,10 @@ func (c *Client) promote(addr, sentinel string, epoch int64) {
 	next.replicas = slices.DeleteFunc(next.replicas, func(n *node) bool { return n.addr == addr })
 	// Until the next refresh lists the new master's replicas, durable
 	// writes need the old master's other replicas, which confirm nothing
-	// until Sentinel has attached them to the new master.
-	next.durable = slices.DeleteFunc(slices.Clone(next.durable), func(a string) bool { return a == addr })
+	// until Sentinel has attached them to the new master, and the old
+	// master: Sentinel lists it as a replica of the new one from the
+	// switch on, promotable until it is flagged down, while it lacks the
+	// new master's writes until it has been converted and synchronised.
+	next.durable = durableReplicas(addr, nil, cur.durable, []string{cur.masterAddr()})
 	c.install(next)
 }
