@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -354,6 +357,100 @@ func TestDurableWithoutReplicaIsRefusedUnsent(t *testing.T) {
 	}
 	if n, _ := l.Node(0).Do(ctx, "EXISTS", "k").Int(); n != 0 {
 		t.Fatal("a refused durable write reached the master")
+	}
+}
+
+// A replica the client cannot reach, while Sentinel and the master can,
+// still counts for durable writes. Were it left out, WAIT would be met by
+// the other replica alone, and if Sentinel promoted the unreachable one,
+// the old master's acknowledged writes would be lost with it.
+func TestDurableCountsReplicasTheClientCannotReach(t *testing.T) {
+	tests := []struct {
+		name string
+		// dial is what the client gets when it dials the hidden replica.
+		dial func(ctx context.Context) (net.Conn, error)
+	}{
+		{"connection refused", func(context.Context) (net.Conn, error) {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		}},
+		{"black-holed", func(ctx context.Context) (net.Conn, error) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(300 * time.Millisecond): // the DialTimeout
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := testCtx(t, 40*time.Second)
+			l := lab.New(t, lab.Sentinel(2))
+			reachable, hidden := l.Node(1), l.Node(2)
+			c, _ := newTestClient(t, l, func(o *Options) {
+				o.Durable, o.DurableTimeout = true, 300*time.Millisecond
+				o.DialTimeout, o.ProbeTimeout = 300*time.Millisecond, 300*time.Millisecond
+				o.NodeOptions = func(ro *redis.Options) {
+					if ro.Addr == hidden.Addr() {
+						ro.Dialer = func(ctx context.Context, _, _ string) (net.Conn, error) { return tt.dial(ctx) }
+					}
+				}
+			})
+			both := []string{reachable.Addr(), hidden.Addr()}
+			slices.Sort(both)
+			waitFor(t, 10*time.Second, "one verified replica, two counted for durable writes", func() bool {
+				st := c.Stats()
+				return slices.Equal(st.Replicas, []string{reachable.Addr()}) && slices.Equal(st.DurableReplicas, both)
+			})
+
+			// Both replicas confirm: acknowledged, and on both.
+			if err := c.Set(ctx, "k", "v1", 0).Err(); err != nil {
+				t.Fatalf("durable SET, both replicas up: %v", err)
+			}
+			for _, n := range []*lab.Node{reachable, hidden} {
+				if v, err := n.Do(ctx, "GET", "k").Text(); err != nil || v != "v1" {
+					t.Fatalf("%s has %q, %v after a durable write", n.Name(), v, err)
+				}
+			}
+
+			// The hidden replica stops confirming. The reachable one alone
+			// must not make the write durable: it ran, 1 of 2 confirmed.
+			if err := hidden.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = hidden.Resume() }()
+			notDurable := func(when string) {
+				t.Helper()
+				err := c.Set(ctx, "k", "v2", 0).Err()
+				var nde *NotDurableError
+				if !errors.As(err, &nde) || nde.Required != 2 || nde.Acked != 1 || !slices.Equal(nde.Replicas, both) {
+					t.Fatalf("durable SET, %s: %v; want NotDurableError, 1 of 2 %v", when, err, both)
+				}
+			}
+			notDurable("the hidden replica paused")
+
+			// Once Sentinel flags it s_down it could no longer be promoted,
+			// but the master still streams to it: woken, it could confirm
+			// in place of the replica being promoted. It still counts.
+			waitFor(t, 10*time.Second, "Sentinel to flag the hidden replica s_down", func() bool {
+				rows, err := l.Sentinels()[0].Replicas(ctx)
+				if err != nil {
+					return false
+				}
+				for _, r := range rows {
+					if net.JoinHostPort(r["ip"], r["port"]) == hidden.Addr() {
+						return strings.Contains(r["flags"], "s_down")
+					}
+				}
+				return false
+			})
+			refreshes := c.Stats().Resolutions
+			waitFor(t, 5*time.Second, "two more topology refreshes", func() bool { return c.Stats().Resolutions >= refreshes+2 })
+			if got := c.Stats().DurableReplicas; !slices.Equal(got, both) {
+				t.Fatalf("durable writes count %v with the hidden replica s_down but connected to the master, want %v", got, both)
+			}
+			notDurable("the hidden replica s_down but connected to the master")
+		})
 	}
 }
 

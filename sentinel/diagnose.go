@@ -39,7 +39,10 @@ const (
 type Step struct {
 	Stage  Stage
 	Server string
-	Took   time.Duration
+	// Sentinel is true when Server is a sentinel (the steps that ask the
+	// sentinels for the master), false for a data node.
+	Sentinel bool
+	Took     time.Duration
 	// Detail says what happened in words.
 	Detail string
 	// Err is set when the stage failed; it is a *StageError.
@@ -80,10 +83,12 @@ type Diagnosis struct {
 	Steps   []Step
 }
 
-// Err returns the first failed stage's error, or nil.
+// Err returns the first failed stage's error, or nil. A sentinel that
+// failed is skipped, as the client skips it: its error is returned only
+// when no sentinel named a master.
 func (d *Diagnosis) Err() error {
 	for _, s := range d.Steps {
-		if s.Err != nil && s.Stage != StageSentinel {
+		if s.Err != nil && !s.Sentinel {
 			return s.Err
 		}
 	}
@@ -111,8 +116,12 @@ func (d *Diagnosis) String() string {
 // TLS, AUTH, HELLO, PING, SELECT and ROLE against the master the first
 // answering sentinel named, each with its duration, and the replica
 // read-only work would use. A wrong password therefore shows as "AUTH
-// failed on <the master>", a bad certificate as "TLS failed on <it>". The
-// error is the first failed stage's (a *StageError), or nil.
+// failed on <the master>", a bad certificate as "TLS failed on <it>".
+// Sentinels are reached stage by stage too (TCP, TLS, AUTH, then the
+// question): a sentinel that answers is one SENTINEL step, one that fails
+// is the step of the stage that failed, on that sentinel ("TLS failed on
+// <the sentinel>"). The error is the first failed stage's (a *StageError),
+// or nil; a failed sentinel's only when no sentinel named a master.
 func Diagnose(ctx context.Context, opts Options) (*Diagnosis, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -157,24 +166,44 @@ func DiagnoseNode(ctx context.Context, addr string, opts Options) (*Diagnosis, e
 	return d, d.Err()
 }
 
+// askSentinelStep asks one sentinel for the master, stage by stage. It
+// returns one step: SENTINEL with the answer, or the stage that failed.
 func askSentinelStep(ctx context.Context, opts *Options, addr string) (Step, string) {
-	step := Step{Stage: StageSentinel, Server: addr}
-	client := redis.NewClient(opts.sentinelOptions(addr))
-	defer client.Close()
-	ctx, cancel := context.WithTimeout(ctx, opts.SentinelTimeout)
-	defer cancel()
 	start := time.Now()
-	v, err := client.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", opts.MasterName).StringSlice()
-	step.Took = time.Since(start)
+	tr := &tracer{server: addr, sentinel: true}
+	conn, done := tr.connect(ctx, connSettings{
+		tls:     opts.SentinelTLSConfig,
+		timeout: opts.SentinelTimeout,
+		user:    opts.SentinelUsername,
+		pass:    opts.SentinelPassword,
+	})
+	if conn == nil {
+		failed := tr.steps[len(tr.steps)-1]
+		failed.Detail = fmt.Sprintf("sentinel %s skipped (%s): %v", addr, sentinelSkipWord(failed.Stage, failed.Err), failed.Err)
+		return failed, ""
+	}
+	defer done()
+	cctx, cancel := context.WithTimeout(ctx, opts.SentinelTimeout)
+	defer cancel()
+	v, err := conn.Do(cctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", opts.MasterName).StringSlice()
+	step := Step{Stage: StageSentinel, Server: addr, Sentinel: true, Took: time.Since(start)}
 	switch {
 	case errors.Is(err, redis.Nil) || (err == nil && len(v) != 2):
 		err = fmt.Errorf("does not monitor a master named %q", opts.MasterName)
+	case redis.IsAuthError(err):
+		// The sentinel wants credentials the options do not give.
+		step.Stage = StageAuth
+		err = fmt.Errorf("the sentinel requires authentication (SentinelUsername, SentinelPassword): %w", err)
 	case err != nil:
 		err = describeSentinelError(err, opts.SentinelTimeout)
 	}
 	if err != nil {
-		step.Err = &StageError{Stage: StageSentinel, Server: addr, Err: err}
-		step.Detail = fmt.Sprintf("sentinel %s skipped: %v", addr, err)
+		step.Err = &StageError{Stage: step.Stage, Server: addr, Err: err}
+		if step.Stage == StageSentinel {
+			step.Detail = fmt.Sprintf("sentinel %s skipped: %v", addr, err)
+		} else {
+			step.Detail = fmt.Sprintf("sentinel %s skipped (%s): %v", addr, sentinelSkipWord(step.Stage, err), step.Err)
+		}
 		return step, ""
 	}
 	named := net.JoinHostPort(v[0], v[1])
@@ -182,41 +211,87 @@ func askSentinelStep(ctx context.Context, opts *Options, addr string) (Step, str
 	return step, named
 }
 
-// traceNode connects to addr stage by stage. The connection is made by
-// hand (TCP, then TLS) and the commands are sent one by one, so a failure
-// is attributed to its stage. It returns the ROLE reply when it got one.
-func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisinfo.Role) {
-	var steps []Step
-	stage := func(st Stage, start time.Time, detail string, err error) bool {
-		s := Step{Stage: st, Server: addr, Took: time.Since(start), Detail: detail}
-		if err != nil {
-			s.Err = &StageError{Stage: st, Server: addr, Err: err}
-			s.Detail = s.Err.Error()
+// sentinelSkipWord says in a word why a sentinel that failed a connection
+// stage was skipped.
+func sentinelSkipWord(st Stage, err error) string {
+	switch st {
+	case StageTCP:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+			return string(SkipSlow)
 		}
-		steps = append(steps, s)
-		return err == nil
+		return string(SkipDown)
+	case StageTLS:
+		return "TLS"
+	case StageAuth:
+		return string(SkipAuth)
 	}
+	return string(SkipOther)
+}
 
+// tracer records the steps of one server's trace.
+type tracer struct {
+	server   string
+	sentinel bool
+	steps    []Step
+}
+
+// stage records one step; it reports whether the stage succeeded.
+func (t *tracer) stage(st Stage, start time.Time, detail string, err error) bool {
+	s := Step{Stage: st, Server: t.server, Sentinel: t.sentinel, Took: time.Since(start), Detail: detail}
+	if err != nil {
+		s.Err = &StageError{Stage: st, Server: t.server, Err: err}
+		s.Detail = s.Err.Error()
+	}
+	t.steps = append(t.steps, s)
+	return err == nil
+}
+
+// connSettings are what connecting to one server takes.
+type connSettings struct {
+	tls *tls.Config // nil: no TLS
+	// timeout bounds the dial and the TLS handshake; readTimeout and
+	// writeTimeout each command (default: timeout).
+	timeout, readTimeout, writeTimeout time.Duration
+	user, pass                         string
+	// credentials, when set, replaces user and pass.
+	credentials func(context.Context) (string, string, error)
+}
+
+// connect reaches the tracer's server stage by stage: TCP, then TLS when
+// configured, then AUTH when there is a password. The connection is made
+// by hand and the commands are sent one by one, so a failure is attributed
+// to its stage. It returns a go-redis connection pinned to that one
+// connection (RESP2, and go-redis itself sends nothing on it), and a
+// function that closes it; nil when a stage failed.
+func (t *tracer) connect(ctx context.Context, cs connSettings) (*redis.Conn, func()) {
+	if cs.readTimeout == 0 {
+		cs.readTimeout = cs.timeout
+	}
+	if cs.writeTimeout == 0 {
+		cs.writeTimeout = cs.timeout
+	}
+	addr := t.server
 	start := time.Now()
-	dialCtx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
+	dialCtx, cancel := context.WithTimeout(ctx, cs.timeout)
 	raw, err := (&net.Dialer{}).DialContext(dialCtx, "tcp", addr)
 	cancel()
-	if !stage(StageTCP, start, "connected", err) {
-		return steps, nil
+	if !t.stage(StageTCP, start, "connected", err) {
+		return nil, nil
 	}
 	conn := raw
-	if opts.TLSConfig != nil {
+	if cs.tls != nil {
 		start = time.Now()
-		hctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
-		tc, err := redisopt.Handshake(hctx, raw, opts.TLSConfig, addr)
+		hctx, cancel := context.WithTimeout(ctx, cs.timeout)
+		tc, err := redisopt.Handshake(hctx, raw, cs.tls, addr)
 		cancel()
 		detail := ""
 		if err == nil {
 			st := tc.ConnectionState()
 			detail = fmt.Sprintf("%s, server certificate %q", tls.VersionName(st.Version), st.PeerCertificates[0].Subject.CommonName)
 		}
-		if !stage(StageTLS, start, detail, err) {
-			return steps, nil
+		if !t.stage(StageTLS, start, detail, err) {
+			return nil, nil // Handshake closed raw
 		}
 		conn = tc
 	}
@@ -228,8 +303,8 @@ func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisi
 		Addr:         addr,
 		Protocol:     2,
 		PoolSize:     1,
-		ReadTimeout:  opts.ReadTimeout,
-		WriteTimeout: opts.WriteTimeout,
+		ReadTimeout:  cs.readTimeout,
+		WriteTimeout: cs.writeTimeout,
 		Dialer: func(context.Context, string, string) (net.Conn, error) {
 			var c net.Conn
 			once.Do(func() { c = conn })
@@ -239,15 +314,19 @@ func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisi
 			return c, nil
 		},
 	}))
-	defer client.Close()
 	pinned := client.Conn()
-	defer pinned.Close()
+	done := func() {
+		_ = pinned.Close()
+		_ = client.Close()
+	}
 
-	user, pass := opts.Username, opts.Password
-	if opts.CredentialsProvider != nil {
-		if user, pass, err = opts.CredentialsProvider(ctx); err != nil {
-			stage(StageAuth, time.Now(), "", fmt.Errorf("credentials provider: %w", err))
-			return steps, nil
+	user, pass := cs.user, cs.pass
+	if cs.credentials != nil {
+		if user, pass, err = cs.credentials(ctx); err != nil {
+			t.stage(StageAuth, time.Now(), "", fmt.Errorf("credentials provider: %w", err))
+			done()
+			_ = conn.Close()
+			return nil, nil
 		}
 	}
 	if pass != "" {
@@ -261,39 +340,61 @@ func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisi
 		if user != "" {
 			who = "user " + strconv.Quote(user)
 		}
-		if !stage(StageAuth, start, "authenticated as "+who, err) {
-			return steps, nil
+		if !t.stage(StageAuth, start, "authenticated as "+who, err) {
+			done()
+			return nil, nil
 		}
 	}
+	return pinned, done
+}
 
-	start = time.Now()
+// traceNode connects to a data node stage by stage (see tracer.connect),
+// then runs HELLO, PING, SELECT and ROLE one by one. It returns the ROLE
+// reply when it got one.
+func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisinfo.Role) {
+	tr := &tracer{server: addr}
+	pinned, done := tr.connect(ctx, connSettings{
+		tls:          opts.TLSConfig,
+		timeout:      opts.DialTimeout,
+		readTimeout:  opts.ReadTimeout,
+		writeTimeout: opts.WriteTimeout,
+		user:         opts.Username,
+		pass:         opts.Password,
+		credentials:  opts.CredentialsProvider,
+	})
+	if pinned == nil {
+		return tr.steps, nil
+	}
+	defer done()
+
+	start := time.Now()
 	hello, err := pinned.Do(ctx, "HELLO", "3").Result()
 	switch {
 	case err == nil:
-		stage(StageHello, start, helloDetail(hello), nil)
+		tr.stage(StageHello, start, helloDetail(hello), nil)
 	case strings.Contains(err.Error(), "unknown command"):
-		stage(StageHello, start, "HELLO not supported (Redis before 6): RESP2", nil)
+		tr.stage(StageHello, start, "HELLO not supported (Redis before 6): RESP2", nil)
 	default:
-		if !stage(StageHello, start, "", err) {
-			return steps, nil
+		if !tr.stage(StageHello, start, "", err) {
+			return tr.steps, nil
 		}
 	}
 	start = time.Now()
-	if !stage(StagePing, start, "PONG", pinned.Ping(ctx).Err()) {
-		return steps, nil
+	if !tr.stage(StagePing, start, "PONG", pinned.Ping(ctx).Err()) {
+		return tr.steps, nil
 	}
 	if opts.DB != 0 {
 		start = time.Now()
-		if !stage(StageSelect, start, fmt.Sprintf("database %d", opts.DB), pinned.Do(ctx, "SELECT", opts.DB).Err()) {
-			return steps, nil
+		if !tr.stage(StageSelect, start, fmt.Sprintf("database %d", opts.DB), pinned.Do(ctx, "SELECT", opts.DB).Err()) {
+			return tr.steps, nil
 		}
 	}
 	start = time.Now()
 	role, err := redisinfo.ParseRole(pinned.Do(ctx, "ROLE"))
-	if !stage(StageRole, start, roleDetail(role), err) {
-		return steps, nil
+	if !tr.stage(StageRole, start, roleDetail(role), err) {
+		return tr.steps, nil
 	}
-	return steps, &role
+	return tr.steps, &role
 }
 
 func helloDetail(v any) string {
@@ -325,7 +426,7 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	c.sentinels = newSentinelSet(&c.opts)
 	defer c.nodes.closeAll()
 	defer c.sentinels.close()
-	healthy, _, err := c.healthyReplicas(ctx, d.Sentinel)
+	healthy, _, _, err := c.healthyReplicas(ctx, d.Sentinel)
 	switch {
 	case err != nil:
 		step.Took = time.Since(start)

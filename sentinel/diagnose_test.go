@@ -41,6 +41,11 @@ func TestDiagnoseHealthyTLSDeployment(t *testing.T) {
 	if got := stages(d); strings.Join(toStrings(got), ",") != strings.Join(toStrings(want), ",") {
 		t.Fatalf("stages %v, want %v\n%s", got, want, d)
 	}
+	for i, st := range d.Steps {
+		if st.Sentinel != (i < 3) {
+			t.Errorf("step %d (%s on %s): Sentinel = %v", i, st.Stage, st.Server, st.Sentinel)
+		}
+	}
 	out := d.String()
 	for _, line := range []string{
 		`sentinel ` + l.SentinelAddrs()[0] + ` named ` + l.Node(0).Addr() + ` as the master of "mymaster"`,
@@ -116,6 +121,55 @@ func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
 			t.Fatalf("last step %+v", last)
 		}
 	})
+}
+
+// A sentinel is reached stage by stage too: a certificate the client does
+// not trust, or credentials the sentinel refuses, are named with the stage
+// and the sentinel, not as a vague sentinel error.
+func TestDiagnoseNamesTheFailingSentinelStage(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Sentinels: 2, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
+	tests := []struct {
+		name   string
+		mod    func(*Options)
+		stage  Stage
+		prefix string // of the message, after "<stage> failed on <sentinel>: "
+	}{
+		{"sentinel certificate not trusted", func(o *Options) {
+			o.SentinelTLSConfig = &tls.Config{} // the system roots do not include the lab CA
+		}, StageTLS, "tls: failed to verify certificate"},
+		{"wrong sentinel password", func(o *Options) { o.SentinelPassword = "wrong-pw" }, StageAuth, "WRONGPASS"},
+		{"no sentinel password", func(o *Options) { o.SentinelPassword = "" }, StageAuth, "the sentinel requires authentication"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := diagOptions(l)
+			tt.mod(&opts)
+			d, err := Diagnose(ctx, opts)
+			first := l.SentinelAddrs()[0]
+			var se *StageError
+			if !errors.As(err, &se) || se.Stage != tt.stage || se.Server != first {
+				t.Fatalf("got %v, want %s failed on %s\n%s", err, tt.stage, first, d)
+			}
+			if want := string(tt.stage) + " failed on " + first + ": " + tt.prefix; !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("message %q, want it to start with %q", err, want)
+			}
+			if strings.Contains(err.Error(), "-pw") || strings.Contains(d.String(), "-pw") {
+				t.Fatalf("a password is in the error or the trace:\n%s", d)
+			}
+			if d.Master != "" || len(d.Steps) != len(l.SentinelAddrs()) {
+				t.Fatalf("want one failed step per sentinel and no master; master %q\n%s", d.Master, d)
+			}
+			for i, st := range d.Steps {
+				addr := l.SentinelAddrs()[i]
+				if st.Stage != tt.stage || st.Server != addr || !st.Sentinel || st.Err == nil ||
+					!strings.HasPrefix(st.Detail, "sentinel "+addr+" skipped") {
+					t.Errorf("step %d: %+v; want %s failed on %s", i, st, tt.stage, addr)
+				}
+			}
+			t.Logf("\n%s", d)
+		})
+	}
 }
 
 func toStrings(s []Stage) []string {

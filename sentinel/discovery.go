@@ -84,6 +84,10 @@ type masterReport struct {
 	// with every failover, so a smaller one than already seen is stale. -1
 	// when the sentinel only answered GET-MASTER-ADDR-BY-NAME.
 	epoch int64
+	// connected lists the replicas the master's own ROLE reply lists (the
+	// ones it streams writes to, and whose acknowledgements WAIT counts),
+	// as the master announces them; set by discover.
+	connected []string
 }
 
 var errUnknownMaster = errors.New("does not monitor a master by that name")
@@ -179,7 +183,11 @@ func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (
 // discoverOnce asks every sentinel once. complete is false when ctx ended
 // the round before every sentinel was asked.
 func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) error) (found masterReport, attempts []SentinelAttempt, complete bool) {
-	verified := map[string]error{} // several sentinels usually name the same node
+	type verification struct {
+		role redisinfo.Role
+		err  error
+	}
+	verified := map[string]verification{} // several sentinels usually name the same node
 	complete = true
 	for _, s := range c.sentinels.list() {
 		if ctx.Err() != nil {
@@ -192,10 +200,14 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 			err = stale(rep)
 		}
 		if err == nil {
-			var seen bool
-			if err, seen = verified[rep.addr]; !seen {
-				err = c.verifyMaster(ctx, rep.addr)
-				verified[rep.addr] = err
+			v, seen := verified[rep.addr]
+			if !seen {
+				v.role, v.err = c.verifyMaster(ctx, rep.addr)
+				verified[rep.addr] = v
+			}
+			err = v.err
+			for _, r := range v.role.Replicas {
+				rep.connected = append(rep.connected, r.Addr)
 			}
 		}
 		if err != nil {
@@ -210,18 +222,19 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 	return masterReport{}, attempts, complete
 }
 
-// verifyMaster checks with ROLE that addr is a master.
-func (c *Client) verifyMaster(ctx context.Context, addr string) error {
+// verifyMaster checks with ROLE that addr is a master, and returns the
+// reply (which lists the replicas connected to it).
+func (c *Client) verifyMaster(ctx context.Context, addr string) (redisinfo.Role, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
 	defer cancel()
 	role, err := c.nodes.get(addr).role(ctx)
 	if err != nil {
-		return skipped(SkipUnverified, fmt.Errorf("named %s, but ROLE there failed: %w", addr, err))
+		return role, skipped(SkipUnverified, fmt.Errorf("named %s, but ROLE there failed: %w", addr, err))
 	}
 	if role.Role != "master" {
-		return &RoleMismatchError{Addr: addr, Role: role.Role}
+		return role, &RoleMismatchError{Addr: addr, Role: role.Role}
 	}
-	return nil
+	return role, nil
 }
 
 func (c *Client) skipSentinel(sentinel, named string, reason SkipReason, err error) {
@@ -241,18 +254,21 @@ type replicaReport struct {
 // is down, and keeps those that ROLE confirms as replicas with a connected
 // link. The checks run in parallel, each bounded. claimMaster lists the
 // replicas whose ROLE says master: a promotion Sentinel has not announced
-// yet, or the old master awaiting demotion.
-func (c *Client) healthyReplicas(ctx context.Context, sentinel string) (healthy []replicaReport, claimMaster []string, err error) {
+// yet, or the old master awaiting demotion. promotable lists the replicas
+// the sentinel could promote (see promotable), whether or not the client
+// reaches them.
+func (c *Client) healthyReplicas(ctx context.Context, sentinel string) (healthy []replicaReport, claimMaster, promotable []string, err error) {
 	client := c.sentinels.client(sentinel)
 	if client == nil {
-		return nil, nil, ErrClosed
+		return nil, nil, nil, ErrClosed
 	}
 	qctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
 	rows, err := redisinfo.ParseTable(client.Do(qctx, "SENTINEL", "REPLICAS", c.opts.MasterName))
 	cancel()
 	if err != nil {
-		return nil, nil, describeSentinelError(err, c.opts.SentinelTimeout)
+		return nil, nil, nil, describeSentinelError(err, c.opts.SentinelTimeout)
 	}
+	promotable = promotableReplicas(rows)
 	var candidates []string
 	for _, r := range rows {
 		flags := r["flags"]
@@ -288,7 +304,59 @@ func (c *Client) healthyReplicas(ctx context.Context, sentinel string) (healthy 
 			claimMaster = append(claimMaster, candidates[i])
 		}
 	}
-	return healthy, claimMaster, nil
+	return healthy, claimMaster, promotable, nil
+}
+
+// promotableReplicas returns the rows of SENTINEL REPLICAS that Sentinel
+// could promote, by the rules of its own choice (sentinelSelectSlave) that
+// the table shows: not flagged s_down, o_down or disconnected, a
+// replica-priority other than 0, and a link to the master down for no more
+// than ten times down-after-milliseconds. A link that is down for less is
+// no bar: Sentinel promotes such a replica, with whatever data it has. The
+// rules the table cannot show (recent PING and INFO replies) are left out,
+// so the list errs on the side of too many.
+func promotableReplicas(rows []map[string]string) []string {
+	var out []string
+	for _, r := range rows {
+		flags := r["flags"]
+		if redisinfo.HasFlag(flags, "s_down") || redisinfo.HasFlag(flags, "o_down") || redisinfo.HasFlag(flags, "disconnected") {
+			continue
+		}
+		if r["slave-priority"] == "0" || r["replica-priority"] == "0" {
+			continue
+		}
+		down, derr := strconv.ParseInt(r["master-link-down-time"], 10, 64)
+		after, aerr := strconv.ParseInt(r["down-after-milliseconds"], 10, 64)
+		if derr == nil && aerr == nil && after > 0 && down > 10*after {
+			continue
+		}
+		out = append(out, redisinfo.Addr(r))
+	}
+	return out
+}
+
+// durableReplicas returns the replicas a durable write on master must be
+// confirmed by, sorted: every replica the master lists as connected (ROLE),
+// every replica Sentinel could promote (promotable), and every replica the
+// client verified itself, once each, the master left out. WAIT counts
+// acknowledgements, not names, so the count must be the size of this
+// union: with any smaller count, the replicas still attached to the old
+// master after a promotion could meet it without the one promoted. With
+// the whole union, WAIT succeeds only if every replica the master has
+// connected confirmed the write, and only if every promotable replica is
+// among them. A replica listed under two spellings is counted twice, which
+// makes durable writes fail, never succeed wrongly.
+func durableReplicas(master string, connected, promotable, verified []string) []string {
+	var out []string
+	for _, list := range [][]string{connected, promotable, verified} {
+		for _, addr := range list {
+			if addr != master && addr != "" && !slices.Contains(out, addr) {
+				out = append(out, addr)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // learnSentinels adds the peers the sentinel knows of and returns the new

@@ -85,17 +85,47 @@
 // missing on the replica Sentinel promotes. The early hold above makes that
 // window short, but no client can close it alone. With Durable (or
 // WithDurable per call) every write is followed, on the same connection, by
-// WAIT for every healthy replica the client knows of, within DurableTimeout;
-// the call succeeds only if all of them confirmed, and otherwise fails with
-// a *NotDurableError (it may have executed). Why every replica: Sentinel
-// promotes one of them, and after the promotion the old master keeps
-// replicating to the others until Sentinel reconfigures them, so a smaller
-// count can be met by replicas that will follow the new master, while the
-// promoted replica, no longer attached to the old master, can never confirm.
-// The guarantee holds for failovers among the replicas the client knows
-// (learned within RefreshInterval); a replica that is down makes durable
-// writes fail until Sentinel reports it down. The cost is one replica round
-// trip per write (see BENCHMARKS.md).
+// WAIT within DurableTimeout; the call succeeds only if WAIT counts as many
+// confirmations as there are replicas in this union, and otherwise fails
+// with a *NotDurableError (it may have executed):
+//
+//   - every replica the master's ROLE lists as connected (the ones it
+//     streams to; WAIT counts their acknowledgements);
+//   - every replica Sentinel could promote: those SENTINEL REPLICAS does not
+//     flag s_down, o_down or disconnected, with a replica-priority other
+//     than 0 and a master link down for at most ten times
+//     down-after-milliseconds (Sentinel's own rules for choosing);
+//   - every replica the client verified itself (ROLE).
+//
+// Reachable or not from the client: a replica the client cannot reach,
+// which Sentinel and the master can, still counts. Why the whole union:
+// WAIT counts confirmations, not names, and after a promotion the old
+// master keeps replicating to the other replicas until Sentinel
+// reconfigures them. Any smaller count can be met by those replicas without
+// the promoted one, and the write is then lost with the old master. With
+// the union, WAIT succeeds only if every connected replica confirmed, and
+// it can succeed at all only if every replica Sentinel could promote is
+// connected; the promoted replica, gone from the old master, can never be
+// one of them. So an acknowledged durable write is on every replica
+// Sentinel could promote, as of the last topology refresh (RefreshInterval;
+// the lists come from it, so no round trip is added to the write; a replica
+// that attached to the master since is not counted until the next one).
+//
+// Stats.DurableReplicas and NotDurableError.Replicas list the replicas
+// counted. What it costs: one replica round trip per write (see
+// BENCHMARKS.md). Durable writes fail while a counted replica cannot
+// confirm: one that crashed, until Sentinel flags it s_down
+// (down-after-milliseconds); one that hangs, until the master also drops
+// it (repl-timeout, 60 s by default), because it could wake and confirm in
+// place of the replica being promoted; one that is resynchronising, until
+// it is in sync. After a failover, Sentinel lists the old master as a
+// replica of the new one, and durable writes count it: if it is still
+// running, they fail until Sentinel has turned it into a replica and it
+// has synchronised (seconds; until then Sentinel could promote it, without
+// the new master's writes); if it is gone, until a refresh finds it
+// flagged down or disconnected. A replica reported under
+// two different addresses (by the master and by Sentinel) is counted
+// twice, which fails durable writes rather than let one through.
 //
 // # Reads from replicas
 //

@@ -3,6 +3,7 @@ package sentinel
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -11,14 +12,18 @@ import (
 
 // durableWrite runs writing work and then WAIT on the same connection (one
 // round trip for a command or a pipeline, two for a transaction). The work
-// counts as durable only if every healthy replica in the snapshot confirms
-// it: after a promotion, the old master can keep replicating to the other
-// replicas until Sentinel reconfigures them, so any smaller count can be
-// met by replicas that will not survive the failover, while the promoted
-// replica, gone from the old master, can never be one of "every".
+// counts as durable only if as many replicas confirm it as the snapshot's
+// durable list holds: every replica the master has connected and every
+// replica Sentinel could promote, whether or not this client reaches it
+// (see durableReplicas). After a promotion, the old master can keep
+// replicating to the other replicas until Sentinel reconfigures them, so
+// any smaller count can be met by replicas that will not survive the
+// failover, while the promoted replica, gone from the old master, can
+// never be one of "every". The list comes from the background refresh:
+// no round trip is added to the write for it.
 func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmder, cmds []redis.Cmder) error {
 	n := snap.master
-	required := len(snap.replicas)
+	required := len(snap.durable)
 	if required == 0 {
 		return &NotDurableError{Master: n.addr, Timeout: c.opts.DurableTimeout, NotSent: true}
 	}
@@ -54,11 +59,11 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 	}
 	if err := wait.Err(); err != nil {
 		c.stats.writesNotDurable.Add(1)
-		return &NotDurableError{Master: n.addr, Required: required, Timeout: c.opts.DurableTimeout, Cause: err}
+		return &NotDurableError{Master: n.addr, Required: required, Replicas: slices.Clone(snap.durable), Timeout: c.opts.DurableTimeout, Cause: err}
 	}
 	if acked := int(wait.Val()); acked < required {
 		c.stats.writesNotDurable.Add(1)
-		return &NotDurableError{Master: n.addr, Required: required, Acked: acked, Timeout: c.opts.DurableTimeout}
+		return &NotDurableError{Master: n.addr, Required: required, Acked: acked, Replicas: slices.Clone(snap.durable), Timeout: c.opts.DurableTimeout}
 	}
 	return reply
 }

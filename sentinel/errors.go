@@ -25,6 +25,12 @@ var (
 	// write was not sent: re-running it is safe.
 	ErrFailoverInProgress = errors.New("sentinel: failover in progress; the write was not sent")
 
+	// ErrFailoverNotConfirmed is matched by the Err of an
+	// EventFailoverHoldEnded when writes stopped being held without a new
+	// master: the failover was aborted, the candidate did not become
+	// master within FailoverHold, or no sentinel named it.
+	ErrFailoverNotConfirmed = errors.New("sentinel: failover hold ended without a new master")
+
 	// ErrNotDurable matches a *NotDurableError.
 	ErrNotDurable = errors.New("sentinel: write not confirmed durable")
 
@@ -88,19 +94,23 @@ type NotDurableError struct {
 	Master   string
 	Required int // replicas that had to confirm
 	Acked    int // replicas that did
+	// Replicas are the replicas counted in Required: every replica the
+	// master had connected and every one Sentinel could promote (see the
+	// package documentation). WAIT does not say which ones confirmed.
+	Replicas []string
 	Timeout  time.Duration
 	Cause    error // set when WAIT itself failed
-	// NotSent is true when no healthy replica was known, so the write was
-	// refused before it was sent (re-running it later is safe).
+	// NotSent is true when the master had no replica to confirm the write,
+	// so it was refused before it was sent (re-running it later is safe).
 	NotSent bool
 }
 
 func (e *NotDurableError) Error() string {
 	if e.NotSent {
-		return fmt.Sprintf("sentinel: durable write refused: %s has no healthy replica to confirm it (it was not sent: re-running later is safe)", e.Master)
+		return fmt.Sprintf("sentinel: durable write refused: %s has no replica to confirm it (it was not sent: re-running later is safe)", e.Master)
 	}
-	msg := fmt.Sprintf("sentinel: write on %s not confirmed durable: %d of %d replicas acknowledged within %v (it may have executed: check before re-running)",
-		e.Master, e.Acked, e.Required, e.Timeout)
+	msg := fmt.Sprintf("sentinel: write on %s not confirmed durable: %d of %d replicas %v acknowledged within %v (it may have executed: check before re-running)",
+		e.Master, e.Acked, e.Required, e.Replicas, e.Timeout)
 	if e.Cause != nil {
 		msg += "; cause: " + e.Cause.Error()
 	}

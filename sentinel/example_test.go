@@ -60,10 +60,17 @@ func ExampleMasterChangedError() {
 	var mce *sentinel.MasterChangedError
 	if errors.As(err, &mce) && mce.MayHaveExecuted {
 		// The push may have run on the old master (and survived on the new
-		// one) or not: look before pushing again.
-		n, _ := c.LPos(ctx, "queue:emails", "job:981", redis.LPosArgs{}).Result()
-		if n < 0 {
-			err = run()
+		// one) or not: look before pushing again. The look is a read of our
+		// own write, so it must go to the master (a replica may not have the
+		// job yet). LPOS answers nil (redis.Nil) when the job is not there.
+		_, lerr := c.LPos(sentinel.WithReadFrom(ctx, sentinel.Master), "queue:emails", "job:981", redis.LPosArgs{}).Result()
+		switch {
+		case errors.Is(lerr, redis.Nil):
+			err = run() // not there: it did not run (or was lost), run it again
+		case lerr == nil:
+			err = nil // there: it ran, do not push it twice
+		default:
+			err = lerr // cannot tell: the decision waits
 		}
 	}
 	_ = err

@@ -3,6 +3,7 @@ package sentinel
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,6 +50,11 @@ func TestLiveFailover(t *testing.T) {
 	}
 	if events.count(EventFailoverStarted) != 1 || events.count(EventMasterChanged) != 1 {
 		t.Fatalf("events: %v", events.all())
+	}
+	// Sentinel could promote the old master (it lists it as a replica of
+	// the new one): durable writes must reach it too.
+	if got := c.Stats().DurableReplicas; !slices.Equal(got, []string{oldMaster.Addr()}) {
+		t.Fatalf("durable writes count %v after the failover, want the old master %s", got, oldMaster.Addr())
 	}
 	gets := calls(t, newMaster, "get")
 	if v, err := c.Get(ctx, "greeting").Result(); err != nil || v != "hello" {
@@ -261,6 +267,20 @@ func TestUnconfirmedPromotionDoesNotMoveWrites(t *testing.T) {
 	}
 	if n := events.count(EventMasterChanged); n != 0 {
 		t.Fatalf("%d master changes", n)
+	}
+	// Each hold ended without a new master, and its event says so.
+	ended := 0
+	for _, ev := range events.all() {
+		if ev.Kind != EventFailoverHoldEnded {
+			continue
+		}
+		ended++
+		if !errors.Is(ev.Err, ErrFailoverNotConfirmed) || ev.Candidate != rogue.Addr() || ev.Master != master.Addr() {
+			t.Errorf("hold ended: %v; want Err matching ErrFailoverNotConfirmed, candidate %s, master %s", ev, rogue.Addr(), master.Addr())
+		}
+	}
+	if ended == 0 || ended != events.count(EventFailoverStarted) {
+		t.Fatalf("%d holds started, %d ended", events.count(EventFailoverStarted), ended)
 	}
 	if v, err := master.Do(ctx, "GET", "k").Int(); err != nil || v != ok {
 		t.Fatalf("k on the master = %d, %v; want the %d acknowledged INCRs", v, err, ok)

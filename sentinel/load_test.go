@@ -1,12 +1,14 @@
 package sentinel
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +37,74 @@ type ackRecord struct {
 
 type failoverWindow struct {
 	requested, agreed, settled time.Time
+	newMaster                  string // the address clients dial
+}
+
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// servedBy records, for each op id, the address of the node the RPUSH
+// carrying it was last written to (a command re-sent elsewhere is
+// recorded where it went last, which is where its reply came from). The
+// clients' dialers are wrapped so that every connection knows its node.
+type servedBy struct {
+	mu   sync.Mutex
+	addr map[string]string
+}
+
+func newServedBy() *servedBy { return &servedBy{addr: map[string]string{}} }
+
+// wrap returns dial with its connections tagged with the address dialled.
+func (s *servedBy) wrap(dial dialFunc) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &taggedConn{Conn: conn, addr: addr, rec: s}, nil
+	}
+}
+
+func (s *servedBy) get(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr[id]
+}
+
+// note finds the op ids of the RPUSH ops commands in a buffer a client
+// writes (RESP: ... $3\r\nops\r\n$<n>\r\n<id>\r\n).
+func (s *servedBy) note(b []byte, addr string) {
+	const marker = "\r\n$3\r\nops\r\n$"
+	for rest := b; ; {
+		i := bytes.Index(rest, []byte(marker))
+		if i < 0 {
+			return
+		}
+		rest = rest[i+len(marker):]
+		nl := bytes.Index(rest, []byte("\r\n"))
+		if nl < 0 {
+			return
+		}
+		n, err := strconv.Atoi(string(rest[:nl]))
+		if err != nil || nl+2+n > len(rest) {
+			return
+		}
+		id := string(rest[nl+2 : nl+2+n])
+		s.mu.Lock()
+		s.addr[id] = addr
+		s.mu.Unlock()
+		rest = rest[nl+2+n:]
+	}
+}
+
+type taggedConn struct {
+	net.Conn
+	addr string
+	rec  *servedBy
+}
+
+func (c *taggedConn) Write(b []byte) (int, error) {
+	c.rec.note(b, c.addr)
+	return c.Conn.Write(b)
 }
 
 // loadReport is what one run measured.
@@ -49,17 +119,41 @@ type loadReport struct {
 	readErrs        map[string]int
 	readErrsOutside int
 	gaps            []time.Duration // per failover: longest span without a surviving ack
-	switches        []int           // per failover: master changes the client reported
+	// firstOnNew is, per failover, the time from the failover command to
+	// the first acknowledged write that survived and was served by the
+	// new master (-1: none before the next failover).
+	firstOnNew      []time.Duration
+	switches        []int // per failover: master changes the client reported
 	windows         []failoverWindow
 	writesPerSecond float64
 }
 
 func (r *loadReport) row() string {
-	gaps := slices.Clone(r.gaps)
-	slices.Sort(gaps)
-	return fmt.Sprintf("| %s | %d | %d | %d | %v | %s | %s | %d | %v / %v |",
+	return fmt.Sprintf("| %s | %d | %d | %d | %v | %s | %s | %d | %s | %s |",
 		r.name, r.acked, r.duplicates, r.lost, r.lostPerFailover, errSummary(r.writeErrs), errSummary(r.readErrs),
-		r.readErrsOutside, gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
+		r.readErrsOutside, medianMax(r.gaps), medianMax(r.firstOnNew))
+}
+
+// medianMax formats the median and the maximum of ds (a negative value,
+// "not seen", counts as the largest).
+func medianMax(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	ds = slices.Clone(ds)
+	for i, d := range ds {
+		if d < 0 {
+			ds[i] = time.Duration(1<<63 - 1)
+		}
+	}
+	slices.Sort(ds)
+	f := func(d time.Duration) string {
+		if d == time.Duration(1<<63-1) {
+			return "none"
+		}
+		return d.Round(time.Millisecond).String()
+	}
+	return f(ds[len(ds)/2]) + " / " + f(ds[len(ds)-1])
 }
 
 func errSummary(m map[string]int) string {
@@ -101,12 +195,14 @@ func errKind(err error) string {
 
 // runFailoverLoad drives 8 writers (RPUSH of unique op ids) and 8 readers
 // through the given number of failovers and checks the final master.
-func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*lab.Lab, func(Event)) redis.UniversalClient) *loadReport {
+// newClient must dial data nodes through the dial wrapper it is given.
+func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*lab.Lab, func(Event), func(dialFunc) dialFunc) redis.UniversalClient) *loadReport {
 	t.Helper()
 	ctx := testCtx(t, 5*time.Minute)
 	l := lab.New(t, loadConfig())
 	events := &eventLog{}
-	client := newClient(l, events.observe)
+	served := newServedBy()
+	client := newClient(l, events.observe, served.wrap)
 	defer client.Close()
 	if err := client.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -182,7 +278,7 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 			wg.Wait()
 			t.Fatal(err)
 		}
-		rep.windows = append(rep.windows, failoverWindow{requested: res.Requested, agreed: res.Agreed, settled: time.Now()})
+		rep.windows = append(rep.windows, failoverWindow{requested: res.Requested, agreed: res.Agreed, settled: time.Now(), newMaster: res.NewMaster.Addr()})
 		time.Sleep(time.Second)
 	}
 	close(stop)
@@ -230,6 +326,23 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 	for _, w := range rep.windows {
 		rep.gaps = append(rep.gaps, longestGap(surviving, w.requested, w.settled.Add(time.Second)))
 	}
+	// acks is in acknowledgement order (appended under mu at ack time).
+	for k, w := range rep.windows {
+		first := time.Duration(-1)
+		for _, a := range acks {
+			if a.at.Before(w.requested) {
+				continue
+			}
+			if k+1 < len(rep.windows) && !a.at.Before(rep.windows[k+1].requested) {
+				break
+			}
+			if present[a.id] > 0 && served.get(a.id) == w.newMaster {
+				first = a.at.Sub(w.requested)
+				break
+			}
+		}
+		rep.firstOnNew = append(rep.firstOnNew, first)
+	}
 	for _, at := range readErrTimes {
 		inside := false
 		for _, w := range rep.windows {
@@ -241,9 +354,9 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 			rep.readErrsOutside++
 		}
 	}
-	t.Logf("%s: %d writes (%.0f/s), %d reads, %d acknowledged, %d duplicates, %d acknowledged but lost %v; write errors: %s; read errors: %s (%d outside failover windows); write gap per failover %v",
+	t.Logf("%s: %d writes (%.0f/s), %d reads, %d acknowledged, %d duplicates, %d acknowledged but lost %v; write errors: %s; read errors: %s (%d outside failover windows); write gap per failover %v; first surviving write served by the new master, after the failover command, per failover %v (-1: none)",
 		name, rep.writes, rep.writesPerSecond, rep.reads, rep.acked, rep.duplicates, rep.lost, rep.lostPerFailover,
-		errSummary(rep.writeErrs), errSummary(rep.readErrs), rep.readErrsOutside, rep.gaps)
+		errSummary(rep.writeErrs), errSummary(rep.readErrs), rep.readErrsOutside, rep.gaps, rep.firstOnNew)
 	// When the client reported them: the hold on the leader's announcement,
 	// and the switch, relative to each failover command.
 	for k, w := range rep.windows {
@@ -291,6 +404,30 @@ func longestGap(ts []time.Time, from, to time.Time) time.Duration {
 	return max(longest, to.Sub(last))
 }
 
+// servedBy finds the op ids in what a client writes, and only those.
+func TestServedByNote(t *testing.T) {
+	tests := []struct {
+		name  string
+		wrote string
+		want  map[string]string
+	}{
+		{"one RPUSH", "*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$3\r\n0-1\r\n", map[string]string{"0-1": "a"}},
+		{"a durable pipeline (RPUSH, WAIT)", "*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$5\r\n7-123\r\n*3\r\n$4\r\nwait\r\n$1\r\n2\r\n$4\r\n1000\r\n",
+			map[string]string{"7-123": "a"}},
+		{"two RPUSHes", "*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$3\r\n1-1\r\n*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$4\r\n2-10\r\n",
+			map[string]string{"1-1": "a", "2-10": "a"}},
+		{"a GET", "*2\r\n$3\r\nget\r\n$5\r\nprobe\r\n", map[string]string{}},
+		{"cut short", "*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$9\r\n0-1\r\n", map[string]string{}},
+	}
+	for _, tt := range tests {
+		s := newServedBy()
+		s.note([]byte(tt.wrote), "a")
+		if fmt.Sprint(s.addr) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: recorded %v, want %v", tt.name, s.addr, tt.want)
+		}
+	}
+}
+
 // TestFailoverUnderLoad runs the same load through 5 failovers with
 // rediskit (default and durable) and go-redis's NewFailoverClient (default
 // options), each on its own lab, and compares them.
@@ -299,24 +436,30 @@ func TestFailoverUnderLoad(t *testing.T) {
 		t.Skip("about a minute and a half of failovers")
 	}
 	const failovers = 5
-	ours := func(durable bool) func(*lab.Lab, func(Event)) redis.UniversalClient {
-		return func(l *lab.Lab, observe func(Event)) redis.UniversalClient {
-			c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Durable: durable, Observer: observe})
+	ours := func(durable bool) func(*lab.Lab, func(Event), func(dialFunc) dialFunc) redis.UniversalClient {
+		return func(l *lab.Lab, observe func(Event), wrap func(dialFunc) dialFunc) redis.UniversalClient {
+			c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Durable: durable, Observer: observe,
+				NodeOptions: func(o *redis.Options) { o.Dialer = wrap(o.Dialer) }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return c
 		}
 	}
-	goRedis := func(l *lab.Lab, _ func(Event)) redis.UniversalClient {
-		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	// go-redis with default options; its Dialer is go-redis's own default
+	// (net.Dialer, 5 s timeout, 5 min keep-alive), wrapped to tag
+	// connections with the node they reach.
+	goRedis := func(l *lab.Lab, _ func(Event), wrap func(dialFunc) dialFunc) redis.UniversalClient {
+		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 5 * time.Minute}
+		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+			Dialer: wrap(d.DialContext)})
 	}
 
 	def := runFailoverLoad(t, "rediskit (default)", failovers, ours(false))
 	dur := runFailoverLoad(t, "rediskit (durable)", failovers, ours(true))
 	gor := runFailoverLoad(t, "go-redis NewFailoverClient", failovers, goRedis)
 
-	t.Log("| client | acknowledged | duplicates | acknowledged but lost | lost per failover | write errors | read errors | read errors outside failovers | write gap median / max |")
+	t.Log("| client | acknowledged | duplicates | acknowledged but lost | lost per failover | write errors | read errors | read errors outside failovers | write gap median / max | failover command to first durable write on the new master, median / max |")
 	for _, r := range []*loadReport{def, dur, gor} {
 		t.Log(r.row())
 	}

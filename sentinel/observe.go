@@ -22,8 +22,9 @@ const (
 	// EventFailoverStarted: a sentinel began promoting Candidate; writes
 	// are held until the new master is confirmed.
 	EventFailoverStarted
-	// EventFailoverHoldEnded: writes are no longer held; Err says why when
-	// no new master was confirmed.
+	// EventFailoverHoldEnded: writes are no longer held (Master is where
+	// they go). Err is nil when the new master was confirmed; otherwise it
+	// says why not, and matches ErrFailoverNotConfirmed.
 	EventFailoverHoldEnded
 	// EventReadRetried: a read-only call failed on Master (the node it
 	// ran on) with Err and was re-run once.
@@ -131,7 +132,11 @@ type Stats struct {
 	MasterName string   // Options.MasterName
 	Master     string   // the master the client routes writes to
 	Replicas   []string // healthy, ROLE-verified replicas
-	Sentinels  []string // known sentinels, in asking order
+	// DurableReplicas are the replicas a durable write must be confirmed
+	// by: every replica the master has connected and every replica
+	// Sentinel could promote, including ones this client cannot reach.
+	DurableReplicas []string
+	Sentinels       []string // known sentinels, in asking order
 	// FailoverInProgress is true while writes are held.
 	FailoverInProgress bool
 	// Nodes counts the calls sent to each address (reads by the node that
@@ -182,6 +187,7 @@ func (c *Client) Stats() Stats {
 	if snap.master != nil {
 		st.Master = snap.master.addr
 		st.Replicas = slices.Clone(snap.replicaAddrs)
+		st.DurableReplicas = slices.Clone(snap.durable)
 		st.FailoverInProgress = snap.fenced
 	}
 	return st

@@ -99,8 +99,10 @@ type Options struct {
 	// MayHaveExecuted is false.
 	StrictWrites bool
 	// Durable makes every write wait for WAIT to confirm it on every
-	// healthy replica (see the package documentation for why every one),
-	// within DurableTimeout; a call can override it with WithDurable.
+	// replica the master has connected and every replica Sentinel could
+	// promote, reachable from the client or not (see the package
+	// documentation for which replicas and why every one), within
+	// DurableTimeout; a call can override it with WithDurable.
 	Durable bool
 	// DurableTimeout bounds the WAIT after each durable write. It must be
 	// shorter than ReadTimeout, which bounds WAIT's reply. Default 1 s, or

@@ -23,6 +23,10 @@ type snapshot struct {
 	replicaAddrs []string
 	byAddr       map[string]*node
 
+	// durable lists the replicas a durable write must be confirmed by (see
+	// durableReplicas), sorted; never modified in place.
+	durable []string
+
 	// fenced: a failover is under way; writes wait for a newer snapshot.
 	fenced    bool
 	candidate string
@@ -66,6 +70,10 @@ type topoState struct {
 	unconfirmed map[string]time.Time
 	fence       *failoverState
 
+	// holdEndErr is why the hold being lifted by the next install ended
+	// without a new master (set by expireFence, consumed by install).
+	holdEndErr error
+
 	refreshing   bool
 	wantRefresh  bool
 	checking     bool // a promotion check is running
@@ -102,6 +110,8 @@ type (
 		err         error
 		replicas    []replicaReport
 		claims      []string
+		promotable  []string
+		scanned     bool // the sentinel listed the replicas
 		round       chan struct{}
 	}
 	switchResult struct {
@@ -227,7 +237,8 @@ func (c *Client) startRefreshIfWanted() {
 		res.took = time.Since(began)
 		if res.err == nil {
 			var err error
-			res.replicas, res.claims, err = c.healthyReplicas(c.ctx, res.rep.sentinel)
+			res.replicas, res.claims, res.promotable, err = c.healthyReplicas(c.ctx, res.rep.sentinel)
+			res.scanned = err == nil
 			if err != nil {
 				c.log.Debug("replicas unavailable", "sentinel", res.rep.sentinel, "err", err)
 			}
@@ -278,11 +289,20 @@ func (c *Client) applyRefresh(res refreshResult) {
 	next.sentinel = res.rep.sentinel
 	next.epoch = res.rep.epoch
 	next.replicas = next.replicas[:0]
+	verified := make([]string, 0, len(res.replicas))
 	for _, r := range res.replicas {
 		if r.addr != res.rep.addr {
 			next.replicas = append(next.replicas, c.nodes.get(r.addr))
+			verified = append(verified, r.addr)
 		}
 	}
+	promotable := res.promotable
+	if !res.scanned && cur.masterAddr() == res.rep.addr {
+		// The sentinel did not list the replicas this time: keep counting
+		// the ones counted so far rather than fewer.
+		promotable = cur.durable
+	}
+	next.durable = durableReplicas(res.rep.addr, res.rep.connected, promotable, verified)
 	if cur.masterAddr() != res.rep.addr {
 		next.fenced, next.candidate = false, ""
 		st.fence = nil
@@ -321,7 +341,7 @@ func changed(cur, next *snapshot) bool {
 	if cur.master != next.master || cur.fenced != next.fenced || cur.candidate != next.candidate {
 		return true
 	}
-	return !slices.Equal(cur.replicas, next.replicas)
+	return !slices.Equal(cur.replicas, next.replicas) || !slices.Equal(cur.durable, next.durable)
 }
 
 // install swaps in next (built from the current snapshot) and retires the
@@ -368,9 +388,13 @@ func (c *Client) install(next *snapshot) {
 		c.emit(Event{Kind: EventReplicasChanged, Master: next.masterAddr(), Replicas: next.replicaAddrs})
 		c.log.Info("replicas changed", "replicas", next.replicaAddrs)
 	}
-	if cur.fenced && !next.fenced {
-		c.emit(Event{Kind: EventFailoverHoldEnded, Master: next.masterAddr()})
+	if !slices.Equal(cur.durable, next.durable) {
+		c.log.Debug("durable writes now need", "replicas", next.durable)
 	}
+	if cur.fenced && !next.fenced {
+		c.emit(Event{Kind: EventFailoverHoldEnded, Master: next.masterAddr(), Candidate: cur.candidate, Err: c.topo.holdEndErr})
+	}
+	c.topo.holdEndErr = nil
 }
 
 // detectSplitBrain holds writes when a node Sentinel lists as a replica
@@ -449,10 +473,15 @@ func (c *Client) expireFence(reason error) {
 		// sentinels did not confirm). Do not hold writes for it again soon.
 		c.topo.unconfirmed[f.candidate] = time.Now().Add(splitBrainQuiet)
 	}
+	held := time.Since(f.since).Round(time.Millisecond)
+	if f.aborted {
+		reason = fmt.Errorf("the sentinels aborted the failover: %w", reason)
+	}
+	c.topo.holdEndErr = fmt.Errorf("%w (candidate %s, held %v): %w", ErrFailoverNotConfirmed, f.candidate, held, reason)
 	next := c.snap.Load().with()
 	next.fenced, next.candidate = false, ""
 	c.install(next)
-	c.log.Warn("failover hold ended without a new master", "reason", reason)
+	c.log.Warn("failover hold ended without a new master", "candidate", f.candidate, "held", held, "reason", reason)
 }
 
 // startPromotionCheck polls the candidate of a failover in progress; once
@@ -504,7 +533,7 @@ func (c *Client) startSwitchCheck(addr, sentinel string) {
 		default:
 			res.epoch = rep.epoch
 			if res.err = stale(rep); res.err == nil {
-				res.err = c.verifyMaster(c.ctx, addr)
+				_, res.err = c.verifyMaster(c.ctx, addr)
 			}
 		}
 		post(c, c.switchDone, res)
@@ -559,11 +588,19 @@ func (c *Client) promote(addr, sentinel string, epoch int64) {
 		st.knownEpoch = epoch
 	}
 	st.fence = nil
-	next := c.snap.Load().with()
+	cur := c.snap.Load()
+	next := cur.with()
 	next.master = c.nodes.get(addr)
 	next.sentinel = sentinel
 	next.epoch = epoch
 	next.fenced, next.candidate = false, ""
 	next.replicas = slices.DeleteFunc(next.replicas, func(n *node) bool { return n.addr == addr })
+	// Until the next refresh lists the new master's replicas, durable
+	// writes need the old master's other replicas, which confirm nothing
+	// until Sentinel has attached them to the new master, and the old
+	// master: Sentinel lists it as a replica of the new one from the
+	// switch on, promotable until it is flagged down, while it lacks the
+	// new master's writes until it has been converted and synchronised.
+	next.durable = durableReplicas(addr, nil, cur.durable, []string{cur.masterAddr()})
 	c.install(next)
 }

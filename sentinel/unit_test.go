@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -223,4 +224,73 @@ func TestDefaultReplicaSelector(t *testing.T) {
 		t.Fatal("the caller's selector was replaced")
 	}
 	_ = c.Close()
+}
+
+// Which replicas a durable write must be confirmed by: the union of the
+// master's connected replicas, the ones Sentinel could promote, and the
+// ones the client verified, the master left out.
+func TestDurableReplicas(t *testing.T) {
+	row := func(port, flags, priority, linkDown string) map[string]string {
+		return map[string]string{"ip": "10.0.0.1", "port": port, "flags": flags, "slave-priority": priority,
+			"master-link-down-time": linkDown, "down-after-milliseconds": "1000"}
+	}
+	tests := []struct {
+		name       string
+		rows       []map[string]string
+		connected  []string
+		verified   []string
+		promotable []string
+		want       []string
+	}{
+		{name: "all agree",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave", "100", "0")},
+			connected: []string{"10.0.0.1:2", "10.0.0.1:3"}, verified: []string{"10.0.0.1:2", "10.0.0.1:3"},
+			promotable: []string{"10.0.0.1:2", "10.0.0.1:3"}, want: []string{"10.0.0.1:2", "10.0.0.1:3"}},
+		{name: "a replica the client cannot reach still counts",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave", "100", "0")},
+			connected: []string{"10.0.0.1:2", "10.0.0.1:3"}, verified: []string{"10.0.0.1:2"},
+			promotable: []string{"10.0.0.1:2", "10.0.0.1:3"}, want: []string{"10.0.0.1:2", "10.0.0.1:3"}},
+		{name: "s_down to Sentinel but connected to the master counts (it can confirm in place of another)",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave,s_down", "100", "0")},
+			connected: []string{"10.0.0.1:2", "10.0.0.1:3"}, verified: []string{"10.0.0.1:2"},
+			promotable: []string{"10.0.0.1:2"}, want: []string{"10.0.0.1:2", "10.0.0.1:3"}},
+		{name: "promotable with its link down counts (it cannot confirm: nothing is durable)",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave", "100", "4000")},
+			connected: []string{"10.0.0.1:2"}, verified: []string{"10.0.0.1:2"},
+			promotable: []string{"10.0.0.1:2", "10.0.0.1:3"}, want: []string{"10.0.0.1:2", "10.0.0.1:3"}},
+		{name: "link down past ten down-after periods: Sentinel would not promote it",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave", "100", "10001")},
+			connected: []string{"10.0.0.1:2"}, verified: []string{"10.0.0.1:2"},
+			promotable: []string{"10.0.0.1:2"}, want: []string{"10.0.0.1:2"}},
+		{name: "down, disconnected or priority 0 and not connected: not counted",
+			rows: []map[string]string{row("2", "slave", "100", "0"), row("3", "slave,s_down", "100", "0"),
+				row("4", "slave,o_down,s_down", "100", "0"), row("5", "slave,disconnected", "100", "0"), row("6", "slave", "0", "0")},
+			connected: []string{"10.0.0.1:2"}, verified: []string{"10.0.0.1:2"},
+			promotable: []string{"10.0.0.1:2"}, want: []string{"10.0.0.1:2"}},
+		{name: "priority 0 but connected counts",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("6", "slave", "0", "0")},
+			connected: []string{"10.0.0.1:2", "10.0.0.1:6"}, verified: []string{"10.0.0.1:2", "10.0.0.1:6"},
+			promotable: []string{"10.0.0.1:2"}, want: []string{"10.0.0.1:2", "10.0.0.1:6"}},
+		{name: "connected but unknown to Sentinel counts",
+			rows:      []map[string]string{row("2", "slave", "100", "0")},
+			connected: []string{"10.0.0.1:2", "10.0.0.1:7"}, verified: []string{"10.0.0.1:2"},
+			promotable: []string{"10.0.0.1:2"}, want: []string{"10.0.0.1:2", "10.0.0.1:7"}},
+		{name: "the old master awaiting demotion counts (Sentinel could promote it)",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("1", "slave", "100", "0")},
+			connected: []string{"10.0.0.1:2"}, verified: []string{"10.0.0.1:2"},
+			promotable: []string{"10.0.0.1:2", "10.0.0.1:1"}, want: []string{"10.0.0.1:1", "10.0.0.1:2"}},
+		{name: "the master itself is never counted",
+			rows:      []map[string]string{row("9", "slave", "100", "0")},
+			connected: nil, verified: nil,
+			promotable: []string{"10.0.0.1:9"}, want: nil},
+		{name: "no replicas", want: nil},
+	}
+	for _, tt := range tests {
+		if got := promotableReplicas(tt.rows); !slices.Equal(got, tt.promotable) {
+			t.Errorf("%s: promotableReplicas = %v, want %v", tt.name, got, tt.promotable)
+		}
+		if got := durableReplicas("10.0.0.1:9", tt.connected, promotableReplicas(tt.rows), tt.verified); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: durableReplicas = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }

@@ -180,21 +180,22 @@ func TestCheck(t *testing.T) {
 	t.Run("wrong sentinel password", func(t *testing.T) {
 		env := []string{envPassword + "=" + dataSecret, envSentinelPassword + "=nope"}
 		out := mustRun(t, ctx, env, exitFailed, "check", url)
-		matches(t, out, `(?m)^FAIL SENTINEL .* skipped: AUTH failed on the sentinel: WRONGPASS`,
-			`(?m)^rediskit: SENTINEL failed on `+regexp.QuoteMeta(l.SentinelAddrs()[0])+`: AUTH failed on the sentinel`)
+		s0 := regexp.QuoteMeta(l.SentinelAddrs()[0])
+		matches(t, out, `(?m)^FAIL AUTH     `+s0+` .* skipped \(auth\): AUTH failed on `+s0+`: WRONGPASS`,
+			`(?m)^rediskit: AUTH failed on `+s0+`: WRONGPASS`)
 	})
 
 	t.Run("a dead sentinel is skipped", func(t *testing.T) {
 		dead := deadAddr(t)
 		out := mustRun(t, ctx, envPasswords, exitOK, "check", "redis+sentinel://"+dead+","+strings.Join(l.SentinelAddrs(), ",")+"/mymaster")
-		matches(t, out, `(?m)^FAIL SENTINEL `+regexp.QuoteMeta(dead)+` .* skipped: down: .*connection refused$`,
+		matches(t, out, `(?m)^FAIL TCP      `+regexp.QuoteMeta(dead)+` .* skipped \(down\): TCP failed on `+regexp.QuoteMeta(dead)+`: .*connection refused$`,
 			`(?m)^ok: sentinel `+regexp.QuoteMeta(l.SentinelAddrs()[0])+` named master`)
 	})
 
 	t.Run("every sentinel dead", func(t *testing.T) {
 		dead := deadAddr(t)
 		out := mustRun(t, ctx, envPasswords, exitFailed, "check", "redis+sentinel://"+dead+"/mymaster")
-		contains(t, out, "rediskit: SENTINEL failed on "+dead+": down:")
+		contains(t, out, "rediskit: TCP failed on "+dead+": dial tcp "+dead)
 	})
 
 	t.Run("an unknown master name", func(t *testing.T) {
