@@ -13,7 +13,9 @@
 // To change the settings, observe re-elections or read the RTT table, give
 // a client a Selector of your own:
 //
-//	sel, err := replica.NewSelector(replica.Config{MaxStaleness: 5 * time.Second})
+//	cfg := replica.DefaultConfig() // the client's default settings
+//	cfg.MaxStaleness = 5 * time.Second
+//	sel, err := replica.NewSelector(cfg)
 //	...
 //	c, err := sentinel.NewClient(sentinel.Options{
 //		MasterName: "mymaster", SentinelAddrs: addrs,
@@ -175,7 +177,9 @@
 // A tool that shows the table without reading (the CLI's probe command)
 // builds a client with its own Selector and starts the prober at once:
 //
-//	sel, err := replica.NewSelector(replica.Config{ProbeInterval: interval})
+//	cfg := replica.DefaultConfig()
+//	cfg.ProbeInterval = interval
+//	sel, err := replica.NewSelector(cfg)
 //	c, err := sentinel.NewClientFromURL(url, &sentinel.Options{ReplicaSelector: sel})
 //	defer c.Close()
 //	err = sel.Start()
@@ -186,13 +190,24 @@
 //
 // # Defaults
 //
-//	ProbeInterval    2 s     (DefaultProbeInterval; floor 100 ms)
-//	ProbeTimeout     1 s     (DefaultProbeTimeout)
-//	ExclusionFactor  3.0     (DefaultExclusionFactor; math.Inf(1): off)
-//	LatencyWindow    2 ms    (DefaultLatencyWindow; SingleWinner: the fastest alone)
-//	MaxStaleness     0       (no bound)
-//	EWMAAlpha        0.75    (DefaultEWMAAlpha)
-//	Observer         none
+// A zero Config field takes the default below. The Sentinel client's
+// default selector is made with DefaultConfig(): the same, except a
+// LatencyWindow of DefaultLatencyWindow (2 ms). A zero LatencyWindow
+// elects a single winner, as the zero value of a window should; 2 ms is
+// the client's default because on real networks replicas a fraction of a
+// millisecond apart are equally near, and sharing the reads among them
+// spreads the load and keeps the choice from following every wobble of
+// the averages (each change closes the client's connections to the
+// replica that left).
+//
+//	                 Config{}   DefaultConfig()
+//	ProbeInterval    2 s        2 s     (DefaultProbeInterval; floor 100 ms)
+//	ProbeTimeout     1 s        1 s     (DefaultProbeTimeout)
+//	ExclusionFactor  3.0        3.0     (DefaultExclusionFactor; math.Inf(1): off)
+//	LatencyWindow    0          2 ms    (0: a single winner; DefaultLatencyWindow)
+//	MaxStaleness     0          0       (no bound)
+//	EWMAAlpha        0.75       0.75    (DefaultEWMAAlpha)
+//	Observer         none       none
 //	Logger           the client's (Env.Logger), else discarded
 //
 // Reads from replicas may be stale: locks, idempotency claims, stream

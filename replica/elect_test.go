@@ -37,7 +37,7 @@ func TestElect(t *testing.T) {
 
 	tests := []struct {
 		name          string
-		cfg           Config
+		cfg           *Config // nil: DefaultConfig()
 		master        nodeInput
 		replicas      []nodeInput
 		incumbents    []string
@@ -77,12 +77,12 @@ func TestElect(t *testing.T) {
 			incumbents: []string{"a:1", "b:1"}, elected: []string{"a:1"},
 		},
 		{
-			name: "an excluded incumbent leaves", cfg: Config{MaxStaleness: 2 * time.Second},
+			name: "an excluded incumbent leaves", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
 			master: node("m:1", 8*ms), replicas: []nodeInput{node("a:1", 9*ms), lagging},
 			incumbents: []string{"b:1"}, elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedStale},
 		},
 		{
-			name: "single winner", cfg: Config{LatencyWindow: SingleWinner},
+			name: "the zero window: a single winner", cfg: &Config{},
 			master: node("m:1", 6*ms), replicas: []nodeInput{node("b:1", 6500*time.Microsecond), node("a:1", 6*ms)},
 			elected: []string{"a:1"},
 		},
@@ -108,7 +108,7 @@ func TestElect(t *testing.T) {
 			elected: []string{"a:1"},
 		},
 		{
-			name: "exclusion off", cfg: Config{ExclusionFactor: math.Inf(1)},
+			name: "exclusion off", cfg: &Config{LatencyWindow: DefaultLatencyWindow, ExclusionFactor: math.Inf(1)},
 			master: node("m:1", 5*ms), replicas: []nodeInput{node("a:1", 300*ms)},
 			elected: []string{"a:1"}, nearestMaster: true,
 		},
@@ -139,7 +139,7 @@ func TestElect(t *testing.T) {
 			elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedLinkDown},
 		},
 		{
-			name: "lagging beyond MaxStaleness", cfg: Config{MaxStaleness: 2 * time.Second},
+			name: "lagging beyond MaxStaleness", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
 			master: node("m:1", 8*ms), replicas: []nodeInput{node("a:1", 9*ms), lagging},
 			elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedStale},
 		},
@@ -149,7 +149,7 @@ func TestElect(t *testing.T) {
 			elected: []string{"b:1"},
 		},
 		{
-			name: "lag unknown under MaxStaleness", cfg: Config{MaxStaleness: 2 * time.Second},
+			name: "lag unknown under MaxStaleness", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
 			master: node("m:1", 5*ms), replicas: []nodeInput{detached},
 			nearestMaster: true, fallback: []string{"b:1"}, excluded: map[string]Exclusion{"b:1": ExcludedStale},
 		},
@@ -166,7 +166,11 @@ func TestElect(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := elect(defaults(t, tc.cfg), tc.master, tc.replicas, tc.incumbents)
+			cfg := DefaultConfig()
+			if tc.cfg != nil {
+				cfg = *tc.cfg
+			}
+			res := elect(defaults(t, cfg), tc.master, tc.replicas, tc.incumbents)
 			if !slices.Equal(res.elected, tc.elected) {
 				t.Errorf("elected %v, want %v", res.elected, tc.elected)
 			}
@@ -198,12 +202,8 @@ func FuzzElect(f *testing.F) {
 	f.Add(uint16(6000), []byte{6, 1, 0, 42, 1, 0}, uint8(2), uint8(30), uint8(0))
 	f.Add(uint16(0), []byte{6, 0, 0, 6, 1, 9}, uint8(0), uint8(10), uint8(3))
 	f.Fuzz(func(t *testing.T, masterMicros uint16, raw []byte, windowMs, factorTenths, staleSec uint8) {
-		cfg := Config{LatencyWindow: time.Duration(windowMs) * ms, ExclusionFactor: 1 + float64(factorTenths)/10,
-			MaxStaleness: time.Duration(staleSec) * time.Second, ProbeInterval: 100 * ms}
-		if windowMs == 0 {
-			cfg.LatencyWindow = SingleWinner
-		}
-		cfg = defaults(t, cfg)
+		cfg := defaults(t, Config{LatencyWindow: time.Duration(windowMs) * ms, ExclusionFactor: 1 + float64(factorTenths)/10,
+			MaxStaleness: time.Duration(staleSec) * time.Second, ProbeInterval: 100 * ms})
 		master := node("m:1", time.Duration(masterMicros)*time.Microsecond*10)
 		if masterMicros == 0 {
 			master = nodeInput{addr: "m:1", err: errors.New("down")}
@@ -291,11 +291,16 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ProbeInterval != DefaultProbeInterval || c.ProbeTimeout != DefaultProbeTimeout || c.ExclusionFactor != DefaultExclusionFactor ||
-		c.LatencyWindow != DefaultLatencyWindow || c.EWMAAlpha != DefaultEWMAAlpha || c.MaxStaleness != 0 {
+		c.LatencyWindow != 0 || c.EWMAAlpha != DefaultEWMAAlpha || c.MaxStaleness != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if c, _ := (Config{LatencyWindow: SingleWinner}).withDefaults(); c.LatencyWindow != 0 {
-		t.Fatalf("SingleWinner gave window %v", c.LatencyWindow)
+	// The Sentinel client's default selector: the same, with a 2 ms window.
+	d, err := DefaultConfig().withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := c; d.LatencyWindow != DefaultLatencyWindow || d.ExclusionFactor != want.ExclusionFactor || d.ProbeInterval != want.ProbeInterval {
+		t.Fatalf("DefaultConfig: %+v", d)
 	}
 	bad := []struct {
 		cfg   Config
@@ -306,6 +311,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		{Config{ExclusionFactor: 0.5}, "ExclusionFactor"},
 		{Config{ExclusionFactor: math.NaN()}, "ExclusionFactor"},
 		{Config{LatencyWindow: -5 * ms}, "LatencyWindow"},
+		{Config{LatencyWindow: -1}, "LatencyWindow"}, // the former SingleWinner: 0 is a single winner now
 		{Config{MaxStaleness: -1}, "MaxStaleness"},
 		{Config{MaxStaleness: time.Second}, "MaxStaleness"}, // below the 2 s interval
 		{Config{EWMAAlpha: 1.5}, "EWMAAlpha"},

@@ -266,7 +266,7 @@ func TestNearReplicaTakesTheReads(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 42*ms)
 	master, near, far := l.Node(0), l.Node(1), l.Node(2)
-	sel, events := newSelector(t, replica.Config{ProbeInterval: 500 * ms})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 500 * ms})
 	c := newClient(t, l, sel, nil)
 	ready(t, ctx, c, sel, 0)
 	if sel.Rounds() != 0 {
@@ -328,7 +328,7 @@ func TestElectionFollowsASwap(t *testing.T) {
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 42*ms)
 	a, b := l.Node(1), l.Node(2)
 	const interval = 500 * ms
-	sel, events := newSelector(t, replica.Config{ProbeInterval: interval})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval})
 	// ReplicaPreferred: the replica election itself. (Under Nearest the
 	// master, as near as B, takes the reads until B's average has
 	// converged, a few rounds.)
@@ -402,7 +402,7 @@ func TestExclusionFactor(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 42*ms, 60*ms)
 	a, b := l.Node(1), l.Node(2)
-	sel, events := newSelector(t, replica.Config{ProbeInterval: 200 * ms})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 200 * ms})
 	c := newClient(t, l, sel, nil)
 	ready(t, ctx, c, sel, 3)
 	for _, tc := range []struct {
@@ -447,7 +447,7 @@ func TestBlackHoledReplicaIsDropped(t *testing.T) {
 	l := latencyLab(t, lab.Config{DownAfter: 30 * time.Second}, 6*ms, 6*ms, 9*ms)
 	a, b := l.Node(1), l.Node(2)
 	const interval, timeout = 300 * ms, 300 * ms
-	sel, events := newSelector(t, replica.Config{ProbeInterval: interval, ProbeTimeout: timeout})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, ProbeTimeout: timeout})
 	c := newClient(t, l, sel, func(o *sentinel.Options) {
 		o.ReadFrom, o.RefreshInterval, o.ReadTimeout = sentinel.ReplicaPreferred, time.Minute, time.Second
 	})
@@ -509,7 +509,7 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 
 	const maxStale = time.Second
 	const interval = 250 * ms
-	sel, events := newSelector(t, replica.Config{ProbeInterval: interval, MaxStaleness: maxStale})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, MaxStaleness: maxStale})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
 	ready(t, ctx, c, sel, 2)
 	if st := row(t, sel.Table(), b.Addr()); !st.Elected || !st.LagKnown || st.Lag > maxStale {
@@ -623,7 +623,7 @@ func TestTwoClientsShareOneProber(t *testing.T) {
 func TestEqualReplicasShareReads(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 6*ms)
-	sel, _ := newSelector(t, replica.Config{ProbeInterval: 200 * ms})
+	sel, _ := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 200 * ms})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
 	ready(t, ctx, c, sel, 2)
 	gets := countGets(t, l.Nodes())
@@ -765,7 +765,7 @@ func TestObserverCallingTheSelector(t *testing.T) {
 	l := latencyLab(t, lab.Config{}, 2*ms, 2*ms, 30*ms)
 	var sel *replica.Selector
 	waited := make(chan error, 64)
-	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms, Observer: func(ev replica.Event) {
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 100 * ms, Observer: func(ev replica.Event) {
 		if err := sel.Start(); err != nil {
 			waited <- err
 			return

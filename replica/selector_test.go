@@ -96,7 +96,9 @@ func TestPickBeforeTheFirstRound(t *testing.T) {
 func TestElectionEventsAndEviction(t *testing.T) {
 	rec := &envRecorder{}
 	var events []Event
-	s := newTestSelector(t, Config{Observer: func(ev Event) { events = append(events, ev) }})
+	cfg := DefaultConfig() // the "window" step needs the 2 ms window
+	cfg.Observer = func(ev Event) { events = append(events, ev) }
+	s := newTestSelector(t, cfg)
 	s.Bind(rec.env("evict-test", "127.0.0.1:1"))
 	s.UpdateTopology(Topology{Master: "m:1", Replicas: []string{"a:1", "b:1"}})
 

@@ -95,7 +95,7 @@ func NewClient(opts Options) (*Client, error) {
 		topo:          topoState{knownEpoch: -1, formerMasters: map[string]formerMaster{}, unconfirmed: map[string]time.Time{}},
 	}
 	if c.selector == nil {
-		sel, err := replica.NewSelector(replica.Config{})
+		sel, err := replica.NewSelector(replica.DefaultConfig())
 		if err != nil {
 			return nil, err
 		}

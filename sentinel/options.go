@@ -85,9 +85,10 @@ type Options struct {
 	// override it with WithReadFrom.
 	ReadFrom ReadFrom
 	// ReplicaSelector chooses the replica for each read. Default: a
-	// latency-aware replica.Selector with replica.Config's defaults (the
-	// nearest healthy replica, by probed round-trip time; see package
-	// replica). NewRoundRobinSelector gives the healthy replicas in turn.
+	// latency-aware replica.Selector made with replica.DefaultConfig()
+	// (the nearest healthy replica, by probed round-trip time, sharing
+	// the reads with replicas within 2 ms of it; see package replica).
+	// NewRoundRobinSelector gives the healthy replicas in turn.
 	ReplicaSelector ReplicaSelector
 	// Classifier decides which commands are read-only. Default:
 	// classify.New(), the table generated from Redis 7.
