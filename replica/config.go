@@ -56,10 +56,21 @@ type Config struct {
 	// DefaultProbeTimeout (1 s).
 	ProbeTimeout time.Duration
 	// ExclusionFactor: a replica whose average RTT exceeds ExclusionFactor
-	// × the master's (and the master's plus LatencyWindow) is never
-	// elected. Default DefaultExclusionFactor (3.0); at least 1;
-	// math.Inf(1) turns the rule off.
+	// × the master's is never elected, however small the RTTs (master
+	// 0.5 ms, replica 2.4 ms: excluded). The rule is not applied while
+	// the master's RTT is unknown (unreachable, not probed yet): there is
+	// nothing to compare with. Default DefaultExclusionFactor (3.0); at
+	// least 1; math.Inf(1) turns the rule off.
 	ExclusionFactor float64
+	// ExclusionMargin is an optional noise floor for the ExclusionFactor
+	// rule: with it, a replica is excluded as slow only when its average
+	// RTT also exceeds the master's by more than ExclusionMargin. Default
+	// 0: no floor, the rule is strict. Set it only where RTTs are so small
+	// that scheduling jitter is of their size (one host, loopback: 50 µs
+	// against 200 µs is noise, not distance); on a network a margin lets
+	// a replica several times farther than the master take reads. Must not
+	// be negative.
+	ExclusionMargin time.Duration
 	// LatencyWindow: every eligible replica whose average RTT is within
 	// LatencyWindow of the fastest one is elected (one already elected
 	// stays within 1.5 × LatencyWindow), and reads are spread over them
@@ -125,6 +136,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, &ConfigError{"ProbeTimeout", c.ProbeTimeout, "must not be negative"}
 	case math.IsNaN(c.ExclusionFactor) || c.ExclusionFactor < 1:
 		return c, &ConfigError{"ExclusionFactor", c.ExclusionFactor, "must be at least 1 (math.Inf(1) turns the rule off)"}
+	case c.ExclusionMargin < 0:
+		return c, &ConfigError{"ExclusionMargin", c.ExclusionMargin, "must not be negative (0 sets no floor)"}
 	case c.LatencyWindow < 0:
 		return c, &ConfigError{"LatencyWindow", c.LatencyWindow, "must not be negative (0 elects a single winner)"}
 	case c.MaxStaleness < 0:

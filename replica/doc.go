@@ -38,10 +38,16 @@
 //     replication link is down, a full sync is under way, or it is not a
 //     replica (ExcludedLinkDown); MaxStaleness is set and its lag exceeds
 //     it or cannot be estimated (ExcludedStale); its average RTT exceeds
-//     ExclusionFactor × the master's and the master's plus LatencyWindow
-//     (ExcludedSlow; the second condition keeps loopback noise, 50 µs
-//     against 200 µs, from counting as slowness; with the master
-//     unreachable this rule is not applied).
+//     ExclusionFactor × the master's (ExcludedSlow). The factor rule is
+//     strict: with the master at 0.5 ms, a replica at 2.4 ms is slow,
+//     although only 1.9 ms farther. It is not applied while the master's
+//     RTT is unknown (unreachable, not probed yet): there is no baseline,
+//     and a replica that answers is then better than none.
+//     Config.ExclusionMargin (default 0) adds a noise floor: a replica is
+//     then slow only when also more than the margin above the master. It
+//     is for RTTs of tens of microseconds (one host, loopback), where
+//     50 µs against 200 µs is scheduling noise; across a network it would
+//     let far replicas take reads.
 //   - Elected are the eligible replicas whose average RTT is within
 //     LatencyWindow of the fastest eligible one; a replica already elected
 //     stays while within 1.5 × LatencyWindow, so one whose average hovers
@@ -204,6 +210,7 @@
 //	ProbeInterval    2 s        2 s     (DefaultProbeInterval; floor 100 ms)
 //	ProbeTimeout     1 s        1 s     (DefaultProbeTimeout)
 //	ExclusionFactor  3.0        3.0     (DefaultExclusionFactor; math.Inf(1): off)
+//	ExclusionMargin  0          0       (no noise floor: the factor rule is strict)
 //	LatencyWindow    0          2 ms    (0: a single winner; DefaultLatencyWindow)
 //	MaxStaleness     0          0       (no bound)
 //	EWMAAlpha        0.75       0.75    (DefaultEWMAAlpha)

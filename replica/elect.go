@@ -140,8 +140,11 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 			excl[i], why[i] = ExcludedStale, "lag unknown: not attached to the master"
 		case cfg.MaxStaleness > 0 && r.lag.seconds > cfg.MaxStaleness:
 			excl[i], why[i] = ExcludedStale, fmt.Sprintf("lag %s%v (%d bytes) > max staleness %v", atLeast(r.lag.atLeast), round(r.lag.seconds), r.lag.bytes, cfg.MaxStaleness)
-		case masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, window):
+		case masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, cfg.ExclusionMargin):
 			excl[i], why[i] = ExcludedSlow, fmt.Sprintf("rtt %v > %g × master %v", round(r.rtt), cfg.ExclusionFactor, round(master.rtt))
+			if cfg.ExclusionMargin > 0 {
+				why[i] += fmt.Sprintf(" + margin %v", cfg.ExclusionMargin)
+			}
 		default:
 			if best < 0 || r.rtt < best {
 				best = r.rtt
@@ -209,11 +212,12 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 	return res
 }
 
-// slow: the replica's RTT exceeds factor × the master's, and the master's
-// by more than the latency window (RTTs that close are equal for reads:
-// on one host, 50 µs against 200 µs is noise).
-func slow(replica, master time.Duration, factor float64, window time.Duration) bool {
-	return float64(replica) > factor*float64(master) && replica-master > window
+// slow: the replica's RTT exceeds factor × the master's, and, when a
+// margin is set (Config.ExclusionMargin, a noise floor for loopback), the
+// master's by more than the margin. The caller applies it only when the
+// master's RTT is known.
+func slow(replica, master time.Duration, factor float64, margin time.Duration) bool {
+	return float64(replica) > factor*float64(master) && replica-master > margin
 }
 
 // fallback is where ReadFrom Replica reads when no replica is elected: the

@@ -103,9 +103,29 @@ func TestElect(t *testing.T) {
 			elected: []string{"a:1"},
 		},
 		{
-			name:   "loopback noise is not slowness",
+			name:   "sub-millisecond RTTs: the factor is strict",
+			master: node("m:1", 500*time.Microsecond), replicas: []nodeInput{node("a:1", 2400*time.Microsecond)},
+			nearestMaster: true, fallback: []string{"a:1"}, excluded: map[string]Exclusion{"a:1": ExcludedSlow},
+		},
+		{
+			name:   "sub-millisecond RTTs, within the factor",
+			master: node("m:1", 500*time.Microsecond), replicas: []nodeInput{node("a:1", 1400*time.Microsecond)},
+			elected: []string{"a:1"}, nearestMaster: false,
+		},
+		{
+			name:   "loopback: 50 µs against 400 µs is slow without a margin",
+			master: node("m:1", 50*time.Microsecond), replicas: []nodeInput{node("a:1", 400*time.Microsecond)},
+			nearestMaster: true, fallback: []string{"a:1"}, excluded: map[string]Exclusion{"a:1": ExcludedSlow},
+		},
+		{
+			name: "loopback with a margin: noise is not slowness", cfg: &Config{LatencyWindow: DefaultLatencyWindow, ExclusionMargin: ms},
 			master: node("m:1", 50*time.Microsecond), replicas: []nodeInput{node("a:1", 400*time.Microsecond)},
 			elected: []string{"a:1"},
+		},
+		{
+			name: "a margin does not hide real distance", cfg: &Config{LatencyWindow: DefaultLatencyWindow, ExclusionMargin: ms},
+			master: node("m:1", 500*time.Microsecond), replicas: []nodeInput{node("a:1", 2400*time.Microsecond)},
+			nearestMaster: true, fallback: []string{"a:1"}, excluded: map[string]Exclusion{"a:1": ExcludedSlow},
 		},
 		{
 			name: "exclusion off", cfg: &Config{LatencyWindow: DefaultLatencyWindow, ExclusionFactor: math.Inf(1)},
@@ -199,11 +219,13 @@ func TestElect(t *testing.T) {
 
 // Properties of the election for arbitrary RTTs, health and lags.
 func FuzzElect(f *testing.F) {
-	f.Add(uint16(6000), []byte{6, 1, 0, 42, 1, 0}, uint8(2), uint8(30), uint8(0))
-	f.Add(uint16(0), []byte{6, 0, 0, 6, 1, 9}, uint8(0), uint8(10), uint8(3))
-	f.Fuzz(func(t *testing.T, masterMicros uint16, raw []byte, windowMs, factorTenths, staleSec uint8) {
+	f.Add(uint16(6000), []byte{6, 1, 0, 42, 1, 0}, uint8(2), uint8(30), uint8(0), uint8(0))
+	f.Add(uint16(0), []byte{6, 0, 0, 6, 1, 9}, uint8(0), uint8(10), uint8(3), uint8(10))
+	f.Add(uint16(50), []byte{2, 1, 0, 1, 1, 0}, uint8(0), uint8(20), uint8(0), uint8(0))
+	f.Fuzz(func(t *testing.T, masterMicros uint16, raw []byte, windowMs, factorTenths, staleSec, marginTenthsMs uint8) {
 		cfg := defaults(t, Config{LatencyWindow: time.Duration(windowMs) * ms, ExclusionFactor: 1 + float64(factorTenths)/10,
-			MaxStaleness: time.Duration(staleSec) * time.Second, ProbeInterval: 100 * ms})
+			ExclusionMargin: time.Duration(marginTenthsMs) * ms / 10,
+			MaxStaleness:    time.Duration(staleSec) * time.Second, ProbeInterval: 100 * ms})
 		master := node("m:1", time.Duration(masterMicros)*time.Microsecond*10)
 		if masterMicros == 0 {
 			master = nodeInput{addr: "m:1", err: errors.New("down")}
@@ -260,7 +282,7 @@ func FuzzElect(f *testing.F) {
 			if !r.healthy || r.samples == 0 || !r.linkUp {
 				t.Fatalf("unhealthy or link-down %s is eligible", addr)
 			}
-			if masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, cfg.LatencyWindow) {
+			if masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, cfg.ExclusionMargin) {
 				t.Fatalf("slow %s (%v vs master %v) is eligible", addr, r.rtt, master.rtt)
 			}
 			if cfg.MaxStaleness > 0 && (!r.lag.known || r.lag.seconds > cfg.MaxStaleness) {
@@ -311,6 +333,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		{Config{ExclusionFactor: 0.5}, "ExclusionFactor"},
 		{Config{ExclusionFactor: math.NaN()}, "ExclusionFactor"},
 		{Config{LatencyWindow: -5 * ms}, "LatencyWindow"},
+		{Config{ExclusionMargin: -ms}, "ExclusionMargin"},
 		{Config{LatencyWindow: -1}, "LatencyWindow"}, // the former SingleWinner: 0 is a single winner now
 		{Config{MaxStaleness: -1}, "MaxStaleness"},
 		{Config{MaxStaleness: time.Second}, "MaxStaleness"}, // below the 2 s interval
