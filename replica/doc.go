@@ -49,7 +49,8 @@
 //     50 µs against 200 µs is scheduling noise; across a network it would
 //     let far replicas take reads.
 //   - Elected are the eligible replicas whose average RTT is within
-//     LatencyWindow of the fastest eligible one; a replica already elected
+//     LatencyWindow of the fastest eligible one (with the zero window, the
+//     fastest alone, ties sharing); a replica already elected
 //     stays while within 1.5 × LatencyWindow, so one whose average hovers
 //     at the edge does not join and leave (and have its connections
 //     closed) every round. Reads are spread over
@@ -64,16 +65,33 @@
 //     master), and from the elected replicas otherwise.
 //   - With no replica elected, ReplicaPreferred and Nearest read from the
 //     master. Replica, which must not read from the master, reads from the
-//     nearest replicas that still answer (slow or stale), else from every
-//     replica in turn.
+//     replicas excluded only for being slow (within LatencyWindow of the
+//     nearest of them), and from no other: Pick returns "" and the
+//     Sentinel client fails the read with a *sentinel.NoReplicaError
+//     that gives each replica's exclusion.
+//
+// A replica that is unreachable, not probed yet, link-down or stale is
+// never handed out, under any read preference: it may not answer, may
+// serve data of a master it no longer follows, or data older than the
+// caller's bound. A slow replica is different. Slowness is a comparison
+// with the master, made so that reads that may go to the master go there
+// rather than to a replica several times farther; a Replica read may not
+// go to the master (its caller asked never to load it), and a replica
+// that answers, is attached and is fresh serves it better than an error:
+// slower, but correct. So a slow replica may serve ReadFrom Replica when
+// no replica is eligible, and nothing else.
 //
 // Before the first probe round completes there is no RTT data: Nearest and
 // ReplicaPreferred read from the master rather than gamble on a far node,
-// and Replica uses every replica in turn. The prober starts at the first
-// Pick, so this lasts one round (a few round trips to the farthest node).
+// and Replica has no replica (none has been vetted); the Sentinel client
+// makes such a read wait for the round, within the caller's context and
+// its ReadTimeout. The prober starts at the first Pick, so this lasts one
+// round (a few round trips to the farthest node; one ProbeTimeout when a
+// node does not answer). A replica that joins is probed at once, likewise.
 //
-// When the elected set changes, the Selector calls Env.Evict for each
-// replica that left it: the client closes its pooled connections to that
+// When the replicas Pick may return change (the elected set, or Replica's
+// slow fallback), the Selector calls Env.Evict for each replica that left
+// them: the client closes its pooled connections to that
 // replica (idle ones at once, busy ones when their read returns), so no
 // connection stays pinned to the old choice. Since the client picks the
 // node per read, reads move at the next read. Evictions and the Observer's

@@ -133,9 +133,9 @@ func TestElect(t *testing.T) {
 			elected: []string{"a:1"}, nearestMaster: true,
 		},
 		{
-			name:   "before the first probe: master, and Replica takes any in turn",
+			name:   "before the first probe: master, and none for Replica",
 			master: nodeInput{addr: "m:1"}, replicas: []nodeInput{{addr: "a:1"}, {addr: "b:1"}},
-			nearestMaster: true, fallback: []string{"a:1", "b:1"},
+			nearestMaster: true, fallback: nil,
 			excluded: map[string]Exclusion{"a:1": ExcludedUnprobed, "b:1": ExcludedUnprobed},
 		},
 		{
@@ -144,9 +144,9 @@ func TestElect(t *testing.T) {
 			elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedUnreachable},
 		},
 		{
-			name:   "every replica unreachable: Replica still gets one",
+			name:   "every replica unreachable: none for Replica",
 			master: node("m:1", 5*ms), replicas: []nodeInput{unreachable},
-			nearestMaster: true, fallback: []string{"b:1"},
+			nearestMaster: true, fallback: nil, excluded: map[string]Exclusion{"b:1": ExcludedUnreachable},
 		},
 		{
 			name:   "unprobed newcomer is not elected yet",
@@ -169,9 +169,43 @@ func TestElect(t *testing.T) {
 			elected: []string{"b:1"},
 		},
 		{
-			name: "lag unknown under MaxStaleness", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
+			name: "lag unknown under MaxStaleness: none for Replica", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
 			master: node("m:1", 5*ms), replicas: []nodeInput{detached},
-			nearestMaster: true, fallback: []string{"b:1"}, excluded: map[string]Exclusion{"b:1": ExcludedStale},
+			nearestMaster: true, fallback: nil, excluded: map[string]Exclusion{"b:1": ExcludedStale},
+		},
+		{
+			name: "every replica lagging beyond MaxStaleness: none for Replica", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
+			master: node("m:1", 8*ms), replicas: []nodeInput{lagging},
+			nearestMaster: true, fallback: nil, excluded: map[string]Exclusion{"b:1": ExcludedStale},
+		},
+		{
+			name:   "every replica link-down: none for Replica",
+			master: node("m:1", 8*ms), replicas: []nodeInput{linkDown},
+			nearestMaster: true, fallback: nil, excluded: map[string]Exclusion{"b:1": ExcludedLinkDown},
+		},
+		{
+			name:   "stale, link-down, unreachable and unprobed are never Replica's fallback, a slow one is",
+			cfg:    &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
+			master: node("m:1", 1*ms),
+			replicas: []nodeInput{
+				node("a:1", 40*ms),
+				{addr: "b:1", samples: 3, rtt: 2 * ms, healthy: true, linkKnown: true, linkUp: true, lag: lagEstimate{known: true, seconds: 3 * time.Second}},
+				{addr: "c:1", samples: 3, rtt: 2 * ms, healthy: true, linkKnown: true, linkUp: false, lag: lagEstimate{known: true}},
+				{addr: "d:1", healthy: false, err: errors.New("i/o timeout")},
+				{addr: "e:1"},
+			},
+			nearestMaster: true, fallback: []string{"a:1"},
+			excluded: map[string]Exclusion{"a:1": ExcludedSlow, "b:1": ExcludedStale, "c:1": ExcludedLinkDown, "d:1": ExcludedUnreachable, "e:1": ExcludedUnprobed},
+		},
+		{
+			name:   "Replica's slow fallback shares the window",
+			master: node("m:1", 5*ms), replicas: []nodeInput{node("c:1", 300*ms), node("b:1", 41*ms), node("a:1", 40*ms)},
+			nearestMaster: true, fallback: []string{"a:1", "b:1"},
+		},
+		{
+			name: "Replica's slow fallback with the zero window: the nearest alone", cfg: &Config{},
+			master: node("m:1", 5*ms), replicas: []nodeInput{node("c:1", 300*ms), node("b:1", 41*ms), node("a:1", 40*ms)},
+			nearestMaster: true, fallback: []string{"a:1"},
 		},
 		{
 			name:   "master unreachable: no exclusion by factor, replicas serve Nearest",
@@ -298,11 +332,22 @@ func FuzzElect(f *testing.F) {
 		if res.nearestMaster != wantNearestMaster {
 			t.Fatalf("nearestMaster %v, want %v", res.nearestMaster, wantNearestMaster)
 		}
-		if len(res.elected) == 0 && len(replicas) > 0 && len(res.fallback) == 0 {
-			t.Fatal("no fallback replica for ReadFrom Replica")
-		}
+		// Replica's fallback: only when nothing is elected, and only
+		// replicas excluded for slowness (never unreachable, unprobed,
+		// link-down or stale ones), the nearest of them when there is one.
 		if len(res.elected) > 0 && res.fallback != nil {
 			t.Fatal("fallback set while replicas are elected")
+		}
+		anySlow := false
+		for _, st := range res.table {
+			in := slices.Contains(res.fallback, st.Addr)
+			if in && st.Excluded != ExcludedSlow {
+				t.Fatalf("%s (excluded %q: %s) is Replica's fallback", st.Addr, st.Excluded, st.Why)
+			}
+			anySlow = anySlow || st.Excluded == ExcludedSlow
+		}
+		if len(res.elected) == 0 && anySlow && len(res.fallback) == 0 {
+			t.Fatal("no fallback for ReadFrom Replica though a replica is excluded only as slow")
 		}
 	})
 }

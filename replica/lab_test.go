@@ -563,6 +563,107 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 	}
 }
 
+// Under MaxStaleness, a replica whose replication stalls serves no read,
+// whatever the read preference: ReadFrom Replica fails with the typed
+// error that names the deployment and why the replica was excluded, and
+// never reads the master; Nearest and ReplicaPreferred read from the
+// master. Once the replica has caught up, Replica reads from it again.
+func TestStaleReplicaServesNoRead(t *testing.T) {
+	ctx := testCtx(t, 90*time.Second)
+	// FailoverTimeout: Sentinel re-points a replica that follows another
+	// address than the master's only after that long.
+	l := latencyLab(t, lab.Config{FailoverTimeout: 2 * time.Minute}, 2*ms, 2*ms)
+	master, b := l.Node(0), l.Node(1)
+	detour, err := lab.NewProxy("127.0.0.1:0", master.DirectAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = detour.Close() })
+	host, port, _ := net.SplitHostPort(detour.Addr())
+	if err := b.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the replica to replicate through the detour", func() bool {
+		info, err := b.ReplicationInfo(ctx)
+		return err == nil && info["master_port"] == port && info["master_link_status"] == "up"
+	})
+
+	const maxStale, interval = time.Second, 250 * ms
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, MaxStaleness: maxStale})
+	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.Replica })
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, ctx, c, 1)
+	// The first read waits for the first probe round (no replica is vetted
+	// before it), then reads from the replica.
+	gets := countGets(t, l.Nodes())
+	read(t, ctx, c, 4, 40)
+	if d, total := gets.deltas(); d[1] != total {
+		t.Fatalf("ReadFrom Replica with a fresh replica: reads per node %v, want all on the replica", d)
+	}
+
+	// A writer keeps the master's offset moving.
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * ms):
+			}
+			_ = c.Set(ctx, "w", i, 0).Err()
+		}
+	})
+	defer func() { close(stop); writer.Wait() }()
+
+	detour.BlackHole()
+	stalled := time.Now()
+	ev := events.waitEvent(t, 5*time.Second, "the replica excluded as stale", func(ev replica.Event) bool {
+		return ev.Time.After(stalled) && ev.Reason == replica.ReasonStale && len(ev.Elected) == 0
+	})
+	t.Logf("excluded %v after the stall: %s", ev.Time.Sub(stalled), ev.Detail)
+	if st := row(t, sel.Table(), b.Addr()); st.Excluded != replica.ExcludedStale || !st.Healthy {
+		t.Fatalf("the stalled replica: %+v", st)
+	}
+	gets = countGets(t, l.Nodes())
+	for range 10 {
+		err := c.Get(ctx, "k").Err()
+		var nre *sentinel.NoReplicaError
+		if !errors.As(err, &nre) || !errors.Is(err, sentinel.ErrNoReplica) {
+			t.Fatalf("ReadFrom Replica with the only replica stale: %v, want a *sentinel.NoReplicaError", err)
+		}
+		if nre.MasterName != l.MasterName() || nre.Master != master.Addr() || len(nre.Replicas) != 1 ||
+			nre.Replicas[0].Addr != b.Addr() || nre.Replicas[0].Reason != replica.ExcludedStale ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%q", l.MasterName())) || !strings.Contains(err.Error(), "max staleness") {
+			t.Fatalf("error %+v: %v", nre, err)
+		}
+	}
+	if d, _ := gets.deltas(); d[0] != 0 || d[1] != 0 {
+		t.Fatalf("failed ReadFrom Replica reads ran somewhere: GETs per node %v", d)
+	}
+	for _, rf := range []sentinel.ReadFrom{sentinel.Nearest, sentinel.ReplicaPreferred} {
+		gets := countGets(t, l.Nodes())
+		read(t, sentinel.WithReadFrom(ctx, rf), c, 4, 40)
+		if d, total := gets.deltas(); d[0] != total {
+			t.Fatalf("%s with the only replica stale: reads per node %v, want all on the master", rf, d)
+		}
+	}
+
+	detour.Restore() // resets the stalled link; the replica reconnects and catches up
+	restored := time.Now()
+	ev = events.waitEvent(t, 15*time.Second, "the replica elected again", func(ev replica.Event) bool {
+		return ev.Time.After(restored) && slices.Equal(ev.Elected, []string{b.Addr()})
+	})
+	t.Logf("elected again %v after the link came back", ev.Time.Sub(restored))
+	gets = countGets(t, l.Nodes())
+	read(t, ctx, c, 4, 40)
+	if d, total := gets.deltas(); d[1] != total {
+		t.Fatalf("ReadFrom Replica after the replica caught up: reads per node %v, want all on it", d)
+	}
+}
+
 // Two clients of one deployment in one process share one prober: each
 // node sees one probe connection and two PINGs per round, not four.
 func TestTwoClientsShareOneProber(t *testing.T) {

@@ -24,8 +24,10 @@ type ReadFrom = redisurl.ReadFrom
 const (
 	// Master sends everything to the master (the default).
 	Master = redisurl.Master
-	// Replica sends read-only work to a replica, and fails with
-	// ErrNoReplica when none is healthy.
+	// Replica sends read-only work to a replica, never to the master: when
+	// no replica may serve the read (none healthy, or with the default
+	// selector every one unreachable, link-down or stale), it fails with a
+	// *NoReplicaError (ErrNoReplica) that says why for each replica.
 	Replica = redisurl.Replica
 	// ReplicaPreferred sends read-only work to a replica, or to the master
 	// when none is healthy.
