@@ -52,10 +52,15 @@ type Client struct {
 	topo          topoState // owned by the topology goroutine
 	events        chan sentinelEvent
 	kickCh        chan struct{}
-	evictCh       chan string
+	evictSig      chan struct{} // capacity 1: evictions are waiting
 	refreshDone   chan refreshResult
 	switchDone    chan switchResult
 	promotionDone chan promotionResult
+
+	// evicts are the replicas to evict, drained by the topology goroutine
+	// (evictSig wakes it).
+	evictMu sync.Mutex
+	evicts  map[string]struct{}
 
 	mu           sync.Mutex
 	pendingRound chan struct{}
@@ -88,7 +93,7 @@ func NewClient(opts Options) (*Client, error) {
 		log:           opts.Logger.With("master_name", opts.MasterName),
 		events:        make(chan sentinelEvent, 256),
 		kickCh:        make(chan struct{}, 1),
-		evictCh:       make(chan string, 16),
+		evictSig:      make(chan struct{}, 1),
 		refreshDone:   make(chan refreshResult),
 		switchDone:    make(chan switchResult),
 		promotionDone: make(chan promotionResult),

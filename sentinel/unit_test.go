@@ -407,3 +407,33 @@ func TestNoReplicaErrorWithoutReplicas(t *testing.T) {
 		t.Fatalf("%q (Is ErrNoReplica: %v), want %q", err, errors.Is(err, ErrNoReplica), want)
 	}
 }
+
+// Evictions are never dropped: asked for faster than the topology
+// goroutine drains them (the selector's notifier calls Evict for every
+// replica that leaves its choice), each replica is evicted once, and one
+// signal waits for the goroutine however many asks came.
+func TestEvictionsCoalesceAndAreNeverDropped(t *testing.T) {
+	c := &Client{evictSig: make(chan struct{}, 1)}
+	var want []string
+	for i := range 40 {
+		addr := fmt.Sprintf("10.0.0.%d:6379", 10+i)
+		want = append(want, addr)
+		c.evict(addr)
+		c.evict(addr) // asked twice before the drain: evicted once
+	}
+	if n := len(c.evictSig); n != 1 {
+		t.Fatalf("%d signals pending, want 1", n)
+	}
+	<-c.evictSig
+	if got := c.takeEvicts(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("drained %v, want all %d: %v", got, len(want), want)
+	}
+	if got := c.takeEvicts(); len(got) != 0 {
+		t.Fatalf("drained again: %v", got)
+	}
+	// An ask after the drain signals again.
+	c.evict(want[0])
+	if len(c.evictSig) != 1 {
+		t.Fatal("no signal for an eviction after the drain")
+	}
+}
