@@ -57,7 +57,7 @@ func failoverOptions(l *lab.Lab) *redis.FailoverOptions {
 
 func rediskitClient(rf sentinel.ReadFrom) func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
 	return func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
-		sel, err := replica.NewSelector(replica.Config{}) // the client's default settings
+		sel, err := replica.NewSelector(replica.DefaultConfig()) // the client's default settings
 		if err != nil {
 			b.Fatal(err)
 		}

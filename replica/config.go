@@ -20,20 +20,31 @@ const (
 	// DefaultExclusionFactor: a replica whose RTT exceeds 3 × the master's
 	// is never elected.
 	DefaultExclusionFactor = 3.0
-	// DefaultLatencyWindow: replicas within 2 ms of the fastest share reads.
+	// DefaultLatencyWindow is the LatencyWindow of DefaultConfig, the
+	// configuration of the Sentinel client's default selector: replicas
+	// within 2 ms of the fastest share reads. Config's zero LatencyWindow
+	// elects a single winner.
 	DefaultLatencyWindow = 2 * time.Millisecond
 	// DefaultEWMAAlpha is the weight of a new RTT sample in the average.
 	DefaultEWMAAlpha = 0.75
 )
 
-// SingleWinner as Config.LatencyWindow elects the fastest replica alone
-// (replicas with exactly the same average still share). A zero
-// LatencyWindow means DefaultLatencyWindow, like every zero field of
-// Config.
-const SingleWinner time.Duration = -1
+// DefaultConfig is the configuration of the Sentinel client's default
+// selector (sentinel.NewClient without Options.ReplicaSelector): Config's
+// defaults, with a LatencyWindow of DefaultLatencyWindow (2 ms) rather
+// than a single winner. Start from it to change one setting and keep the
+// others as the client's default has them:
+//
+//	cfg := replica.DefaultConfig()
+//	cfg.MaxStaleness = 5 * time.Second
+//	sel, err := replica.NewSelector(cfg)
+func DefaultConfig() Config {
+	return Config{LatencyWindow: DefaultLatencyWindow}
+}
 
 // Config configures a Selector. Every zero field takes the default named
-// next to it.
+// next to it; for LatencyWindow that default is a single winner (see
+// DefaultConfig for the Sentinel client's 2 ms).
 type Config struct {
 	// ProbeInterval is how often the shared prober measures the
 	// deployment's nodes. Default DefaultProbeInterval (2 s); at least
@@ -45,15 +56,29 @@ type Config struct {
 	// DefaultProbeTimeout (1 s).
 	ProbeTimeout time.Duration
 	// ExclusionFactor: a replica whose average RTT exceeds ExclusionFactor
-	// × the master's (and the master's plus LatencyWindow) is never
-	// elected. Default DefaultExclusionFactor (3.0); at least 1;
-	// math.Inf(1) turns the rule off.
+	// × the master's is never elected, however small the RTTs (master
+	// 0.5 ms, replica 2.4 ms: excluded). The rule is not applied while
+	// the master's RTT is unknown (unreachable, not probed yet): there is
+	// nothing to compare with. Default DefaultExclusionFactor (3.0); at
+	// least 1; math.Inf(1) turns the rule off.
 	ExclusionFactor float64
+	// ExclusionMargin is an optional noise floor for the ExclusionFactor
+	// rule: with it, a replica is excluded as slow only when its average
+	// RTT also exceeds the master's by more than ExclusionMargin. Default
+	// 0: no floor, the rule is strict. Set it only where RTTs are so small
+	// that scheduling jitter is of their size (one host, loopback: 50 µs
+	// against 200 µs is noise, not distance); on a network a margin lets
+	// a replica several times farther than the master take reads. Must not
+	// be negative.
+	ExclusionMargin time.Duration
 	// LatencyWindow: every eligible replica whose average RTT is within
 	// LatencyWindow of the fastest one is elected (one already elected
 	// stays within 1.5 × LatencyWindow), and reads are spread over them
-	// by in-flight count. Default DefaultLatencyWindow (2 ms);
-	// SingleWinner elects the fastest alone.
+	// by in-flight count. Default 0: a single winner, the fastest replica
+	// alone (replicas with exactly the same average share), which follows
+	// every change in the ranking of the averages; DefaultConfig (the
+	// Sentinel client's default selector) sets DefaultLatencyWindow
+	// (2 ms). Must not be negative.
 	LatencyWindow time.Duration
 	// MaxStaleness excludes replicas whose estimated replication lag
 	// exceeds it, and replicas whose lag cannot be estimated (not attached
@@ -101,9 +126,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ExclusionFactor == 0 {
 		c.ExclusionFactor = DefaultExclusionFactor
 	}
-	if c.LatencyWindow == 0 {
-		c.LatencyWindow = DefaultLatencyWindow
-	}
 	if c.EWMAAlpha == 0 {
 		c.EWMAAlpha = DefaultEWMAAlpha
 	}
@@ -114,17 +136,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, &ConfigError{"ProbeTimeout", c.ProbeTimeout, "must not be negative"}
 	case math.IsNaN(c.ExclusionFactor) || c.ExclusionFactor < 1:
 		return c, &ConfigError{"ExclusionFactor", c.ExclusionFactor, "must be at least 1 (math.Inf(1) turns the rule off)"}
-	case c.LatencyWindow < 0 && c.LatencyWindow != SingleWinner:
-		return c, &ConfigError{"LatencyWindow", c.LatencyWindow, "must not be negative (use SingleWinner for a single winner)"}
+	case c.ExclusionMargin < 0:
+		return c, &ConfigError{"ExclusionMargin", c.ExclusionMargin, "must not be negative (0 sets no floor)"}
+	case c.LatencyWindow < 0:
+		return c, &ConfigError{"LatencyWindow", c.LatencyWindow, "must not be negative (0 elects a single winner)"}
 	case c.MaxStaleness < 0:
 		return c, &ConfigError{"MaxStaleness", c.MaxStaleness, "must not be negative (0 sets no bound)"}
 	case c.MaxStaleness > 0 && c.MaxStaleness < c.ProbeInterval:
 		return c, &ConfigError{"MaxStaleness", c.MaxStaleness, fmt.Sprintf("must be at least ProbeInterval (%v): the lag is only known to about one interval", c.ProbeInterval)}
 	case math.IsNaN(c.EWMAAlpha) || c.EWMAAlpha <= 0 || c.EWMAAlpha > 1:
 		return c, &ConfigError{"EWMAAlpha", c.EWMAAlpha, "must be in (0, 1]"}
-	}
-	if c.LatencyWindow == SingleWinner {
-		c.LatencyWindow = 0
 	}
 	return c, nil
 }

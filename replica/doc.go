@@ -13,7 +13,9 @@
 // To change the settings, observe re-elections or read the RTT table, give
 // a client a Selector of your own:
 //
-//	sel, err := replica.NewSelector(replica.Config{MaxStaleness: 5 * time.Second})
+//	cfg := replica.DefaultConfig() // the client's default settings
+//	cfg.MaxStaleness = 5 * time.Second
+//	sel, err := replica.NewSelector(cfg)
 //	...
 //	c, err := sentinel.NewClient(sentinel.Options{
 //		MasterName: "mymaster", SentinelAddrs: addrs,
@@ -36,12 +38,19 @@
 //     replication link is down, a full sync is under way, or it is not a
 //     replica (ExcludedLinkDown); MaxStaleness is set and its lag exceeds
 //     it or cannot be estimated (ExcludedStale); its average RTT exceeds
-//     ExclusionFactor × the master's and the master's plus LatencyWindow
-//     (ExcludedSlow; the second condition keeps loopback noise, 50 µs
-//     against 200 µs, from counting as slowness; with the master
-//     unreachable this rule is not applied).
+//     ExclusionFactor × the master's (ExcludedSlow). The factor rule is
+//     strict: with the master at 0.5 ms, a replica at 2.4 ms is slow,
+//     although only 1.9 ms farther. It is not applied while the master's
+//     RTT is unknown (unreachable, not probed yet): there is no baseline,
+//     and a replica that answers is then better than none.
+//     Config.ExclusionMargin (default 0) adds a noise floor: a replica is
+//     then slow only when also more than the margin above the master. It
+//     is for RTTs of tens of microseconds (one host, loopback), where
+//     50 µs against 200 µs is scheduling noise; across a network it would
+//     let far replicas take reads.
 //   - Elected are the eligible replicas whose average RTT is within
-//     LatencyWindow of the fastest eligible one; a replica already elected
+//     LatencyWindow of the fastest eligible one (with the zero window, the
+//     fastest alone, ties sharing); a replica already elected
 //     stays while within 1.5 × LatencyWindow, so one whose average hovers
 //     at the edge does not join and leave (and have its connections
 //     closed) every round. Reads are spread over
@@ -56,16 +65,33 @@
 //     master), and from the elected replicas otherwise.
 //   - With no replica elected, ReplicaPreferred and Nearest read from the
 //     master. Replica, which must not read from the master, reads from the
-//     nearest replicas that still answer (slow or stale), else from every
-//     replica in turn.
+//     replicas excluded only for being slow (within LatencyWindow of the
+//     nearest of them), and from no other: Pick returns "" and the
+//     Sentinel client fails the read with a *sentinel.NoReplicaError
+//     that gives each replica's exclusion.
+//
+// A replica that is unreachable, not probed yet, link-down or stale is
+// never handed out, under any read preference: it may not answer, may
+// serve data of a master it no longer follows, or data older than the
+// caller's bound. A slow replica is different. Slowness is a comparison
+// with the master, made so that reads that may go to the master go there
+// rather than to a replica several times farther; a Replica read may not
+// go to the master (its caller asked never to load it), and a replica
+// that answers, is attached and is fresh serves it better than an error:
+// slower, but correct. So a slow replica may serve ReadFrom Replica when
+// no replica is eligible, and nothing else.
 //
 // Before the first probe round completes there is no RTT data: Nearest and
 // ReplicaPreferred read from the master rather than gamble on a far node,
-// and Replica uses every replica in turn. The prober starts at the first
-// Pick, so this lasts one round (a few round trips to the farthest node).
+// and Replica has no replica (none has been vetted); the Sentinel client
+// makes such a read wait for the round, within the caller's context and
+// its ReadTimeout. The prober starts at the first Pick, so this lasts one
+// round (a few round trips to the farthest node; one ProbeTimeout when a
+// node does not answer). A replica that joins is probed at once, likewise.
 //
-// When the elected set changes, the Selector calls Env.Evict for each
-// replica that left it: the client closes its pooled connections to that
+// When the replicas Pick may return change (the elected set, or Replica's
+// slow fallback), the Selector calls Env.Evict for each replica that left
+// them: the client closes its pooled connections to that
 // replica (idle ones at once, busy ones when their read returns), so no
 // connection stays pinned to the old choice. Since the client picks the
 // node per read, reads move at the next read. Evictions and the Observer's
@@ -175,7 +201,9 @@
 // A tool that shows the table without reading (the CLI's probe command)
 // builds a client with its own Selector and starts the prober at once:
 //
-//	sel, err := replica.NewSelector(replica.Config{ProbeInterval: interval})
+//	cfg := replica.DefaultConfig()
+//	cfg.ProbeInterval = interval
+//	sel, err := replica.NewSelector(cfg)
 //	c, err := sentinel.NewClientFromURL(url, &sentinel.Options{ReplicaSelector: sel})
 //	defer c.Close()
 //	err = sel.Start()
@@ -186,13 +214,25 @@
 //
 // # Defaults
 //
-//	ProbeInterval    2 s     (DefaultProbeInterval; floor 100 ms)
-//	ProbeTimeout     1 s     (DefaultProbeTimeout)
-//	ExclusionFactor  3.0     (DefaultExclusionFactor; math.Inf(1): off)
-//	LatencyWindow    2 ms    (DefaultLatencyWindow; SingleWinner: the fastest alone)
-//	MaxStaleness     0       (no bound)
-//	EWMAAlpha        0.75    (DefaultEWMAAlpha)
-//	Observer         none
+// A zero Config field takes the default below. The Sentinel client's
+// default selector is made with DefaultConfig(): the same, except a
+// LatencyWindow of DefaultLatencyWindow (2 ms). A zero LatencyWindow
+// elects a single winner, as the zero value of a window should; 2 ms is
+// the client's default because on real networks replicas a fraction of a
+// millisecond apart are equally near, and sharing the reads among them
+// spreads the load and keeps the choice from following every wobble of
+// the averages (each change closes the client's connections to the
+// replica that left).
+//
+//	                 Config{}   DefaultConfig()
+//	ProbeInterval    2 s        2 s     (DefaultProbeInterval; floor 100 ms)
+//	ProbeTimeout     1 s        1 s     (DefaultProbeTimeout)
+//	ExclusionFactor  3.0        3.0     (DefaultExclusionFactor; math.Inf(1): off)
+//	ExclusionMargin  0          0       (no noise floor: the factor rule is strict)
+//	LatencyWindow    0          2 ms    (0: a single winner; DefaultLatencyWindow)
+//	MaxStaleness     0          0       (no bound)
+//	EWMAAlpha        0.75       0.75    (DefaultEWMAAlpha)
+//	Observer         none       none
 //	Logger           the client's (Env.Logger), else discarded
 //
 // Reads from replicas may be stale: locks, idempotency claims, stream

@@ -16,7 +16,8 @@ const (
 )
 
 // Exclusion says why a replica may not be elected. The values are short and
-// stable, for metrics and logs.
+// stable, for metrics and logs. An excluded replica serves no read, except
+// a slow one, which serves ReadFrom Replica when no replica is eligible.
 type Exclusion string
 
 // The exclusions, in the order they are checked: a replica gets the first
@@ -37,6 +38,8 @@ const (
 	// estimated while MaxStaleness is set.
 	ExcludedStale Exclusion = "stale"
 	// ExcludedSlow: the average RTT exceeds ExclusionFactor × the master's.
+	// The only exclusion under which a replica may still serve reads: those
+	// of ReadFrom Replica, when no replica is eligible.
 	ExcludedSlow Exclusion = "slow"
 )
 
@@ -100,7 +103,7 @@ type nodeInput struct {
 
 // electionResult is an election: the replicas Replica and ReplicaPreferred
 // use, whether Nearest uses the master, the replicas Replica falls back to
-// when none is elected, and the table.
+// when none is elected (slow ones only), and the table.
 type electionResult struct {
 	elected       []string // by address
 	nearestMaster bool
@@ -140,8 +143,11 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 			excl[i], why[i] = ExcludedStale, "lag unknown: not attached to the master"
 		case cfg.MaxStaleness > 0 && r.lag.seconds > cfg.MaxStaleness:
 			excl[i], why[i] = ExcludedStale, fmt.Sprintf("lag %s%v (%d bytes) > max staleness %v", atLeast(r.lag.atLeast), round(r.lag.seconds), r.lag.bytes, cfg.MaxStaleness)
-		case masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, window):
+		case masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, cfg.ExclusionMargin):
 			excl[i], why[i] = ExcludedSlow, fmt.Sprintf("rtt %v > %g × master %v", round(r.rtt), cfg.ExclusionFactor, round(master.rtt))
+			if cfg.ExclusionMargin > 0 {
+				why[i] += fmt.Sprintf(" + margin %v", cfg.ExclusionMargin)
+			}
 		default:
 			if best < 0 || r.rtt < best {
 				best = r.rtt
@@ -165,6 +171,7 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 	if len(res.elected) == 0 {
 		res.fallback = fallback(replicas, excl, window)
 	}
+	inFallback := func(addr string) bool { return slices.Contains(res.fallback, addr) }
 
 	if master.addr != "" {
 		st := status(master, RoleMaster)
@@ -190,6 +197,9 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 		st.LinkKnown, st.LinkUp, st.LastIO = r.linkKnown, r.linkUp, r.lastIO
 		st.LagKnown, st.LagBytes, st.Lag, st.LagAtLeast = r.lag.known, r.lag.bytes, r.lag.seconds, r.lag.atLeast
 		st.Excluded, st.Why = excl[i], why[i]
+		if inFallback(r.addr) {
+			st.Why += "; no replica is eligible, so ReadFrom Replica (never the master) reads here"
+		}
 		st.Elected = elected[i]
 		st.Nearest = elected[i] && !res.nearestMaster
 		if excl[i] == NotExcluded {
@@ -209,50 +219,36 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 	return res
 }
 
-// slow: the replica's RTT exceeds factor × the master's, and the master's
-// by more than the latency window (RTTs that close are equal for reads:
-// on one host, 50 µs against 200 µs is noise).
-func slow(replica, master time.Duration, factor float64, window time.Duration) bool {
-	return float64(replica) > factor*float64(master) && replica-master > window
+// slow: the replica's RTT exceeds factor × the master's, and, when a
+// margin is set (Config.ExclusionMargin, a noise floor for loopback), the
+// master's by more than the margin. The caller applies it only when the
+// master's RTT is known.
+func slow(replica, master time.Duration, factor float64, margin time.Duration) bool {
+	return float64(replica) > factor*float64(master) && replica-master > margin
 }
 
 // fallback is where ReadFrom Replica reads when no replica is elected: the
-// reachable replicas within the window of the fastest of them (stale or
-// slow, but answering), else every replica not known to be unreachable,
-// else every replica: the caller asked for a replica, and the client needs
-// one while Sentinel reports any.
+// replicas excluded only for being slow, within the window of the fastest
+// of them. Slowness is a comparison with the master, made so that reads
+// that may go to the master do; a Replica read may not, and a replica that
+// answers, is attached and is fresh serves it better than an error. A
+// replica that is unreachable, not probed yet, link-down or stale is never
+// handed out: it may not answer, or answer with data the caller bounded.
 func fallback(replicas []nodeInput, excl []Exclusion, window time.Duration) []string {
 	best := time.Duration(-1)
 	for i, r := range replicas {
-		if reachable(r, excl[i]) && (best < 0 || r.rtt < best) {
+		if excl[i] == ExcludedSlow && (best < 0 || r.rtt < best) {
 			best = r.rtt
 		}
 	}
 	var out []string
-	if best >= 0 {
-		for i, r := range replicas {
-			if reachable(r, excl[i]) && r.rtt-best <= window {
-				out = append(out, r.addr)
-			}
-		}
-	} else {
-		for i, r := range replicas {
-			if excl[i] != ExcludedUnreachable {
-				out = append(out, r.addr)
-			}
-		}
-		if len(out) == 0 {
-			for _, r := range replicas {
-				out = append(out, r.addr)
-			}
+	for i, r := range replicas {
+		if excl[i] == ExcludedSlow && r.rtt-best <= window {
+			out = append(out, r.addr)
 		}
 	}
 	slices.Sort(out)
 	return out
-}
-
-func reachable(r nodeInput, e Exclusion) bool {
-	return e != ExcludedUnreachable && e != ExcludedUnprobed && r.samples > 0
 }
 
 func status(n nodeInput, role Role) NodeStatus {

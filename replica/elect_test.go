@@ -37,7 +37,7 @@ func TestElect(t *testing.T) {
 
 	tests := []struct {
 		name          string
-		cfg           Config
+		cfg           *Config // nil: DefaultConfig()
 		master        nodeInput
 		replicas      []nodeInput
 		incumbents    []string
@@ -77,12 +77,12 @@ func TestElect(t *testing.T) {
 			incumbents: []string{"a:1", "b:1"}, elected: []string{"a:1"},
 		},
 		{
-			name: "an excluded incumbent leaves", cfg: Config{MaxStaleness: 2 * time.Second},
+			name: "an excluded incumbent leaves", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
 			master: node("m:1", 8*ms), replicas: []nodeInput{node("a:1", 9*ms), lagging},
 			incumbents: []string{"b:1"}, elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedStale},
 		},
 		{
-			name: "single winner", cfg: Config{LatencyWindow: SingleWinner},
+			name: "the zero window: a single winner", cfg: &Config{},
 			master: node("m:1", 6*ms), replicas: []nodeInput{node("b:1", 6500*time.Microsecond), node("a:1", 6*ms)},
 			elected: []string{"a:1"},
 		},
@@ -103,19 +103,39 @@ func TestElect(t *testing.T) {
 			elected: []string{"a:1"},
 		},
 		{
-			name:   "loopback noise is not slowness",
+			name:   "sub-millisecond RTTs: the factor is strict",
+			master: node("m:1", 500*time.Microsecond), replicas: []nodeInput{node("a:1", 2400*time.Microsecond)},
+			nearestMaster: true, fallback: []string{"a:1"}, excluded: map[string]Exclusion{"a:1": ExcludedSlow},
+		},
+		{
+			name:   "sub-millisecond RTTs, within the factor",
+			master: node("m:1", 500*time.Microsecond), replicas: []nodeInput{node("a:1", 1400*time.Microsecond)},
+			elected: []string{"a:1"}, nearestMaster: false,
+		},
+		{
+			name:   "loopback: 50 µs against 400 µs is slow without a margin",
+			master: node("m:1", 50*time.Microsecond), replicas: []nodeInput{node("a:1", 400*time.Microsecond)},
+			nearestMaster: true, fallback: []string{"a:1"}, excluded: map[string]Exclusion{"a:1": ExcludedSlow},
+		},
+		{
+			name: "loopback with a margin: noise is not slowness", cfg: &Config{LatencyWindow: DefaultLatencyWindow, ExclusionMargin: ms},
 			master: node("m:1", 50*time.Microsecond), replicas: []nodeInput{node("a:1", 400*time.Microsecond)},
 			elected: []string{"a:1"},
 		},
 		{
-			name: "exclusion off", cfg: Config{ExclusionFactor: math.Inf(1)},
+			name: "a margin does not hide real distance", cfg: &Config{LatencyWindow: DefaultLatencyWindow, ExclusionMargin: ms},
+			master: node("m:1", 500*time.Microsecond), replicas: []nodeInput{node("a:1", 2400*time.Microsecond)},
+			nearestMaster: true, fallback: []string{"a:1"}, excluded: map[string]Exclusion{"a:1": ExcludedSlow},
+		},
+		{
+			name: "exclusion off", cfg: &Config{LatencyWindow: DefaultLatencyWindow, ExclusionFactor: math.Inf(1)},
 			master: node("m:1", 5*ms), replicas: []nodeInput{node("a:1", 300*ms)},
 			elected: []string{"a:1"}, nearestMaster: true,
 		},
 		{
-			name:   "before the first probe: master, and Replica takes any in turn",
+			name:   "before the first probe: master, and none for Replica",
 			master: nodeInput{addr: "m:1"}, replicas: []nodeInput{{addr: "a:1"}, {addr: "b:1"}},
-			nearestMaster: true, fallback: []string{"a:1", "b:1"},
+			nearestMaster: true, fallback: nil,
 			excluded: map[string]Exclusion{"a:1": ExcludedUnprobed, "b:1": ExcludedUnprobed},
 		},
 		{
@@ -124,9 +144,9 @@ func TestElect(t *testing.T) {
 			elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedUnreachable},
 		},
 		{
-			name:   "every replica unreachable: Replica still gets one",
+			name:   "every replica unreachable: none for Replica",
 			master: node("m:1", 5*ms), replicas: []nodeInput{unreachable},
-			nearestMaster: true, fallback: []string{"b:1"},
+			nearestMaster: true, fallback: nil, excluded: map[string]Exclusion{"b:1": ExcludedUnreachable},
 		},
 		{
 			name:   "unprobed newcomer is not elected yet",
@@ -139,7 +159,7 @@ func TestElect(t *testing.T) {
 			elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedLinkDown},
 		},
 		{
-			name: "lagging beyond MaxStaleness", cfg: Config{MaxStaleness: 2 * time.Second},
+			name: "lagging beyond MaxStaleness", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
 			master: node("m:1", 8*ms), replicas: []nodeInput{node("a:1", 9*ms), lagging},
 			elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedStale},
 		},
@@ -149,9 +169,43 @@ func TestElect(t *testing.T) {
 			elected: []string{"b:1"},
 		},
 		{
-			name: "lag unknown under MaxStaleness", cfg: Config{MaxStaleness: 2 * time.Second},
+			name: "lag unknown under MaxStaleness: none for Replica", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
 			master: node("m:1", 5*ms), replicas: []nodeInput{detached},
-			nearestMaster: true, fallback: []string{"b:1"}, excluded: map[string]Exclusion{"b:1": ExcludedStale},
+			nearestMaster: true, fallback: nil, excluded: map[string]Exclusion{"b:1": ExcludedStale},
+		},
+		{
+			name: "every replica lagging beyond MaxStaleness: none for Replica", cfg: &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
+			master: node("m:1", 8*ms), replicas: []nodeInput{lagging},
+			nearestMaster: true, fallback: nil, excluded: map[string]Exclusion{"b:1": ExcludedStale},
+		},
+		{
+			name:   "every replica link-down: none for Replica",
+			master: node("m:1", 8*ms), replicas: []nodeInput{linkDown},
+			nearestMaster: true, fallback: nil, excluded: map[string]Exclusion{"b:1": ExcludedLinkDown},
+		},
+		{
+			name:   "stale, link-down, unreachable and unprobed are never Replica's fallback, a slow one is",
+			cfg:    &Config{LatencyWindow: DefaultLatencyWindow, MaxStaleness: 2 * time.Second},
+			master: node("m:1", 1*ms),
+			replicas: []nodeInput{
+				node("a:1", 40*ms),
+				{addr: "b:1", samples: 3, rtt: 2 * ms, healthy: true, linkKnown: true, linkUp: true, lag: lagEstimate{known: true, seconds: 3 * time.Second}},
+				{addr: "c:1", samples: 3, rtt: 2 * ms, healthy: true, linkKnown: true, linkUp: false, lag: lagEstimate{known: true}},
+				{addr: "d:1", healthy: false, err: errors.New("i/o timeout")},
+				{addr: "e:1"},
+			},
+			nearestMaster: true, fallback: []string{"a:1"},
+			excluded: map[string]Exclusion{"a:1": ExcludedSlow, "b:1": ExcludedStale, "c:1": ExcludedLinkDown, "d:1": ExcludedUnreachable, "e:1": ExcludedUnprobed},
+		},
+		{
+			name:   "Replica's slow fallback shares the window",
+			master: node("m:1", 5*ms), replicas: []nodeInput{node("c:1", 300*ms), node("b:1", 41*ms), node("a:1", 40*ms)},
+			nearestMaster: true, fallback: []string{"a:1", "b:1"},
+		},
+		{
+			name: "Replica's slow fallback with the zero window: the nearest alone", cfg: &Config{},
+			master: node("m:1", 5*ms), replicas: []nodeInput{node("c:1", 300*ms), node("b:1", 41*ms), node("a:1", 40*ms)},
+			nearestMaster: true, fallback: []string{"a:1"},
 		},
 		{
 			name:   "master unreachable: no exclusion by factor, replicas serve Nearest",
@@ -166,7 +220,11 @@ func TestElect(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := elect(defaults(t, tc.cfg), tc.master, tc.replicas, tc.incumbents)
+			cfg := DefaultConfig()
+			if tc.cfg != nil {
+				cfg = *tc.cfg
+			}
+			res := elect(defaults(t, cfg), tc.master, tc.replicas, tc.incumbents)
 			if !slices.Equal(res.elected, tc.elected) {
 				t.Errorf("elected %v, want %v", res.elected, tc.elected)
 			}
@@ -195,15 +253,13 @@ func TestElect(t *testing.T) {
 
 // Properties of the election for arbitrary RTTs, health and lags.
 func FuzzElect(f *testing.F) {
-	f.Add(uint16(6000), []byte{6, 1, 0, 42, 1, 0}, uint8(2), uint8(30), uint8(0))
-	f.Add(uint16(0), []byte{6, 0, 0, 6, 1, 9}, uint8(0), uint8(10), uint8(3))
-	f.Fuzz(func(t *testing.T, masterMicros uint16, raw []byte, windowMs, factorTenths, staleSec uint8) {
-		cfg := Config{LatencyWindow: time.Duration(windowMs) * ms, ExclusionFactor: 1 + float64(factorTenths)/10,
-			MaxStaleness: time.Duration(staleSec) * time.Second, ProbeInterval: 100 * ms}
-		if windowMs == 0 {
-			cfg.LatencyWindow = SingleWinner
-		}
-		cfg = defaults(t, cfg)
+	f.Add(uint16(6000), []byte{6, 1, 0, 42, 1, 0}, uint8(2), uint8(30), uint8(0), uint8(0))
+	f.Add(uint16(0), []byte{6, 0, 0, 6, 1, 9}, uint8(0), uint8(10), uint8(3), uint8(10))
+	f.Add(uint16(50), []byte{2, 1, 0, 1, 1, 0}, uint8(0), uint8(20), uint8(0), uint8(0))
+	f.Fuzz(func(t *testing.T, masterMicros uint16, raw []byte, windowMs, factorTenths, staleSec, marginTenthsMs uint8) {
+		cfg := defaults(t, Config{LatencyWindow: time.Duration(windowMs) * ms, ExclusionFactor: 1 + float64(factorTenths)/10,
+			ExclusionMargin: time.Duration(marginTenthsMs) * ms / 10,
+			MaxStaleness:    time.Duration(staleSec) * time.Second, ProbeInterval: 100 * ms})
 		master := node("m:1", time.Duration(masterMicros)*time.Microsecond*10)
 		if masterMicros == 0 {
 			master = nodeInput{addr: "m:1", err: errors.New("down")}
@@ -260,7 +316,7 @@ func FuzzElect(f *testing.F) {
 			if !r.healthy || r.samples == 0 || !r.linkUp {
 				t.Fatalf("unhealthy or link-down %s is eligible", addr)
 			}
-			if masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, cfg.LatencyWindow) {
+			if masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, cfg.ExclusionMargin) {
 				t.Fatalf("slow %s (%v vs master %v) is eligible", addr, r.rtt, master.rtt)
 			}
 			if cfg.MaxStaleness > 0 && (!r.lag.known || r.lag.seconds > cfg.MaxStaleness) {
@@ -276,11 +332,22 @@ func FuzzElect(f *testing.F) {
 		if res.nearestMaster != wantNearestMaster {
 			t.Fatalf("nearestMaster %v, want %v", res.nearestMaster, wantNearestMaster)
 		}
-		if len(res.elected) == 0 && len(replicas) > 0 && len(res.fallback) == 0 {
-			t.Fatal("no fallback replica for ReadFrom Replica")
-		}
+		// Replica's fallback: only when nothing is elected, and only
+		// replicas excluded for slowness (never unreachable, unprobed,
+		// link-down or stale ones), the nearest of them when there is one.
 		if len(res.elected) > 0 && res.fallback != nil {
 			t.Fatal("fallback set while replicas are elected")
+		}
+		anySlow := false
+		for _, st := range res.table {
+			in := slices.Contains(res.fallback, st.Addr)
+			if in && st.Excluded != ExcludedSlow {
+				t.Fatalf("%s (excluded %q: %s) is Replica's fallback", st.Addr, st.Excluded, st.Why)
+			}
+			anySlow = anySlow || st.Excluded == ExcludedSlow
+		}
+		if len(res.elected) == 0 && anySlow && len(res.fallback) == 0 {
+			t.Fatal("no fallback for ReadFrom Replica though a replica is excluded only as slow")
 		}
 	})
 }
@@ -291,11 +358,16 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.ProbeInterval != DefaultProbeInterval || c.ProbeTimeout != DefaultProbeTimeout || c.ExclusionFactor != DefaultExclusionFactor ||
-		c.LatencyWindow != DefaultLatencyWindow || c.EWMAAlpha != DefaultEWMAAlpha || c.MaxStaleness != 0 {
+		c.LatencyWindow != 0 || c.EWMAAlpha != DefaultEWMAAlpha || c.MaxStaleness != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if c, _ := (Config{LatencyWindow: SingleWinner}).withDefaults(); c.LatencyWindow != 0 {
-		t.Fatalf("SingleWinner gave window %v", c.LatencyWindow)
+	// The Sentinel client's default selector: the same, with a 2 ms window.
+	d, err := DefaultConfig().withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := c; d.LatencyWindow != DefaultLatencyWindow || d.ExclusionFactor != want.ExclusionFactor || d.ProbeInterval != want.ProbeInterval {
+		t.Fatalf("DefaultConfig: %+v", d)
 	}
 	bad := []struct {
 		cfg   Config
@@ -306,6 +378,8 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		{Config{ExclusionFactor: 0.5}, "ExclusionFactor"},
 		{Config{ExclusionFactor: math.NaN()}, "ExclusionFactor"},
 		{Config{LatencyWindow: -5 * ms}, "LatencyWindow"},
+		{Config{ExclusionMargin: -ms}, "ExclusionMargin"},
+		{Config{LatencyWindow: -1}, "LatencyWindow"}, // the former SingleWinner: 0 is a single winner now
 		{Config{MaxStaleness: -1}, "MaxStaleness"},
 		{Config{MaxStaleness: time.Second}, "MaxStaleness"}, // below the 2 s interval
 		{Config{EWMAAlpha: 1.5}, "EWMAAlpha"},

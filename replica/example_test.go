@@ -25,15 +25,15 @@ func ExampleSelector() {
 	defer l.Close()
 
 	events := make(chan replica.Event, 16)
-	sel, err := replica.NewSelector(replica.Config{
-		ProbeInterval: 500 * time.Millisecond,
-		Observer: func(ev replica.Event) {
-			select { // an Observer must not block
-			case events <- ev:
-			default:
-			}
-		},
-	})
+	cfg := replica.DefaultConfig() // the Sentinel client's default: a 2 ms window
+	cfg.ProbeInterval = 500 * time.Millisecond
+	cfg.Observer = func(ev replica.Event) {
+		select { // an Observer must not block
+		case events <- ev:
+		default:
+		}
+	}
+	sel, err := replica.NewSelector(cfg)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -266,7 +266,7 @@ func TestNearReplicaTakesTheReads(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 42*ms)
 	master, near, far := l.Node(0), l.Node(1), l.Node(2)
-	sel, events := newSelector(t, replica.Config{ProbeInterval: 500 * ms})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 500 * ms})
 	c := newClient(t, l, sel, nil)
 	ready(t, ctx, c, sel, 0)
 	if sel.Rounds() != 0 {
@@ -328,7 +328,7 @@ func TestElectionFollowsASwap(t *testing.T) {
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 42*ms)
 	a, b := l.Node(1), l.Node(2)
 	const interval = 500 * ms
-	sel, events := newSelector(t, replica.Config{ProbeInterval: interval})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval})
 	// ReplicaPreferred: the replica election itself. (Under Nearest the
 	// master, as near as B, takes the reads until B's average has
 	// converged, a few rounds.)
@@ -402,7 +402,7 @@ func TestExclusionFactor(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 42*ms, 60*ms)
 	a, b := l.Node(1), l.Node(2)
-	sel, events := newSelector(t, replica.Config{ProbeInterval: 200 * ms})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 200 * ms})
 	c := newClient(t, l, sel, nil)
 	ready(t, ctx, c, sel, 3)
 	for _, tc := range []struct {
@@ -447,7 +447,7 @@ func TestBlackHoledReplicaIsDropped(t *testing.T) {
 	l := latencyLab(t, lab.Config{DownAfter: 30 * time.Second}, 6*ms, 6*ms, 9*ms)
 	a, b := l.Node(1), l.Node(2)
 	const interval, timeout = 300 * ms, 300 * ms
-	sel, events := newSelector(t, replica.Config{ProbeInterval: interval, ProbeTimeout: timeout})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, ProbeTimeout: timeout})
 	c := newClient(t, l, sel, func(o *sentinel.Options) {
 		o.ReadFrom, o.RefreshInterval, o.ReadTimeout = sentinel.ReplicaPreferred, time.Minute, time.Second
 	})
@@ -509,7 +509,7 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 
 	const maxStale = time.Second
 	const interval = 250 * ms
-	sel, events := newSelector(t, replica.Config{ProbeInterval: interval, MaxStaleness: maxStale})
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, MaxStaleness: maxStale})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
 	ready(t, ctx, c, sel, 2)
 	if st := row(t, sel.Table(), b.Addr()); !st.Elected || !st.LagKnown || st.Lag > maxStale {
@@ -560,6 +560,107 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 	t.Logf("B elected again %v after the link came back (%s)", ev.Time.Sub(restored), ev.Reason)
 	if st := row(t, sel.Table(), b.Addr()); st.Lag > maxStale || !st.LinkUp {
 		t.Fatalf("B re-elected with %+v", st)
+	}
+}
+
+// Under MaxStaleness, a replica whose replication stalls serves no read,
+// whatever the read preference: ReadFrom Replica fails with the typed
+// error that names the deployment and why the replica was excluded, and
+// never reads the master; Nearest and ReplicaPreferred read from the
+// master. Once the replica has caught up, Replica reads from it again.
+func TestStaleReplicaServesNoRead(t *testing.T) {
+	ctx := testCtx(t, 90*time.Second)
+	// FailoverTimeout: Sentinel re-points a replica that follows another
+	// address than the master's only after that long.
+	l := latencyLab(t, lab.Config{FailoverTimeout: 2 * time.Minute}, 2*ms, 2*ms)
+	master, b := l.Node(0), l.Node(1)
+	detour, err := lab.NewProxy("127.0.0.1:0", master.DirectAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = detour.Close() })
+	host, port, _ := net.SplitHostPort(detour.Addr())
+	if err := b.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the replica to replicate through the detour", func() bool {
+		info, err := b.ReplicationInfo(ctx)
+		return err == nil && info["master_port"] == port && info["master_link_status"] == "up"
+	})
+
+	const maxStale, interval = time.Second, 250 * ms
+	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, MaxStaleness: maxStale})
+	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.Replica })
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicas(t, ctx, c, 1)
+	// The first read waits for the first probe round (no replica is vetted
+	// before it), then reads from the replica.
+	gets := countGets(t, l.Nodes())
+	read(t, ctx, c, 4, 40)
+	if d, total := gets.deltas(); d[1] != total {
+		t.Fatalf("ReadFrom Replica with a fresh replica: reads per node %v, want all on the replica", d)
+	}
+
+	// A writer keeps the master's offset moving.
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * ms):
+			}
+			_ = c.Set(ctx, "w", i, 0).Err()
+		}
+	})
+	defer func() { close(stop); writer.Wait() }()
+
+	detour.BlackHole()
+	stalled := time.Now()
+	ev := events.waitEvent(t, 5*time.Second, "the replica excluded as stale", func(ev replica.Event) bool {
+		return ev.Time.After(stalled) && ev.Reason == replica.ReasonStale && len(ev.Elected) == 0
+	})
+	t.Logf("excluded %v after the stall: %s", ev.Time.Sub(stalled), ev.Detail)
+	if st := row(t, sel.Table(), b.Addr()); st.Excluded != replica.ExcludedStale || !st.Healthy {
+		t.Fatalf("the stalled replica: %+v", st)
+	}
+	gets = countGets(t, l.Nodes())
+	for range 10 {
+		err := c.Get(ctx, "k").Err()
+		var nre *sentinel.NoReplicaError
+		if !errors.As(err, &nre) || !errors.Is(err, sentinel.ErrNoReplica) {
+			t.Fatalf("ReadFrom Replica with the only replica stale: %v, want a *sentinel.NoReplicaError", err)
+		}
+		if nre.MasterName != l.MasterName() || nre.Master != master.Addr() || len(nre.Replicas) != 1 ||
+			nre.Replicas[0].Addr != b.Addr() || nre.Replicas[0].Reason != replica.ExcludedStale ||
+			!strings.Contains(err.Error(), fmt.Sprintf("%q", l.MasterName())) || !strings.Contains(err.Error(), "max staleness") {
+			t.Fatalf("error %+v: %v", nre, err)
+		}
+	}
+	if d, _ := gets.deltas(); d[0] != 0 || d[1] != 0 {
+		t.Fatalf("failed ReadFrom Replica reads ran somewhere: GETs per node %v", d)
+	}
+	for _, rf := range []sentinel.ReadFrom{sentinel.Nearest, sentinel.ReplicaPreferred} {
+		gets := countGets(t, l.Nodes())
+		read(t, sentinel.WithReadFrom(ctx, rf), c, 4, 40)
+		if d, total := gets.deltas(); d[0] != total {
+			t.Fatalf("%s with the only replica stale: reads per node %v, want all on the master", rf, d)
+		}
+	}
+
+	detour.Restore() // resets the stalled link; the replica reconnects and catches up
+	restored := time.Now()
+	ev = events.waitEvent(t, 15*time.Second, "the replica elected again", func(ev replica.Event) bool {
+		return ev.Time.After(restored) && slices.Equal(ev.Elected, []string{b.Addr()})
+	})
+	t.Logf("elected again %v after the link came back", ev.Time.Sub(restored))
+	gets = countGets(t, l.Nodes())
+	read(t, ctx, c, 4, 40)
+	if d, total := gets.deltas(); d[1] != total {
+		t.Fatalf("ReadFrom Replica after the replica caught up: reads per node %v, want all on it", d)
 	}
 }
 
@@ -623,7 +724,7 @@ func TestTwoClientsShareOneProber(t *testing.T) {
 func TestEqualReplicasShareReads(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 6*ms)
-	sel, _ := newSelector(t, replica.Config{ProbeInterval: 200 * ms})
+	sel, _ := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 200 * ms})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
 	ready(t, ctx, c, sel, 2)
 	gets := countGets(t, l.Nodes())
@@ -765,7 +866,7 @@ func TestObserverCallingTheSelector(t *testing.T) {
 	l := latencyLab(t, lab.Config{}, 2*ms, 2*ms, 30*ms)
 	var sel *replica.Selector
 	waited := make(chan error, 64)
-	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms, Observer: func(ev replica.Event) {
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 100 * ms, Observer: func(ev replica.Event) {
 		if err := sel.Start(); err != nil {
 			waited <- err
 			return

@@ -168,10 +168,14 @@ func (s *Selector) onMeasurements(m *measurements) {
 }
 
 // Pick chooses the node for one read under pref: a replica address, or ""
-// for the master. It costs one atomic load of the current election and the
-// choice (power of two choices on in-flight reads when several replicas
-// are elected): no lock, no allocation. done, when not nil, must be called
-// when the read finishes.
+// for the master. Under Replica, "" means no replica may serve the read
+// (none eligible, and none excluded only for being slow): the caller must
+// not read from the master, and Table says why each replica was excluded.
+// A replica that is unreachable, not probed yet, link-down or stale is
+// never returned, under any pref. It costs one atomic load of the current
+// election and the choice (power of two choices on in-flight reads when
+// several replicas are elected): no lock, no allocation. done, when not
+// nil, must be called when the read finishes.
 func (s *Selector) Pick(pref redisurl.ReadFrom) (addr string, done func()) {
 	e := s.cur.Load()
 	if e.lazy {
@@ -363,9 +367,8 @@ func (s *Selector) reelect(topologyChanged bool) {
 	}
 	s.install(e)
 
-	if slices.Equal(prev.electedAddrs, res.elected) && prev.nearestMaster == res.nearestMaster {
-		return
-	}
+	// The replicas Pick no longer returns (elected, or Replica's slow
+	// fallback) are evicted, whether or not the election changed.
 	var n notice
 	if s.env.Evict != nil {
 		for _, addr := range prev.inUse {
@@ -373,6 +376,10 @@ func (s *Selector) reelect(topologyChanged bool) {
 				n.evict = append(n.evict, addr)
 			}
 		}
+	}
+	if slices.Equal(prev.electedAddrs, res.elected) && prev.nearestMaster == res.nearestMaster {
+		s.notify(n)
+		return
 	}
 	reason, detail := describeChange(prev.electedAddrs, prev.table, res, !prev.probed && res.probed, topologyChanged)
 	ev := Event{

@@ -52,10 +52,15 @@ type Client struct {
 	topo          topoState // owned by the topology goroutine
 	events        chan sentinelEvent
 	kickCh        chan struct{}
-	evictCh       chan string
+	evictSig      chan struct{} // capacity 1: evictions are waiting
 	refreshDone   chan refreshResult
 	switchDone    chan switchResult
 	promotionDone chan promotionResult
+
+	// evicts are the replicas to evict, drained by the topology goroutine
+	// (evictSig wakes it).
+	evictMu sync.Mutex
+	evicts  map[string]struct{}
 
 	mu           sync.Mutex
 	pendingRound chan struct{}
@@ -88,14 +93,14 @@ func NewClient(opts Options) (*Client, error) {
 		log:           opts.Logger.With("master_name", opts.MasterName),
 		events:        make(chan sentinelEvent, 256),
 		kickCh:        make(chan struct{}, 1),
-		evictCh:       make(chan string, 16),
+		evictSig:      make(chan struct{}, 1),
 		refreshDone:   make(chan refreshResult),
 		switchDone:    make(chan switchResult),
 		promotionDone: make(chan promotionResult),
 		topo:          topoState{knownEpoch: -1, formerMasters: map[string]formerMaster{}, unconfirmed: map[string]time.Time{}},
 	}
 	if c.selector == nil {
-		sel, err := replica.NewSelector(replica.Config{})
+		sel, err := replica.NewSelector(replica.DefaultConfig())
 		if err != nil {
 			return nil, err
 		}
@@ -383,28 +388,117 @@ func (c *Client) resolveAfter(ctx context.Context, seen *snapshot) (*snapshot, e
 	return c.snap.Load(), nil
 }
 
-// target picks the node for one call.
-func (c *Client) target(snap *snapshot, readOnly bool, rf ReadFrom) (*node, func(), error) {
+// target picks the node for one call. Reads go where the selector says:
+// a replica, or the master when it returns none, except under Replica,
+// which never reads the master: the read waits for the selector's probe
+// rounds while a replica is not probed yet, and then fails with a
+// *NoReplicaError that says why each replica was not used. The client
+// never substitutes a replica the selector did not hand out.
+func (c *Client) target(ctx context.Context, snap *snapshot, readOnly bool, rf ReadFrom) (*node, func(), error) {
 	if !readOnly || rf == Master {
 		return snap.master, nil, nil
 	}
-	addr, done := c.selector.Pick(rf)
-	if addr != "" {
+	if n, done := c.pickReplica(snap, rf); n != nil {
+		return n, done, nil
+	}
+	if rf != Replica {
+		return snap.master, nil, nil
+	}
+	if ex, ok := c.selector.(replicaExplainer); ok && awaitingProbe(ex.Table()) {
+		// No replica has been vetted yet (the first read starts the
+		// prober; a replica that joins is probed at once): wait for the
+		// rounds that vet them, within the caller's context and
+		// ReadTimeout (what the read itself could have taken), or until
+		// the client closes.
+		wctx, cancel := context.WithTimeout(ctx, c.opts.ReadTimeout)
+		defer cancel()
+		stop := context.AfterFunc(c.ctx, cancel)
+		defer stop()
+		for ex.WaitRound(wctx, ex.Rounds()+1) == nil {
+			if cur := c.snap.Load(); cur.master != nil {
+				snap = cur
+			}
+			if n, done := c.pickReplica(snap, rf); n != nil {
+				return n, done, nil
+			}
+			if !awaitingProbe(ex.Table()) {
+				break
+			}
+		}
+	}
+	return nil, nil, c.noReplica(snap)
+}
+
+// pickReplica asks the selector for a replica and returns its node in
+// snap, or nil. The selector learns a topology an instant after the
+// snapshot is installed, so it may name a replica the snapshot no longer
+// has: that one is not used, and the selector is asked once more.
+func (c *Client) pickReplica(snap *snapshot, rf ReadFrom) (*node, func()) {
+	for range 2 {
+		addr, done := c.selector.Pick(rf)
+		if addr == "" {
+			return nil, nil
+		}
 		if n := snap.replica(addr); n != nil {
-			return n, done, nil
+			return n, done
 		}
 		if done != nil {
 			done()
 		}
 	}
-	if rf == Replica {
-		if len(snap.replicas) == 0 {
-			return nil, nil, ErrNoReplica
+	return nil, nil
+}
+
+// replicaExplainer is implemented by selectors that probe the replicas
+// and keep an RTT table (replica.Selector): a read under ReadFrom Replica
+// that got no replica waits for a probe round while a replica is not
+// probed yet, and its *NoReplicaError gives each replica's exclusion.
+type replicaExplainer interface {
+	Table() []replica.NodeStatus
+	Rounds() uint64
+	WaitRound(ctx context.Context, n uint64) error
+}
+
+// awaitingProbe: a replica in the table has not been probed yet (the
+// first round after the first read, or a replica that just joined, for
+// which the prober runs a round at once).
+func awaitingProbe(table []replica.NodeStatus) bool {
+	for _, st := range table {
+		if st.Role == replica.RoleReplica && st.Excluded == replica.ExcludedUnprobed {
+			return true
 		}
-		// The selector's view lags the snapshot: take any healthy replica.
-		return snap.replicas[0], nil, nil
 	}
-	return snap.master, nil, nil
+	return false
+}
+
+// noReplica is the error of a read under ReadFrom Replica that no replica
+// may serve: each replica the client knows, and why the selector did not
+// hand it out.
+func (c *Client) noReplica(snap *snapshot) *NoReplicaError {
+	e := &NoReplicaError{MasterName: c.opts.MasterName, Master: snap.masterAddr()}
+	seen := map[string]bool{}
+	if ex, ok := c.selector.(replicaExplainer); ok {
+		for _, st := range ex.Table() {
+			if st.Role != replica.RoleReplica {
+				continue
+			}
+			seen[st.Addr] = true
+			r := ReplicaExclusion{Addr: st.Addr, Reason: st.Excluded, Why: st.Why}
+			switch {
+			case snap.replica(st.Addr) == nil:
+				r.Reason, r.Why = "", "no longer among the healthy replicas Sentinel reports"
+			case st.Excluded == replica.NotExcluded:
+				r.Why = "not handed out for this read: the election was changing"
+			}
+			e.Replicas = append(e.Replicas, r)
+		}
+	}
+	for _, n := range snap.replicas {
+		if !seen[n.addr] {
+			e.Replicas = append(e.Replicas, ReplicaExclusion{Addr: n.addr, Why: "not handed out by the replica selector"})
+		}
+	}
+	return e
 }
 
 // process runs one command (the front client's process hook).
@@ -448,7 +542,7 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 		return err
 	}
 	rf := c.readFrom(ctx)
-	n, done, err := c.target(snap, true, rf)
+	n, done, err := c.target(ctx, snap, true, rf)
 	if err != nil {
 		return err
 	}
@@ -470,7 +564,7 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 	if rerr != nil {
 		return err
 	}
-	n2, done2, terr := c.target(next, true, rf)
+	n2, done2, terr := c.target(ctx, next, true, rf)
 	if terr != nil {
 		return err
 	}

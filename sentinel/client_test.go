@@ -247,8 +247,14 @@ func TestReplicaOnlyWithoutReplica(t *testing.T) {
 	ctx := testCtx(t, 20*time.Second)
 	l := lab.New(t, lab.Sentinel(0))
 	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
-	if err := c.Get(ctx, "k").Err(); !errors.Is(err, ErrNoReplica) {
-		t.Fatalf("GET with ReadFrom replica and no replica: %v, want ErrNoReplica", err)
+	err := c.Get(ctx, "k").Err()
+	var nre *NoReplicaError
+	if !errors.Is(err, ErrNoReplica) || !errors.As(err, &nre) {
+		t.Fatalf("GET with ReadFrom replica and no replica: %v, want a *NoReplicaError", err)
+	}
+	if nre.MasterName != l.MasterName() || nre.Master != l.Node(0).Addr() || len(nre.Replicas) != 0 ||
+		!strings.Contains(err.Error(), "Sentinel reports no healthy replica") {
+		t.Fatalf("error %+v: %v", nre, err)
 	}
 	if err := c.Get(WithReadFrom(ctx, ReplicaPreferred), "k").Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("GET with ReplicaPreferred and no replica: %v, want redis.Nil from the master", err)

@@ -470,7 +470,9 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 // electOnce runs one probe round of the default replica election and
 // returns its table.
 func electOnce(ctx context.Context, opts *Options, master string, replicas []string) ([]replica.NodeStatus, error) {
-	sel, err := replica.NewSelector(replica.Config{ProbeTimeout: opts.ProbeTimeout, Logger: opts.Logger})
+	cfg := replica.DefaultConfig() // the client's default selector
+	cfg.ProbeTimeout, cfg.Logger = opts.ProbeTimeout, opts.Logger
+	sel, err := replica.NewSelector(cfg)
 	if err != nil {
 		return nil, err
 	}

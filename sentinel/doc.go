@@ -135,23 +135,30 @@
 // read-only), and per script (EVAL_RO, or a no-writes shebang); MULTI,
 // server commands, blocking and pub/sub commands go to the master. The
 // ReplicaSelector chooses among the replicas Sentinel reports healthy (not
-// s_down, o_down or disconnected, link up) and ROLE confirms. With no such
-// replica, ReplicaPreferred and Nearest read from the master; Replica fails
-// with ErrNoReplica.
+// s_down, o_down or disconnected, link up) and ROLE confirms, and the
+// client reads only from the replica it hands out. When it hands out none,
+// ReplicaPreferred and Nearest read from the master; Replica, which never
+// reads the master, fails with a *NoReplicaError (errors.Is ErrNoReplica)
+// naming the deployment and, for each replica, why it was not used.
 //
 // The default selector is latency-aware (package replica): one prober per
 // process and deployment times PING to the master and every replica on
 // dedicated connections every 2 s, starting at the first read that may go
 // to a replica, and reads go to the replica with the lowest smoothed
 // round-trip time (replicas within 2 ms of it share the reads), never to
-// one slower than 3 × the master. Nearest counts the master as a
-// candidate: it reads from the master when the master is nearer than
-// every eligible replica by more than that window. Until the first probe
-// round completes (milliseconds after the first such read), Nearest and
-// ReplicaPreferred read from the master rather than gamble on a far
-// replica, and Replica uses the healthy replicas in turn. When the
-// election changes, pooled connections to replicas that left it are
-// closed. Give Options.ReplicaSelector a replica.Selector of your own to
+// one slower than 3 × the master, one whose probe failed, one whose
+// replication link is down, or (with a staleness bound) one lagging
+// beyond it. Nearest counts the master as a candidate: it reads from the
+// master when the master is nearer than every eligible replica by more
+// than that window. Until the first probe round completes (milliseconds
+// after the first such read), Nearest and ReplicaPreferred read from the
+// master rather than gamble on a far replica, and Replica waits for the
+// round (within the caller's context and ReadTimeout). With no eligible
+// replica, Replica reads from the nearest replica excluded only for being
+// slow (slower than the master, but answering, attached and fresh: better
+// than an error, since it may not read the master), and fails when there
+// is none. When the election changes, pooled connections to replicas that
+// left it are closed. Give Options.ReplicaSelector a replica.Selector of your own to
 // change its settings (interval, exclusion factor, window, a staleness
 // bound), to observe its re-elections, or to read its RTT table.
 //

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/replica"
 )
 
 var (
@@ -14,10 +16,10 @@ var (
 	// redis.ErrClosed, so existing checks keep working.
 	ErrClosed = redis.ErrClosed
 
-	// ErrNoReplica is returned for ReadFrom Replica when no healthy,
-	// ROLE-verified replica is known. ReplicaPreferred and Nearest read
-	// from the master instead.
-	ErrNoReplica = errors.New("sentinel: no healthy replica (ReadFrom is replica only)")
+	// ErrNoReplica matches a *NoReplicaError: under ReadFrom Replica, no
+	// replica may serve the read. ReplicaPreferred and Nearest read from
+	// the master instead.
+	ErrNoReplica = errors.New("sentinel: no replica may serve the read (ReadFrom is replica only)")
 
 	// ErrFailoverInProgress is returned for a write held during a failover
 	// (the old master is about to be demoted) when the new master was not
@@ -41,6 +43,64 @@ var (
 	// cannot offer (the auto-pipeliners bypass per-command routing).
 	ErrUnsupported = errors.New("sentinel: not supported by the routed client")
 )
+
+// NoReplicaError reports that a read under ReadFrom Replica found no
+// replica that may serve it, and why for each replica the client knows.
+// ReadFrom Replica never reads the master (ReplicaPreferred would have);
+// with the default selector, a replica is not used while it is
+// unreachable, not probed yet, link-down or stale (see package replica).
+// It matches ErrNoReplica. Nothing was sent: re-running the read is safe.
+type NoReplicaError struct {
+	MasterName string
+	// Master is the master's address, which was not read.
+	Master string
+	// Replicas are the replicas the client knew (Sentinel reports them
+	// healthy and ROLE confirms them), each with why it was not used.
+	// Empty: Sentinel reports no healthy replica.
+	Replicas []ReplicaExclusion
+}
+
+// ReplicaExclusion is a replica a read under ReadFrom Replica did not use,
+// and why.
+type ReplicaExclusion struct {
+	Addr string
+	// Reason is the selector's exclusion in a word (replica.ExcludedStale,
+	// ...), or "" when the selector gave none: one without an RTT table
+	// (NewRoundRobinSelector), or a replica leaving the topology.
+	Reason replica.Exclusion
+	// Why says it in a sentence.
+	Why string
+}
+
+func (e *NoReplicaError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sentinel: no replica of %q may serve the read (ReadFrom is replica only: the master", e.MasterName)
+	if e.Master != "" {
+		fmt.Fprintf(&b, " %s", e.Master)
+	}
+	b.WriteString(" is not read)")
+	if len(e.Replicas) == 0 {
+		b.WriteString(": Sentinel reports no healthy replica")
+	}
+	for i, r := range e.Replicas {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.Addr)
+		if r.Reason != "" {
+			fmt.Fprintf(&b, " %s", r.Reason)
+		}
+		if r.Why != "" {
+			fmt.Fprintf(&b, " (%s)", r.Why)
+		}
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNoReplica) true.
+func (e *NoReplicaError) Is(target error) bool { return target == ErrNoReplica }
 
 // MasterChangedError reports that the master changed while a write was in
 // flight and the write was not re-run, because it may have executed on the

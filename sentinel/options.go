@@ -24,8 +24,10 @@ type ReadFrom = redisurl.ReadFrom
 const (
 	// Master sends everything to the master (the default).
 	Master = redisurl.Master
-	// Replica sends read-only work to a replica, and fails with
-	// ErrNoReplica when none is healthy.
+	// Replica sends read-only work to a replica, never to the master: when
+	// no replica may serve the read (none healthy, or with the default
+	// selector every one unreachable, link-down or stale), it fails with a
+	// *NoReplicaError (ErrNoReplica) that says why for each replica.
 	Replica = redisurl.Replica
 	// ReplicaPreferred sends read-only work to a replica, or to the master
 	// when none is healthy.
@@ -85,9 +87,10 @@ type Options struct {
 	// override it with WithReadFrom.
 	ReadFrom ReadFrom
 	// ReplicaSelector chooses the replica for each read. Default: a
-	// latency-aware replica.Selector with replica.Config's defaults (the
-	// nearest healthy replica, by probed round-trip time; see package
-	// replica). NewRoundRobinSelector gives the healthy replicas in turn.
+	// latency-aware replica.Selector made with replica.DefaultConfig()
+	// (the nearest healthy replica, by probed round-trip time, sharing
+	// the reads with replicas within 2 ms of it; see package replica).
+	// NewRoundRobinSelector gives the healthy replicas in turn.
 	ReplicaSelector ReplicaSelector
 	// Classifier decides which commands are read-only. Default:
 	// classify.New(), the table generated from Redis 7.

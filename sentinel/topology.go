@@ -170,8 +170,10 @@ func (c *Client) run() {
 			}
 		case res := <-c.switchDone:
 			c.applySwitch(res)
-		case addr := <-c.evictCh:
-			c.applyEvict(addr)
+		case <-c.evictSig:
+			for _, addr := range c.takeEvicts() {
+				c.applyEvict(addr)
+			}
 		case <-promotion.C:
 			c.startPromotionCheck()
 		case res := <-c.promotionDone:
@@ -556,13 +558,30 @@ func (c *Client) applySwitch(res switchResult) {
 }
 
 // evict asks the topology goroutine to give a replica a fresh client (see
-// replica.Env.Evict). It never blocks: an eviction that does not fit is
-// dropped, the next one will do.
+// replica.Env.Evict). It never blocks and never drops one: the address
+// joins a set (asking twice before the goroutine gets to it evicts once,
+// which is all the second ask needs) and a signal of capacity one wakes
+// the goroutine, which drains the set.
 func (c *Client) evict(addr string) {
-	select {
-	case c.evictCh <- addr:
-	default:
+	c.evictMu.Lock()
+	if c.evicts == nil {
+		c.evicts = map[string]struct{}{}
 	}
+	c.evicts[addr] = struct{}{}
+	c.evictMu.Unlock()
+	select {
+	case c.evictSig <- struct{}{}:
+	default: // a signal is pending: the drain will see addr
+	}
+}
+
+// takeEvicts empties the set of replicas to evict, in address order.
+func (c *Client) takeEvicts() []string {
+	c.evictMu.Lock()
+	defer c.evictMu.Unlock()
+	out := slices.Sorted(maps.Keys(c.evicts))
+	clear(c.evicts)
+	return out
 }
 
 // applyEvict swaps a replica's client for a fresh one: the old client

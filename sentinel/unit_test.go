@@ -294,3 +294,216 @@ func TestDurableReplicas(t *testing.T) {
 		}
 	}
 }
+
+// fakeSelector hands out whatever pick says; with rows it also keeps an
+// RTT table and counts probe rounds like replica.Selector (a
+// replicaExplainer): WaitRound runs onRound, as a probe round would.
+type fakeSelector struct {
+	pick    func(ReadFrom) string
+	rows    []replica.NodeStatus
+	rounds  uint64
+	waited  int
+	onRound func(f *fakeSelector)
+}
+
+func (f *fakeSelector) UpdateTopology(Topology)           {}
+func (f *fakeSelector) Pick(rf ReadFrom) (string, func()) { return f.pick(rf), nil }
+func (f *fakeSelector) Close() error                      { return nil }
+
+// plainSelector hides the table: a selector that cannot explain.
+type plainSelector struct{ f *fakeSelector }
+
+func (p plainSelector) UpdateTopology(Topology)           {}
+func (p plainSelector) Pick(rf ReadFrom) (string, func()) { return p.f.Pick(rf) }
+func (p plainSelector) Close() error                      { return nil }
+
+func (f *fakeSelector) Table() []replica.NodeStatus { return f.rows }
+func (f *fakeSelector) Rounds() uint64              { return f.rounds }
+func (f *fakeSelector) WaitRound(ctx context.Context, n uint64) error {
+	f.waited++
+	if f.onRound == nil {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	f.onRound(f)
+	f.rounds = n
+	return nil
+}
+
+// target reads only from the replica the selector hands out: never from
+// a replica behind its back (one it did not name, or one it named that the
+// snapshot no longer has). With none, ReplicaPreferred and Nearest read
+// from the master, and Replica fails with a *NoReplicaError that names the
+// deployment and why each replica was not used, after waiting for a probe
+// round when a replica is not probed yet.
+func TestTargetNeverReadsBehindTheSelectorsBack(t *testing.T) {
+	const m, a, b, gone = "10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379", "10.0.0.9:6379"
+	master, na, nb := &node{addr: m}, &node{addr: a}, &node{addr: b}
+	snap := &snapshot{master: master, replicas: []*node{na, nb}, byAddr: map[string]*node{a: na, b: nb}}
+	none := func(ReadFrom) string { return "" }
+	row := func(addr string, e replica.Exclusion, why string) replica.NodeStatus {
+		return replica.NodeStatus{Addr: addr, Role: replica.RoleReplica, Excluded: e, Why: why}
+	}
+	masterRow := replica.NodeStatus{Addr: m, Role: replica.RoleMaster}
+	staleAndLinkDown := []replica.NodeStatus{masterRow,
+		row(a, replica.ExcludedStale, "lag 3s (5000 bytes) > max staleness 1s"),
+		row(b, replica.ExcludedLinkDown, "replication link to the master is down")}
+
+	tests := []struct {
+		name     string
+		sel      ReplicaSelector
+		rf       ReadFrom
+		want     *node                        // nil: an error
+		excluded map[string]replica.Exclusion // the *NoReplicaError's replicas
+		waits    int                          // probe rounds waited for
+		inMsg    []string
+	}{
+		{name: "the selector's replica", sel: &fakeSelector{pick: func(ReadFrom) string { return b }}, rf: Replica, want: nb},
+		{name: "master preference", sel: &fakeSelector{pick: func(ReadFrom) string { return b }}, rf: Master, want: master},
+		{name: "none, ReplicaPreferred: the master", sel: &fakeSelector{pick: none, rows: staleAndLinkDown}, rf: ReplicaPreferred, want: master},
+		{name: "none, Nearest: the master", sel: &fakeSelector{pick: none, rows: staleAndLinkDown}, rf: Nearest, want: master},
+		{
+			name: "none, Replica: the typed error with each replica's exclusion",
+			sel:  &fakeSelector{pick: none, rows: staleAndLinkDown}, rf: Replica,
+			excluded: map[string]replica.Exclusion{a: replica.ExcludedStale, b: replica.ExcludedLinkDown},
+			inMsg:    []string{`"mymaster"`, m + " is not read", a + " stale (lag 3s", b + " link-down (replication link"},
+		},
+		{
+			name: "a replica the snapshot no longer has, Replica: not used, the error",
+			sel:  &fakeSelector{pick: func(ReadFrom) string { return gone }, rows: []replica.NodeStatus{masterRow, row(gone, "", "fastest eligible replica")}}, rf: Replica,
+			excluded: map[string]replica.Exclusion{gone: "", a: "", b: ""},
+			inMsg:    []string{gone + " (no longer among the healthy replicas", a + " (not handed out by the replica selector)"},
+		},
+		{
+			name: "a replica the snapshot no longer has, ReplicaPreferred: the master",
+			sel:  &fakeSelector{pick: func(ReadFrom) string { return gone }}, rf: ReplicaPreferred, want: master,
+		},
+		{
+			name: "the selector's view catches up: asked again",
+			sel: func() ReplicaSelector {
+				calls := 0
+				return &fakeSelector{pick: func(ReadFrom) string {
+					calls++
+					if calls == 1 {
+						return gone
+					}
+					return a
+				}}
+			}(), rf: Replica, want: na,
+		},
+		{
+			name: "a selector without a table: the error lists the snapshot's replicas",
+			sel:  plainSelector{&fakeSelector{pick: none}}, rf: Replica,
+			excluded: map[string]replica.Exclusion{a: "", b: ""},
+		},
+		{
+			name: "not probed yet: waits for the round, then reads the replica it elects",
+			sel: &fakeSelector{pick: none, rows: []replica.NodeStatus{masterRow, row(a, replica.ExcludedUnprobed, "not probed yet")},
+				onRound: func(f *fakeSelector) { f.pick = func(ReadFrom) string { return a } }},
+			rf: Replica, want: na, waits: 1,
+		},
+		{
+			// A replica that joined during a round is probed in the next.
+			name: "not probed yet after a round: waits for the next",
+			sel: &fakeSelector{pick: none, rows: []replica.NodeStatus{masterRow, row(a, replica.ExcludedUnprobed, "not probed yet")},
+				onRound: func(f *fakeSelector) {
+					if f.waited == 2 {
+						f.pick = func(ReadFrom) string { return a }
+					}
+				}},
+			rf: Replica, want: na, waits: 2,
+		},
+		{
+			name: "not probed yet, and stale after the round: one wait, then the error",
+			sel: &fakeSelector{pick: none, rows: []replica.NodeStatus{masterRow, row(a, replica.ExcludedUnprobed, "not probed yet")},
+				onRound: func(f *fakeSelector) { f.rows = staleAndLinkDown }},
+			rf: Replica, waits: 1,
+			excluded: map[string]replica.Exclusion{a: replica.ExcludedStale, b: replica.ExcludedLinkDown},
+		},
+		{
+			name: "not probed yet and no round within ReadTimeout: the error",
+			sel:  &fakeSelector{pick: none, rows: []replica.NodeStatus{masterRow, row(a, replica.ExcludedUnprobed, "not probed yet")}},
+			rf:   Replica, waits: 1,
+			excluded: map[string]replica.Exclusion{a: replica.ExcludedUnprobed, b: ""},
+			inMsg:    []string{a + " unprobed (not probed yet)"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := &Client{opts: Options{MasterName: "mymaster", ReadTimeout: 50 * time.Millisecond}, selector: tc.sel, ctx: ctx}
+			c.snap.Store(snap)
+			n, _, err := c.target(context.Background(), snap, true, tc.rf)
+			if f, ok := tc.sel.(*fakeSelector); ok && f.waited != tc.waits {
+				t.Errorf("waited for %d probe rounds, want %d", f.waited, tc.waits)
+			}
+			if tc.want != nil {
+				if err != nil || n != tc.want {
+					t.Fatalf("got %v, %v; want %s", n, err, tc.want.addr)
+				}
+				return
+			}
+			var nre *NoReplicaError
+			if n != nil || !errors.Is(err, ErrNoReplica) || !errors.As(err, &nre) {
+				t.Fatalf("got %v, %v; want a *NoReplicaError", n, err)
+			}
+			if nre.MasterName != "mymaster" || nre.Master != m {
+				t.Errorf("error %+v", nre)
+			}
+			got := map[string]replica.Exclusion{}
+			for _, r := range nre.Replicas {
+				got[r.Addr] = r.Reason
+				if r.Why == "" {
+					t.Errorf("%s has no explanation", r.Addr)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.excluded) {
+				t.Errorf("replicas %v, want %v", got, tc.excluded)
+			}
+			for _, s := range tc.inMsg {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%q lacks %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestNoReplicaErrorWithoutReplicas(t *testing.T) {
+	err := error(&NoReplicaError{MasterName: "mymaster", Master: "10.0.0.1:6379"})
+	want := `sentinel: no replica of "mymaster" may serve the read (ReadFrom is replica only: the master 10.0.0.1:6379 is not read): Sentinel reports no healthy replica`
+	if err.Error() != want || !errors.Is(err, ErrNoReplica) {
+		t.Fatalf("%q (Is ErrNoReplica: %v), want %q", err, errors.Is(err, ErrNoReplica), want)
+	}
+}
+
+// Evictions are never dropped: asked for faster than the topology
+// goroutine drains them (the selector's notifier calls Evict for every
+// replica that leaves its choice), each replica is evicted once, and one
+// signal waits for the goroutine however many asks came.
+func TestEvictionsCoalesceAndAreNeverDropped(t *testing.T) {
+	c := &Client{evictSig: make(chan struct{}, 1)}
+	var want []string
+	for i := range 40 {
+		addr := fmt.Sprintf("10.0.0.%d:6379", 10+i)
+		want = append(want, addr)
+		c.evict(addr)
+		c.evict(addr) // asked twice before the drain: evicted once
+	}
+	if n := len(c.evictSig); n != 1 {
+		t.Fatalf("%d signals pending, want 1", n)
+	}
+	<-c.evictSig
+	if got := c.takeEvicts(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("drained %v, want all %d: %v", got, len(want), want)
+	}
+	if got := c.takeEvicts(); len(got) != 0 {
+		t.Fatalf("drained again: %v", got)
+	}
+	// An ask after the drain signals again.
+	c.evict(want[0])
+	if len(c.evictSig) != 1 {
+		t.Fatal("no signal for an eviction after the drain")
+	}
+}

@@ -26,18 +26,18 @@ func (d *demo) electionTour(ctx context.Context) error {
 	var events []replica.Event
 	changed := make(chan struct{}, 1)
 	const interval = 250 * time.Millisecond
-	sel, err := replica.NewSelector(replica.Config{
-		ProbeInterval: interval,
-		Observer: func(ev replica.Event) {
-			mu.Lock()
-			events = append(events, ev)
-			mu.Unlock()
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
+	cfg := replica.DefaultConfig() // the Sentinel client's default, probing faster
+	cfg.ProbeInterval = interval
+	cfg.Observer = func(ev replica.Event) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	sel, err := replica.NewSelector(cfg)
 	if err != nil {
 		return err
 	}

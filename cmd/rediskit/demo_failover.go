@@ -43,7 +43,7 @@ func (d *demo) failoverTour(ctx context.Context) error {
 	// The latency-aware election, started before the failover so reads go
 	// to a replica from the first one (before its first probe round the
 	// selector reads from the master, which is about to go silent).
-	sel, err := replica.NewSelector(replica.Config{})
+	sel, err := replica.NewSelector(replica.DefaultConfig())
 	if err != nil {
 		return err
 	}

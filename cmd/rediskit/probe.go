@@ -106,16 +106,15 @@ type probeNodeJSON struct {
 func runProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) error {
 	var evMu sync.Mutex
 	var events []replica.Event
-	sel, err := replica.NewSelector(replica.Config{
-		ProbeInterval: f.interval,
-		ProbeTimeout:  t.timeout,
-		MaxStaleness:  f.maxStaleness,
-		Observer: func(ev replica.Event) {
-			evMu.Lock()
-			events = append(events, ev)
-			evMu.Unlock()
-		},
-	})
+	// The Sentinel client's default election, with the flags' settings.
+	cfg := replica.DefaultConfig()
+	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.MaxStaleness = f.interval, t.timeout, f.maxStaleness
+	cfg.Observer = func(ev replica.Event) {
+		evMu.Lock()
+		events = append(events, ev)
+		evMu.Unlock()
+	}
+	sel, err := replica.NewSelector(cfg)
 	if err != nil {
 		return usageError{err}
 	}
