@@ -517,19 +517,7 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 	}
 
 	// A writer keeps the master's offset moving.
-	stop := make(chan struct{})
-	var writer sync.WaitGroup
-	writer.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * ms):
-			}
-			_ = c.Set(ctx, "w", i, 0).Err()
-		}
-	})
-	defer func() { close(stop); writer.Wait() }()
+	defer keepWriting(ctx, c)()
 
 	detour.BlackHole()
 	stalled := time.Now()
@@ -604,19 +592,7 @@ func TestStaleReplicaServesNoRead(t *testing.T) {
 	}
 
 	// A writer keeps the master's offset moving.
-	stop := make(chan struct{})
-	var writer sync.WaitGroup
-	writer.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * ms):
-			}
-			_ = c.Set(ctx, "w", i, 0).Err()
-		}
-	})
-	defer func() { close(stop); writer.Wait() }()
+	defer keepWriting(ctx, c)()
 
 	detour.BlackHole()
 	stalled := time.Now()
@@ -1007,4 +983,22 @@ func TestProbeClientWithoutNodeOptions(t *testing.T) {
 	if errs := lab.ParseInfo(stats); len(errs) != 0 {
 		t.Fatalf("the node refused commands the probe client sent on its own: %v\nMONITOR:\n%s", errs, feed)
 	}
+}
+
+// keepWriting writes through c every 10 ms, so the master's replication
+// offset keeps moving, until the returned stop function is called.
+func keepWriting(ctx context.Context, c *sentinel.Client) (stop func()) {
+	done := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * ms):
+			}
+			_ = c.Set(ctx, "w", i, 0).Err()
+		}
+	})
+	return func() { close(done); writer.Wait() }
 }
