@@ -430,9 +430,10 @@ func (c *Client) target(ctx context.Context, snap *snapshot, readOnly bool, rf R
 }
 
 // pickReplica asks the selector for a replica and returns its node in
-// snap, or nil. The selector learns a topology an instant after the
-// snapshot is installed, so it may name a replica the snapshot no longer
-// has: that one is not used, and the selector is asked once more.
+// snap, or nil. The selector learns a topology just before the snapshot
+// is installed, so a read holding the snapshot before that may be named a
+// replica its snapshot does not have: that one is not used, and the
+// selector is asked once more.
 func (c *Client) pickReplica(snap *snapshot, rf ReadFrom) (*node, func()) {
 	for range 2 {
 		addr, done := c.selector.Pick(rf)

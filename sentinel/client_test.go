@@ -699,3 +699,26 @@ func TestDurableConfirmsWritesWithNilReplies(t *testing.T) {
 		t.Fatalf("the write ran on the master: b = %q", v)
 	}
 }
+
+// TestFirstReplicaReadOfANewClient sends a GET under ReadFrom Replica the
+// moment each new client exists. The read wakes on the first snapshot and
+// asks the selector at once: the selector must already know the replicas
+// (and wait for their first probe), never answer as if there were none.
+func TestFirstReplicaReadOfANewClient(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	const clients = 40
+	for i := range clients {
+		c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: Replica})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Get(ctx, "missing").Err()
+		if cerr := c.Close(); cerr != nil {
+			t.Errorf("close: %v", cerr)
+		}
+		if !errors.Is(err, redis.Nil) {
+			t.Fatalf("client %d: the first read got %v, want redis.Nil from the replica", i, err)
+		}
+	}
+}

@@ -426,7 +426,7 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	c.sentinels = newSentinelSet(&c.opts)
 	defer c.nodes.closeAll()
 	defer c.sentinels.close()
-	healthy, _, _, err := c.healthyReplicas(ctx, d.Sentinel)
+	healthy, _, _, err := c.healthyReplicas(ctx, d.Sentinel, 0)
 	switch {
 	case err != nil:
 		step.Took = time.Since(start)

@@ -88,6 +88,11 @@ type masterReport struct {
 	// ones it streams writes to, and whose acknowledgements WAIT counts),
 	// as the master announces them; set by discover.
 	connected []string
+	// sDownMillis is how long this sentinel has seen the master subjectively
+	// down (SENTINEL MASTER's s-down-time), 0 when it does not. Sentinel
+	// lets a replica's link to the master be down that much longer before
+	// the replica may no longer be promoted.
+	sDownMillis int64
 }
 
 var errUnknownMaster = errors.New("does not monitor a master by that name")
@@ -110,6 +115,11 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 		rep.addr = net.JoinHostPort(fields["ip"], fields["port"])
 		if e, perr := strconv.ParseInt(fields["config-epoch"], 10, 64); perr == nil {
 			rep.epoch = e
+		}
+		if redisinfo.HasFlag(fields["flags"], "s_down") {
+			if ms, perr := strconv.ParseInt(fields["s-down-time"], 10, 64); perr == nil && ms > 0 {
+				rep.sDownMillis = ms
+			}
 		}
 		// The sentinel leading a failover bumps the config epoch when the
 		// replica reports its promotion, but keeps naming the old master
@@ -255,9 +265,10 @@ type replicaReport struct {
 // link. The checks run in parallel, each bounded. claimMaster lists the
 // replicas whose ROLE says master: a promotion Sentinel has not announced
 // yet, or the old master awaiting demotion. promotable lists the replicas
-// the sentinel could promote (see promotable), whether or not the client
-// reaches them.
-func (c *Client) healthyReplicas(ctx context.Context, sentinel string) (healthy []replicaReport, claimMaster, promotable []string, err error) {
+// the sentinel could promote (see promotableReplicas; masterSDownMillis is
+// the master's s-down-time in that sentinel's view), whether or not the
+// client reaches them.
+func (c *Client) healthyReplicas(ctx context.Context, sentinel string, masterSDownMillis int64) (healthy []replicaReport, claimMaster, promotable []string, err error) {
 	client := c.sentinels.client(sentinel)
 	if client == nil {
 		return nil, nil, nil, ErrClosed
@@ -268,7 +279,7 @@ func (c *Client) healthyReplicas(ctx context.Context, sentinel string) (healthy 
 	if err != nil {
 		return nil, nil, nil, describeSentinelError(err, c.opts.SentinelTimeout)
 	}
-	promotable = promotableReplicas(rows)
+	promotable = promotableReplicas(rows, masterSDownMillis)
 	var candidates []string
 	for _, r := range rows {
 		flags := r["flags"]
@@ -311,11 +322,12 @@ func (c *Client) healthyReplicas(ctx context.Context, sentinel string) (healthy 
 // could promote, by the rules of its own choice (sentinelSelectSlave) that
 // the table shows: not flagged s_down, o_down or disconnected, a
 // replica-priority other than 0, and a link to the master down for no more
-// than ten times down-after-milliseconds. A link that is down for less is
-// no bar: Sentinel promotes such a replica, with whatever data it has. The
-// rules the table cannot show (recent PING and INFO replies) are left out,
-// so the list errs on the side of too many.
-func promotableReplicas(rows []map[string]string) []string {
+// than ten times down-after-milliseconds plus, while the sentinel sees the
+// master subjectively down, how long it has (masterSDownMillis). A link
+// that is down for less is no bar: Sentinel promotes such a replica, with
+// whatever data it has. The rules the table cannot show (recent PING and
+// INFO replies) are left out, so the list errs on the side of too many.
+func promotableReplicas(rows []map[string]string, masterSDownMillis int64) []string {
 	var out []string
 	for _, r := range rows {
 		flags := r["flags"]
@@ -327,7 +339,7 @@ func promotableReplicas(rows []map[string]string) []string {
 		}
 		down, derr := strconv.ParseInt(r["master-link-down-time"], 10, 64)
 		after, aerr := strconv.ParseInt(r["down-after-milliseconds"], 10, 64)
-		if derr == nil && aerr == nil && after > 0 && down > 10*after {
+		if derr == nil && aerr == nil && after > 0 && down > masterSDownMillis+10*after {
 			continue
 		}
 		out = append(out, redisinfo.Addr(r))

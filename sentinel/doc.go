@@ -94,7 +94,8 @@
 //   - every replica Sentinel could promote: those SENTINEL REPLICAS does not
 //     flag s_down, o_down or disconnected, with a replica-priority other
 //     than 0 and a master link down for at most ten times
-//     down-after-milliseconds (Sentinel's own rules for choosing);
+//     down-after-milliseconds, plus how long the sentinel has seen the
+//     master down (Sentinel's own rules for choosing);
 //   - every replica the client verified itself (ROLE).
 //
 // Reachable or not from the client: a replica the client cannot reach,
@@ -123,9 +124,14 @@
 // running, they fail until Sentinel has turned it into a replica and it
 // has synchronised (seconds; until then Sentinel could promote it, without
 // the new master's writes); if it is gone, until a refresh finds it
-// flagged down or disconnected. A replica reported under
-// two different addresses (by the master and by Sentinel) is counted
-// twice, which fails durable writes rather than let one through.
+// flagged down or disconnected. A replica reported under two different
+// addresses is counted twice, which fails every durable write rather than
+// let one through: this happens when replicas announce a hostname
+// (replica-announce-ip) that the master's ROLE reports as given while
+// Sentinel, with resolve-hostnames yes and announce-hostnames no, reports
+// the resolved IP. Set announce-hostnames yes on the sentinels (or announce
+// IPs) to use durable writes there; Stats.DurableReplicas shows the
+// doubled entries.
 //
 // # Reads from replicas
 //

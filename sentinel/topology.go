@@ -239,7 +239,7 @@ func (c *Client) startRefreshIfWanted() {
 		res.took = time.Since(began)
 		if res.err == nil {
 			var err error
-			res.replicas, res.claims, res.promotable, err = c.healthyReplicas(c.ctx, res.rep.sentinel)
+			res.replicas, res.claims, res.promotable, err = c.healthyReplicas(c.ctx, res.rep.sentinel, res.rep.sDownMillis)
 			res.scanned = err == nil
 			if err != nil {
 				c.log.Debug("replicas unavailable", "sentinel", res.rep.sentinel, "err", err)
@@ -298,13 +298,7 @@ func (c *Client) applyRefresh(res refreshResult) {
 			verified = append(verified, r.addr)
 		}
 	}
-	promotable := res.promotable
-	if !res.scanned && cur.masterAddr() == res.rep.addr {
-		// The sentinel did not list the replicas this time: keep counting
-		// the ones counted so far rather than fewer.
-		promotable = cur.durable
-	}
-	next.durable = durableReplicas(res.rep.addr, res.rep.connected, promotable, verified)
+	next.durable = durableAfterRefresh(cur.masterAddr(), cur.durable, res, verified)
 	if cur.masterAddr() != res.rep.addr {
 		next.fenced, next.candidate = false, ""
 		st.fence = nil
@@ -339,6 +333,23 @@ func (c *Client) staleCheck(cur *snapshot) func(masterReport) error {
 	}
 }
 
+// durableAfterRefresh is the durable-write replica set after a refresh
+// that found res (see durableReplicas), given the current master and set.
+// When the sentinel did not list the replicas this time, the replicas
+// counted so far stay counted rather than fewer, and after a master change
+// the old master too (Sentinel lists it as a replica it could promote once
+// it is demoted), as promote does.
+func durableAfterRefresh(curMaster string, curDurable []string, res refreshResult, verified []string) []string {
+	promotable := res.promotable
+	if !res.scanned {
+		promotable = slices.Clone(curDurable)
+		if curMaster != "" && curMaster != res.rep.addr {
+			promotable = append(promotable, curMaster)
+		}
+	}
+	return durableReplicas(res.rep.addr, res.rep.connected, promotable, verified)
+}
+
 func changed(cur, next *snapshot) bool {
 	if cur.master != next.master || cur.fenced != next.fenced || cur.candidate != next.candidate {
 		return true
@@ -358,6 +369,14 @@ func (c *Client) install(next *snapshot) {
 		next.byAddr[r.addr] = r
 		next.replicaAddrs[i] = r.addr
 	}
+	masterChanged := cur.masterAddr() != next.masterAddr()
+	replicasChanged := !slices.Equal(cur.replicaAddrs, next.replicaAddrs)
+	// The selector learns the topology before readers can see it: a read
+	// that wakes on the new snapshot asks the selector about its replicas
+	// at once, and must not find it still ignorant of them.
+	if masterChanged || replicasChanged {
+		c.selector.UpdateTopology(Topology{Master: next.masterAddr(), Replicas: slices.Clone(next.replicaAddrs)})
+	}
 	c.snap.Store(next)
 	close(cur.superseded)
 
@@ -370,7 +389,6 @@ func (c *Client) install(next *snapshot) {
 	}
 	c.nodes.keepOnly(keep)
 
-	masterChanged := cur.masterAddr() != next.masterAddr()
 	if masterChanged {
 		if old := cur.masterAddr(); old != "" {
 			c.topo.formerMasters[old] = formerMaster{epoch: cur.epoch, left: time.Now()}
@@ -381,10 +399,6 @@ func (c *Client) install(next *snapshot) {
 			c.log.Info("master found", "master", next.masterAddr(), "sentinel", next.sentinel)
 		}
 		c.pubsub.masterChanged(next.masterAddr())
-	}
-	replicasChanged := !slices.Equal(cur.replicaAddrs, next.replicaAddrs)
-	if masterChanged || replicasChanged {
-		c.selector.UpdateTopology(Topology{Master: next.masterAddr(), Replicas: slices.Clone(next.replicaAddrs)})
 	}
 	if replicasChanged {
 		c.emit(Event{Kind: EventReplicasChanged, Master: next.masterAddr(), Replicas: next.replicaAddrs})

@@ -241,6 +241,7 @@ func TestDurableReplicas(t *testing.T) {
 		verified   []string
 		promotable []string
 		want       []string
+		sDown      int64 // the master's s-down-time in the sentinel's view, ms
 	}{
 		{name: "all agree",
 			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave", "100", "0")},
@@ -261,6 +262,14 @@ func TestDurableReplicas(t *testing.T) {
 		{name: "link down past ten down-after periods: Sentinel would not promote it",
 			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave", "100", "10001")},
 			connected: []string{"10.0.0.1:2"}, verified: []string{"10.0.0.1:2"},
+			promotable: []string{"10.0.0.1:2"}, want: []string{"10.0.0.1:2"}},
+		{name: "link down past ten down-after periods, but within them plus the master's s-down time: Sentinel could promote it",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave", "100", "14000")},
+			connected: []string{"10.0.0.1:2"}, verified: []string{"10.0.0.1:2"}, sDown: 5000,
+			promotable: []string{"10.0.0.1:2", "10.0.0.1:3"}, want: []string{"10.0.0.1:2", "10.0.0.1:3"}},
+		{name: "link down past ten down-after periods plus the master's s-down time: not counted",
+			rows:      []map[string]string{row("2", "slave", "100", "0"), row("3", "slave", "100", "15001")},
+			connected: []string{"10.0.0.1:2"}, verified: []string{"10.0.0.1:2"}, sDown: 5000,
 			promotable: []string{"10.0.0.1:2"}, want: []string{"10.0.0.1:2"}},
 		{name: "down, disconnected or priority 0 and not connected: not counted",
 			rows: []map[string]string{row("2", "slave", "100", "0"), row("3", "slave,s_down", "100", "0"),
@@ -286,11 +295,37 @@ func TestDurableReplicas(t *testing.T) {
 		{name: "no replicas", want: nil},
 	}
 	for _, tt := range tests {
-		if got := promotableReplicas(tt.rows); !slices.Equal(got, tt.promotable) {
+		if got := promotableReplicas(tt.rows, tt.sDown); !slices.Equal(got, tt.promotable) {
 			t.Errorf("%s: promotableReplicas = %v, want %v", tt.name, got, tt.promotable)
 		}
-		if got := durableReplicas("10.0.0.1:9", tt.connected, promotableReplicas(tt.rows), tt.verified); !slices.Equal(got, tt.want) {
+		if got := durableReplicas("10.0.0.1:9", tt.connected, promotableReplicas(tt.rows, tt.sDown), tt.verified); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: durableReplicas = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A refresh whose SENTINEL REPLICAS failed never counts fewer replicas
+// than before, and after a master change counts the old master too.
+func TestDurableAfterRefresh(t *testing.T) {
+	const old, m2, r3 = "10.0.0.1:1", "10.0.0.1:2", "10.0.0.1:3"
+	tests := []struct {
+		name string
+		res  refreshResult
+		want []string
+	}{
+		{"scanned: what the sentinel and the master say",
+			refreshResult{rep: masterReport{addr: m2, connected: []string{r3}}, scanned: true, promotable: []string{r3}},
+			[]string{r3}},
+		{"not scanned, same master: the replicas counted so far",
+			refreshResult{rep: masterReport{addr: old}},
+			[]string{m2, r3}},
+		{"not scanned, new master: the ones counted so far and the old master, not the new one",
+			refreshResult{rep: masterReport{addr: m2, connected: []string{r3}}},
+			[]string{old, r3}},
+	}
+	for _, tt := range tests {
+		if got := durableAfterRefresh(old, []string{m2, r3}, tt.res, nil); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
