@@ -173,7 +173,7 @@ func (c *Client) newDatabase(d Database) *database {
 		rc := redis.NewClient(clientOptions(d.Options))
 		db.client, db.owned = rc, true
 	}
-	db.client.AddHook(bridgeHook{})
+	addBridgeHook(db.client)
 	for _, h := range c.hooks {
 		db.client.AddHook(h)
 	}
@@ -395,8 +395,10 @@ func (c *Client) Close() error {
 
 // AddHook adds a go-redis hook to every database client, present and
 // future (including clients passed in Database.Client), so it sees each
-// command on the database that runs it, and each connection, subscription
-// connections included (Subscribe goes through the database's client).
+// command on the database that runs it, and each connection it dials,
+// subscription connections included (Subscribe goes through the
+// database's client) except on a cluster client or ring, whose node
+// clients dial them.
 func (c *Client) AddHook(h redis.Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -182,10 +182,16 @@
 // direct one would: confirmations, messages, pongs, error replies). To end
 // a subscription at once even while the database stops answering (go-redis
 // does not watch a context while it reads), multidb adds a dial hook to
-// every database client that closes the connections it made for a
+// every database client (to the node clients of a cluster client or a
+// ring, which dial for it) that closes the connections it made for a
 // subscription when multidb ends that subscription; other connections of
-// the client are left alone. Hooks added with AddHook see the
-// subscriptions' connections on the database clients, not the relay.
+// the client are left alone. Each NewClient or AddDatabase given a client
+// adds one such hook (go-redis cannot remove hooks): reuse one
+// Database.Client across many multidb clients, not one per database
+// change. Hooks added with AddHook see the subscriptions' connections on
+// a standalone or Sentinel database client, not the relay; a cluster
+// client or ring dials them through its node clients, which AddHook's
+// hooks do not reach.
 //
 // # Observing
 //

@@ -86,9 +86,12 @@ func (r *pubsubRouter) dial(_ context.Context, _, _ string) (net.Conn, error) {
 	r.mu.Unlock()
 	go b.serve()
 	// A switch made before the bridge was registered could not stop it.
-	if r.c.route.Load().active != db {
+	if rt := r.c.route.Load(); rt.active != db {
 		b.stop()
 		_ = theirs.Close()
+		if rt.closed {
+			return nil, ErrClosed // go-redis's PubSub stops on it, not on errMoved
+		}
 		return nil, errMoved
 	}
 	return theirs, nil
@@ -180,6 +183,30 @@ func (bridgeHook) DialHook(next redis.DialHook) redis.DialHook {
 			return sc, nil
 		}
 		return conn, nil
+	}
+}
+
+// addBridgeHook adds bridgeHook where a database client dials its
+// subscription connections: the client itself, or, for a cluster client
+// and a ring, which dial through their node clients, every node client.
+// A ring's live shards exist from the start; a cluster client's nodes are made
+// as it learns the slots, so a cluster client that had already made nodes
+// before multidb got it has those nodes unhooked (a bridge on one of them
+// then stops within the client's ReadTimeout rather than at once).
+func addBridgeHook(c redis.UniversalClient) {
+	hook := func(n *redis.Client) { n.AddHook(bridgeHook{}) }
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
+		cc.OnNewNode(hook)
+	case *redis.Ring:
+		cc.OnNewNode(hook)
+		// Lists the shards it has; no network call.
+		_ = cc.ForEachShard(context.Background(), func(_ context.Context, n *redis.Client) error {
+			hook(n)
+			return nil
+		})
+	default:
+		c.AddHook(bridgeHook{})
 	}
 }
 

@@ -304,3 +304,55 @@ func TestCloseWhileSubscribing(t *testing.T) {
 		t.Fatalf("Receive after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestCloseWhileSubscribingThroughNodeClients is TestCloseWhileSubscribing
+// for database clients that subscribe through node clients of their own (a
+// cluster client, a ring): the bridge's connection is closed at Close
+// there too, not after the database's ReadTimeout (10 s here).
+func TestCloseWhileSubscribingThroughNodeClients(t *testing.T) {
+	for _, kind := range []string{"cluster", "ring"} {
+		t.Run(kind, func(t *testing.T) {
+			cfg := lab.Config{Proxy: true}
+			if kind == "cluster" {
+				cfg.ExtraConfig = []string{"cluster-enabled yes"}
+			}
+			node := lab.New(t, cfg).Node(0)
+			ctx := testCtx(t, 20*time.Second)
+			var client redis.UniversalClient
+			if kind == "cluster" {
+				if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+					t.Fatal(err)
+				}
+				// The slots name the proxy, which the test black-holes (the
+				// node itself would announce its own port).
+				client = redis.NewClusterClient(&redis.ClusterOptions{MaxRetries: -1, DialerRetries: 1,
+					ContextTimeoutEnabled: true, MaxRedirects: -1, ReadTimeout: 10 * time.Second,
+					ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) {
+						return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: node.Addr()}}}}, nil
+					}})
+			} else {
+				client = redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"s": node.Addr()}, MaxRetries: -1,
+					DialerRetries: 1, ContextTimeoutEnabled: true, ReadTimeout: 10 * time.Second})
+			}
+			defer client.Close()
+			c, err := NewClient(fast(Config{HealthCheckInterval: time.Minute, ProbeTimeout: 5 * time.Second,
+				Databases: []Database{{Name: kind, Weight: 10, Client: client}}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, kind).ChecksPassed > 0 })
+			node.BlackHole()
+			defer node.Restore()
+			ps := c.Subscribe(ctx, "ch")
+			defer ps.Close()
+			time.Sleep(100 * time.Millisecond) // the bridge waits on the black hole
+			start := time.Now()
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 250*time.Millisecond {
+				t.Fatalf("Close took %v", d)
+			}
+		})
+	}
+}
