@@ -284,19 +284,7 @@ func TestCloseWhileSubscribing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t, 10*time.Second)
-	waitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, "a").ChecksPassed > 0 })
-	nodes[0].BlackHole()
-	defer nodes[0].Restore()
-	ps := c.Subscribe(ctx, "ch")
-	defer ps.Close()
-	time.Sleep(100 * time.Millisecond) // the bridge waits on the black hole
-	start := time.Now()
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 250*time.Millisecond {
-		t.Fatalf("Close took %v", d)
-	}
+	ps := closeWhileTheBridgeWaits(t, ctx, c, "a", nodes[0])
 	if _, err := ps.ReceiveTimeout(ctx, time.Second); err == nil { // the connection's end
 		t.Fatal("Receive after Close succeeded")
 	}
@@ -340,19 +328,30 @@ func TestCloseWhileSubscribingThroughNodeClients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, kind).ChecksPassed > 0 })
-			node.BlackHole()
-			defer node.Restore()
-			ps := c.Subscribe(ctx, "ch")
-			defer ps.Close()
-			time.Sleep(100 * time.Millisecond) // the bridge waits on the black hole
-			start := time.Now()
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if d := time.Since(start); d > 250*time.Millisecond {
-				t.Fatalf("Close took %v", d)
-			}
+			closeWhileTheBridgeWaits(t, ctx, c, kind, node)
 		})
 	}
+}
+
+// closeWhileTheBridgeWaits subscribes through c once database db (the
+// active one, on node) passed a health check and node was black-holed,
+// then closes c while the subscription's bridge waits on the black hole:
+// Close must return within 250 ms. It returns the PubSub (closed at the
+// test's end).
+func closeWhileTheBridgeWaits(t *testing.T, ctx context.Context, c *Client, db string, node *lab.Node) *redis.PubSub {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, db).ChecksPassed > 0 })
+	node.BlackHole()
+	t.Cleanup(node.Restore)
+	ps := c.Subscribe(ctx, "ch")
+	t.Cleanup(func() { _ = ps.Close() })
+	time.Sleep(100 * time.Millisecond) // the bridge waits on the black hole
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 250*time.Millisecond {
+		t.Fatalf("Close took %v", d)
+	}
+	return ps
 }
