@@ -107,7 +107,7 @@ func (a *Gate) Admit(ctx context.Context, id string) error {
 		return err
 	})
 	switch {
-	case err != nil && ctx.Err() != nil:
+	case err != nil && callerEnded(ctx, err):
 		return err
 	case err != nil:
 		a.unavailable.Add(1)

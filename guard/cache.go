@@ -251,7 +251,7 @@ func (c *Cache[V]) Lookup(ctx context.Context, id string) (Result[V], error) {
 		c.misses.Add(1)
 	case errors.Is(err, redis.Nil):
 		c.misses.Add(1)
-	case ctx.Err() != nil:
+	case callerEnded(ctx, err):
 		c.readsCanceled.Add(1)
 		return Result[V]{}, err
 	default:
@@ -266,7 +266,7 @@ func (c *Cache[V]) Lookup(ctx context.Context, id string) (Result[V], error) {
 		switch {
 		case errors.As(err, &ue):
 			c.refusals.Add(1)
-		case ctx.Err() != nil:
+		case callerEnded(ctx, err):
 			c.loadsCanceled.Add(1)
 		default:
 			c.loadFailures.Add(1)
@@ -322,7 +322,7 @@ func (c *Cache[V]) lead(ctx context.Context, id, key string, redisOK bool, call 
 		// finds the value in Redis instead of loading it again.
 		c.writeBack(ctx, key, v)
 	}
-	c.flight.finish(key, call, v, err, err != nil && ctx.Err() != nil)
+	c.flight.finish(key, call, v, err, err != nil && callerEnded(ctx, err))
 	finished = true
 	if err != nil {
 		return Result[V]{}, err
@@ -360,10 +360,17 @@ func (c *Cache[V]) loadBounded(ctx context.Context, id string) (V, error) {
 	if err == nil {
 		return v, nil
 	}
+	end := time.Now()
 	if cerr := ctx.Err(); cerr != nil {
 		return zero, cerr
 	}
-	if errors.Is(lctx.Err(), context.DeadlineExceeded) {
+	// A loader that reports a deadline a moment before the context's timer
+	// (a socket timeout set from it, say) is judged by the clock, as Call
+	// judges Redis calls: the caller's deadline first, then LoadTimeout.
+	if ok, cerr := callerDeadlinePassed(ctx, end); ok {
+		return zero, cerr
+	}
+	if ldl, _ := lctx.Deadline(); errors.Is(lctx.Err(), context.DeadlineExceeded) || !end.Before(ldl) {
 		return zero, &UnavailableError{Name: c.name, Reason: ReasonLoadTimeout,
 			Err: fmt.Errorf("loader did not return within %v: %s", c.loadTimeout, err)}
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rediskit/rediskit/guard"
 	"github.com/rediskit/rediskit/internal/syncbuf"
 	"github.com/rediskit/rediskit/lab"
@@ -110,5 +112,59 @@ func TestCallerDeadlineIsNotARedisFailure(t *testing.T) {
 				t.Fatalf("the caller's deadline was logged as a Redis failure:\n%s", l)
 			}
 		})
+	}
+}
+
+// timerlessCtx has a deadline but no timer: Done never closes and Err
+// stays nil (a detached context that keeps its parent's deadline, or one
+// whose timer runs on a clock the wall clock stepped past).
+type timerlessCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c timerlessCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (timerlessCtx) Done() <-chan struct{}         { return nil }
+func (timerlessCtx) Err() error                    { return nil }
+
+// TestCallerDeadlineWithoutATimer: a failure after the caller's deadline
+// passed by the clock is the caller's even when its context never
+// reports it, and Call does not wait for that report beyond a moment.
+func TestCallerDeadlineWithoutATimer(t *testing.T) {
+	g := open(t, guard.Settings{Addr: "127.0.0.1:1", KeyPrefix: "shop"}) // never dialled
+	ctx := timerlessCtx{Context: context.Background(), deadline: time.Now().Add(-time.Millisecond)}
+	start := time.Now()
+	err := g.Call(ctx, "get", func(context.Context, redis.Cmdable) error { return errors.New("read tcp: i/o timeout") })
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Call waited %v for a context that never ends", took)
+	}
+	var re *guard.RedisError
+	if err != context.DeadlineExceeded || errors.As(err, &re) {
+		t.Fatalf("Call = %v, want the bare context.DeadlineExceeded (the caller's deadline)", err)
+	}
+}
+
+// TestLoaderFailureAtTheCallersDeadline: a loader that fails once the
+// caller's deadline has passed by the clock, before the context's timer
+// said so, ends the lookup as the caller's (LoadsCanceled), not as a
+// loader failure.
+func TestLoaderFailureAtTheCallersDeadline(t *testing.T) {
+	n := lab.New(t, lab.Standalone()).Node(0)
+	g := open(t, relaxed(n))
+	deadline := time.Now().Add(300 * time.Millisecond)
+	cache, err := guard.NewCache(g, guard.CacheConfig[string]{Name: "price", Load: func(ctx context.Context, id string) (string, error) {
+		time.Sleep(time.Until(deadline) + 5*time.Millisecond)
+		return "", errors.New("database: statement timeout")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := timerlessCtx{Context: context.Background(), deadline: deadline}
+	_, err = cache.Lookup(ctx, "sku-1")
+	if err != context.DeadlineExceeded {
+		t.Fatalf("Lookup = %v, want the caller's context.DeadlineExceeded", err)
+	}
+	if st := cache.Stats(); st.LoadsCanceled != 1 || st.LoadFailures != 0 || st.Misses != 1 {
+		t.Fatalf("stats %+v, want one miss whose load the caller's deadline ended", st)
 	}
 }

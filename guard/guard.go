@@ -159,8 +159,8 @@ func (g *Guard) Key(parts ...string) string {
 //   - the caller's own ctx.Err() when ctx ended before or during the call:
 //     a cancellation is never reported as a Redis failure (a caller
 //     deadline that expires first counts as the caller's, too, and
-//     ctx.Err() is set by the time Call returns it, so a caller may test
-//     ctx.Err() to tell its own end from Redis's);
+//     ctx.Err() is normally set by the time Call returns it; the error
+//     is never a *RedisError, which is how to tell it from Redis's);
 //   - else a *RedisError (matching ErrUnavailable) for any failure: the
 //     limit was hit, the connection failed, or the server replied with an
 //     error.
@@ -188,17 +188,48 @@ func (g *Guard) Call(ctx context.Context, op string, fn func(ctx context.Context
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
-	// The socket deadline is the context's deadline, and the socket can
-	// report it a moment before the context's own timer has fired: judge
-	// by the clock whose deadline has passed, then wait that moment for
-	// the timer, so that ctx.Err() is set when Call returns and every
-	// caller (each component tests ctx.Err()) sees the caller's deadline.
-	if dl, ok := ctx.Deadline(); ok && !end.Before(dl) {
-		<-ctx.Done()
-		return ctx.Err()
+	if ok, cerr := callerDeadlinePassed(ctx, end); ok {
+		return cerr
 	}
 	dl, _ := cctx.Deadline()
 	return g.failure(op, err, end.Sub(start), !end.Before(dl))
+}
+
+// callerTimerGrace bounds the wait for a context's own timer after its
+// deadline has passed by the clock.
+const callerTimerGrace = 10 * time.Millisecond
+
+// callerDeadlinePassed reports whether ctx's deadline had passed at t: a
+// socket whose deadline is the context's can report it a moment before the
+// context's own timer fires, so a failure at t is the caller's, not
+// Redis's. It then waits that moment (at most callerTimerGrace: a context
+// whose Done never closes, or whose timer runs on a clock that was stepped,
+// must not hold the call) so that ctx.Err() is set when the caller's
+// component tests it, and returns ctx.Err(), or context.DeadlineExceeded
+// if the timer has not fired by then.
+func callerDeadlinePassed(ctx context.Context, t time.Time) (bool, error) {
+	dl, ok := ctx.Deadline()
+	if !ok || t.Before(dl) {
+		return false, nil
+	}
+	grace := time.NewTimer(callerTimerGrace)
+	defer grace.Stop()
+	select {
+	case <-ctx.Done():
+		return true, ctx.Err()
+	case <-grace.C:
+		return true, context.DeadlineExceeded
+	}
+}
+
+// callerEnded reports whether err, from Call or a bounded load, is the
+// caller's context ending rather than a failure: ctx has ended, or err is
+// the bare context error Call and loadBounded return when the caller's
+// deadline passed by the clock before ctx's own timer fired. A failure
+// that wraps a context error (a Redis timeout, a loader's own deadline) is
+// not bare, and stays a failure.
+func callerEnded(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || err == context.DeadlineExceeded || err == context.Canceled
 }
 
 func (g *Guard) failure(op string, err error, elapsed time.Duration, limitHit bool) *RedisError {

@@ -124,7 +124,7 @@ func (l *Limiter) Allow(ctx context.Context, id string) (Allowance, error) {
 		return err
 	})
 	if err != nil {
-		if ctx.Err() != nil {
+		if callerEnded(ctx, err) {
 			return Allowance{}, err
 		}
 		l.unavailable.Add(1)

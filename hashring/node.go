@@ -36,6 +36,10 @@ type Node struct {
 	view   atomic.Pointer[view]
 	timer  *time.Timer
 	shown  []Range // the ranges the last EventRangesChanged reported
+
+	// emitMu makes the Observer's calls one at a time: events come from
+	// the node's goroutine, Start, Stop and the deadline timer.
+	emitMu sync.Mutex
 }
 
 type phase int

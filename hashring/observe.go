@@ -62,6 +62,8 @@ func (n *Node) emit(ev Event) {
 	if n.opts.Observer == nil {
 		return
 	}
+	n.emitMu.Lock()
+	defer n.emitMu.Unlock()
 	ev.Time = time.Now()
 	ev.Key, ev.Node = n.st.key, n.id
 	n.opts.Observer(ev)

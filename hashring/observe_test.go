@@ -3,6 +3,7 @@ package hashring
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,13 +53,23 @@ func TestObserverReportsShare(t *testing.T) {
 	waitFor(t, 5*time.Second, "a's share back to 1", func() bool { return last() == 1 })
 }
 
-// rangeEvents records a node's EventRangesChanged events.
+// rangeEvents records a node's EventRangesChanged events, and counts the
+// Observer calls that overlapped another (each call lasts a millisecond,
+// to give an overlap the chance to happen; TestObserverCallsAreSerial
+// makes one likely).
 type rangeEvents struct {
-	mu     sync.Mutex
-	events []Event
+	mu       sync.Mutex
+	events   []Event
+	inside   atomic.Int32
+	overlaps atomic.Int32
 }
 
 func (r *rangeEvents) observe(ev Event) {
+	if r.inside.Add(1) > 1 {
+		r.overlaps.Add(1)
+	}
+	defer r.inside.Add(-1)
+	time.Sleep(time.Millisecond)
 	if ev.Kind == EventRangesChanged {
 		r.mu.Lock()
 		r.events = append(r.events, ev)
@@ -141,5 +152,47 @@ func TestObserverReportsGivingKeysUp(t *testing.T) {
 	}
 	if zeros != 2 || len(all) != 4 {
 		t.Fatalf("events %v: want share 1, 0 (deadline), 1 (restored), 0 (Stop)", all)
+	}
+	if n := rec.overlaps.Load(); n != 0 {
+		t.Fatalf("the Observer was called concurrently %d times; its calls must be one at a time", n)
+	}
+}
+
+// TestObserverCallsAreSerial kills Redis under a node: its goroutine
+// reports failed attempts every few tens of milliseconds while the
+// deadline timer reports the keys given up. An Observer that takes 20 ms
+// a call would overlap them if they were not one at a time.
+func TestObserverCallsAreSerial(t *testing.T) {
+	l := lab.New(t, lab.Standalone())
+	ctx := testContext(t, 30*time.Second)
+	var inside, overlaps, failed atomic.Int32
+	var gaveUp atomic.Bool
+	o := fast("serial", nil)
+	o.OwnershipDeadline, o.Expiry = time.Second, 1500*time.Millisecond
+	o.RetryWait, o.MaxRetryWait = 10*time.Millisecond, 20*time.Millisecond
+	o.Observer = func(ev Event) {
+		if inside.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		defer inside.Add(-1)
+		time.Sleep(20 * time.Millisecond)
+		switch {
+		case ev.Kind == EventAttemptFailed:
+			failed.Add(1)
+		case ev.Kind == EventRangesChanged && ev.Share == 0:
+			gaveUp.Store(true)
+		}
+	}
+	n := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", o)
+	start(t, ctx, n)
+	if err := l.Node(0).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the keys given up and failed attempts on both sides of it", func() bool {
+		return gaveUp.Load() && failed.Load() >= 40
+	})
+	_ = n.Stop(ctx) // with Redis down it reports the failed removal; the node stops all the same
+	if c := overlaps.Load(); c != 0 {
+		t.Fatalf("the Observer was called concurrently %d times; its calls must be one at a time", c)
 	}
 }

@@ -60,7 +60,8 @@ type Options struct {
 	// deadline passed, ownership restored, attempt failed), for metrics.
 	// It is called from the node's goroutine, from Start and Stop, and at
 	// the ownership deadline (the ranges the node takes or gives up), one
-	// call at a time for the ranges; it must return quickly and must not
+	// call at a time per node (never concurrently, so it needs no lock of
+	// its own for a node's events); it must return quickly and must not
 	// call Start or Stop.
 	Observer func(Event)
 

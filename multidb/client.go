@@ -514,8 +514,14 @@ func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) e
 	err := routing.Run(ctx, db.client, cmd, cmds)
 	if !c.observe(ctx, db, cmd, cmds, err) {
 		if failure.NotExecuted(err) && ctx.Err() == nil {
-			if next := c.route.Load().active; next != nil && next != db {
+			rt := c.route.Load()
+			switch next := rt.active; {
+			case next != nil && next != db:
 				return c.again(ctx, db, next, cmd, cmds, err)
+			case next == nil && !rt.closed && errors.Is(err, redis.ErrClosed):
+				// RemoveDatabase closed the client and left no healthy
+				// database: say so, not "client is closed".
+				return c.unavailable(rt)
 			}
 		}
 		return err

@@ -2,6 +2,7 @@ package multidb
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,5 +166,41 @@ func TestRemoveDatabaseInFlight(t *testing.T) {
 				t.Errorf("the refusal counted %d failures of the removed database", n)
 			}
 		})
+	}
+}
+
+// TestRemoveDatabaseInFlightWithNoneLeft removes the active database while
+// a call that chose it is held and the only other database is down: the
+// call, refused unsent by the closed client, fails with the package's
+// unavailable error, not go-redis's "client is closed".
+func TestRemoveDatabaseInFlightWithNoneLeft(t *testing.T) {
+	nodes := standalone(t, 2, lab.Standalone())
+	nameNodes(t, nodes)
+	ctx := testCtx(t, 30*time.Second)
+	c, _ := newClient(t, fast(Config{}), nodes, 10, 5)
+	if err := nodes[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "db1's breaker to open", func() bool { return stateOf(c, "db1").State == Open })
+	hook := newHoldHook("held:")
+	c.AddHook(hook)
+	errc := make(chan error, 1)
+	go func() { errc <- c.Set(ctx, "held:none-left", "v", 0).Err() }()
+	select {
+	case <-hook.reached:
+	case err := <-errc:
+		t.Fatalf("the call returned (%v) before it was held", err)
+	}
+	err := c.RemoveDatabase("db0")
+	close(hook.release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = <-errc
+	if !errors.Is(err, ErrTemporarilyUnavailable) || errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("the held call got %v, want ErrTemporarilyUnavailable", err)
+	}
+	if got := get(t, nodes[0], "held:none-left"); got != "" {
+		t.Fatalf("the refused write ran on the removed database: %q", got)
 	}
 }
