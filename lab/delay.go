@@ -22,6 +22,17 @@ type delayQueue struct {
 	armed   time.Time // the time the clock is set for; zero when unset
 	clock   clock     // nil until the first chunk that must wait
 	stopped bool
+
+	// newClock makes the clock (defaultClock when nil); see useClock.
+	newClock func() clock
+}
+
+// useClock makes the queue make its clock with mk (nil: the default), for
+// tests; before the proxy's first delayed chunk.
+func (q *delayQueue) useClock(mk func() clock) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.newClock = mk
 }
 
 // clock wakes the queue's goroutine at the time set.
@@ -39,8 +50,9 @@ type clock interface {
 	close()
 }
 
-// newClock is the clock a delay queue uses; tests can replace it.
-var newClock = func() clock {
+// defaultClock is the clock a delay queue uses unless its newClock says
+// otherwise: a precise one where there is one.
+func defaultClock() clock {
 	if c := newPreciseClock(); c != nil {
 		return c
 	}
@@ -72,7 +84,11 @@ func (q *delayQueue) push(it *item) bool {
 	it.seq = q.seq
 	heap.Push(&q.items, it)
 	if q.clock == nil {
-		q.clock = newClock()
+		mk := q.newClock
+		if mk == nil {
+			mk = defaultClock
+		}
+		q.clock = mk()
 		q.proxy.wg.Add(1) // the proxy's connection that pushes is counted
 		go q.run(q.clock)
 	}

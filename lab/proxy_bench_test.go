@@ -68,10 +68,7 @@ func BenchmarkProxyPrecision(b *testing.B) {
 				defer func() { _ = p.Close() }()
 				p.trace = trace
 				p.SetLatency(tc.latency)
-				if tc.clock != nil {
-					defer func(old func() clock) { newClock = old }(newClock)
-					newClock = tc.clock
-				}
+				p.delay.useClock(tc.clock) // nil: the default
 				o.Addr = p.Addr()
 			} else {
 				o.Addr = n.DirectAddr()

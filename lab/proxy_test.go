@@ -380,9 +380,8 @@ func TestProxyHalfClose(t *testing.T) {
 
 // The runtime-timer clock (where there is no timerfd) delays as well.
 func TestProxyRuntimeClock(t *testing.T) {
-	defer func(old func() clock) { newClock = old }(newClock)
-	newClock = func() clock { return newRuntimeClock() }
 	p := newTestProxy(t)
+	p.delay.useClock(func() clock { return newRuntimeClock() })
 	rtt := 10 * time.Millisecond
 	p.SetLatency(rtt)
 	c := dialLine(t, p.Addr())
