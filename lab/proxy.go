@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -19,7 +21,9 @@ import (
 // Latency is a round-trip figure: half of it delays each chunk travelling to
 // the upstream, half each chunk travelling back. Chunks are delayed from the
 // moment they were read, so pipelined traffic is not serialised behind the
-// delay, and order is always preserved.
+// delay, and order is always preserved. A chunk is never written before it
+// is due, and on Linux (a timerfd wakes the proxy) usually within 100 µs
+// after; runtime timers would add up to a millisecond.
 type Proxy struct {
 	latency    atomic.Int64 // round-trip delay in nanoseconds
 	blackholed atomic.Bool
@@ -34,7 +38,13 @@ type Proxy struct {
 	// Restore knows those connections are desynchronised and must be reset.
 	lost bool
 
-	wg sync.WaitGroup // accept loop and every connection's relays
+	wg sync.WaitGroup // accept loop, every connection's relays, the delay queue
+
+	delay *delayQueue
+
+	// trace, when set before the first connection (benchmarks), is told of
+	// every chunk about to be written: when it was due and the time.
+	trace func(due, now time.Time)
 }
 
 // NewProxy listens on listen (use "127.0.0.1:0" for a free port) and relays
@@ -45,6 +55,7 @@ func NewProxy(listen, upstream string) (*Proxy, error) {
 		return nil, fmt.Errorf("lab: proxy for %s: listen on %s: %w", upstream, listen, err)
 	}
 	p := &Proxy{upstream: upstream, conns: map[*proxyConn]struct{}{}}
+	p.delay = &delayQueue{proxy: p}
 	p.startListener(ln)
 	return p, nil
 }
@@ -182,6 +193,7 @@ func (p *Proxy) Close() error {
 		_ = ln.Close()
 	}
 	p.ResetConnections()
+	p.delay.close()
 	p.wg.Wait()
 	return nil
 }
@@ -223,8 +235,9 @@ func (p *Proxy) noteLoss() {
 	p.mu.Unlock()
 }
 
-// proxyConn relays one client connection. It owns four goroutines at most:
-// a reader and a delayed writer per direction.
+// proxyConn relays one client connection. It owns four goroutines: a
+// reader and a writer per direction (the writer only works when a write
+// would block; delayed chunks are written by the proxy's delay queue).
 type proxyConn struct {
 	proxy  *Proxy
 	client net.Conn
@@ -234,12 +247,6 @@ type proxyConn struct {
 
 	abortOnce sync.Once
 	aborted   chan struct{} // closed by abort
-}
-
-// chunk is a piece of a byte stream with the time it was read.
-type chunk struct {
-	data []byte
-	read time.Time
 }
 
 func (c *proxyConn) run() {
@@ -296,72 +303,271 @@ func (c *proxyConn) discardClient() {
 	}
 }
 
+// maxQueued bounds the chunks of one direction waiting out their delay or
+// a slow reader: beyond it, the proxy stops reading the source.
+const maxQueued = 256
+
+// direction is one way of a connection: the chunks read from one side,
+// written to the other after the delay, in order.
+type direction struct {
+	c   *proxyConn
+	dst net.Conn
+	raw syscall.RawConn // dst's, for writes that must not block
+
+	mu sync.Mutex
+	// queued counts the chunks read and not yet written or dropped. The
+	// reader writes a chunk itself only when none is queued.
+	queued  int
+	lastDue time.Time
+	// stalled: a write would have blocked, so the writer goroutine owns
+	// the writes until it has written the backlog.
+	stalled bool
+	backlog []*item
+
+	kick  chan struct{} // the backlog has work (capacity 1)
+	space chan struct{} // queued fell below maxQueued (capacity 1)
+	ended chan struct{} // closed once the end of the stream was handled
+	quit  chan struct{} // closed when the writer goroutine may end
+}
+
 // relay copies src to dst, delaying each chunk by half the round-trip
-// latency. When src ends cleanly, pending chunks are still delivered and
-// dst's write side is closed; any error aborts the whole connection.
+// latency from the moment it was read. When src ends cleanly, pending
+// chunks are still delivered and dst's write side is closed; an error
+// delivers them too and then aborts the whole connection.
+//
+// Delayed chunks wait in the proxy's delay queue, whose goroutine writes
+// them when due. A write that would block hands over to the direction's
+// writer goroutine, which waits for dst; the chunks behind it follow it
+// there, so order is kept.
 func (c *proxyConn) relay(src, dst net.Conn) {
-	chunks := make(chan chunk, 256)
-	done := make(chan struct{})
+	d := &direction{c: c, dst: dst,
+		kick: make(chan struct{}, 1), space: make(chan struct{}, 1),
+		ended: make(chan struct{}), quit: make(chan struct{})}
+	if sc, ok := dst.(syscall.Conn); ok {
+		d.raw, _ = sc.SyscallConn()
+	}
+	writerDone := make(chan struct{})
 	go func() {
-		defer close(done)
-		c.writeDelayed(dst, chunks)
+		defer close(writerDone)
+		d.writeBacklog()
+	}()
+	defer func() {
+		close(d.quit)
+		<-writerDone
 	}()
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			data := make([]byte, n)
-			copy(data, buf[:n])
-			select {
-			case chunks <- chunk{data: data, read: time.Now()}:
-			case <-c.aborted:
-				close(chunks)
-				<-done
-				return
+			if !d.send(&item{dir: d, data: bytes.Clone(buf[:n]), read: time.Now()}) {
+				return // aborted
 			}
 		}
 		if err != nil {
-			close(chunks)
-			<-done
-			if !errors.Is(err, io.EOF) {
-				c.abort()
+			if !d.send(&item{dir: d, read: time.Now(), clean: errors.Is(err, io.EOF)}) {
 				return
 			}
-			if tc, ok := dst.(*net.TCPConn); ok {
-				_ = tc.CloseWrite()
-			} else {
-				c.abort()
+			select {
+			case <-d.ended:
+			case <-c.aborted:
 			}
 			return
 		}
 	}
 }
 
-func (c *proxyConn) writeDelayed(dst net.Conn, chunks <-chan chunk) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for ch := range chunks {
-		if c.proxy.BlackHoled() {
-			c.proxy.noteLoss()
-			continue
+// send queues it to be written when due, or writes it now when it is due
+// and nothing is queued before it. false when the connection was aborted.
+func (d *direction) send(it *item) bool {
+	c := d.c
+	if it.data != nil && c.proxy.BlackHoled() {
+		c.proxy.noteLoss()
+		return true
+	}
+	it.due = it.read
+	if it.data != nil {
+		it.due = it.read.Add(c.proxy.Latency() / 2)
+	} // the end follows the last chunk at once
+	d.mu.Lock()
+	for it.data != nil && d.queued >= maxQueued {
+		d.mu.Unlock()
+		select {
+		case <-d.space:
+		case <-c.aborted:
+			return false
 		}
-		due := ch.read.Add(c.proxy.Latency() / 2)
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-c.aborted:
-				return
-			}
+		d.mu.Lock()
+	}
+	if it.due.Before(d.lastDue) {
+		it.due = d.lastDue // the latency was lowered, or the end: keep the order
+	}
+	d.lastDue = it.due
+	now := d.queued == 0 && !d.stalled && !it.due.After(it.read)
+	if it.data != nil {
+		d.queued++
+	}
+	d.mu.Unlock()
+	if now {
+		d.deliver(it)
+		return true
+	}
+	if !c.proxy.delay.push(it) {
+		c.abort() // the proxy is closing
+		return false
+	}
+	return true
+}
+
+// deliver writes it, or hands it to the writer goroutine when that one
+// owns the writes. It is called for the chunks of a direction in order,
+// by one goroutine at a time: the delay queue's, or the reader's when
+// nothing is queued.
+func (d *direction) deliver(it *item) {
+	d.mu.Lock()
+	if d.stalled {
+		d.backlog = append(d.backlog, it)
+		d.mu.Unlock()
+		d.kickWriter()
+		return
+	}
+	d.mu.Unlock()
+	if tr := d.c.proxy.trace; tr != nil && it.data != nil {
+		tr(it.due, time.Now())
+	}
+	if it.data == nil {
+		d.end(it)
+		return
+	}
+	if d.dropped() {
+		d.written()
+		return
+	}
+	n, err := d.tryWrite(it.data)
+	switch {
+	case err != nil:
+		d.c.abort()
+		d.written()
+	case n < len(it.data):
+		it.data = it.data[n:]
+		d.mu.Lock()
+		d.stalled = true
+		d.backlog = append(d.backlog, it)
+		d.mu.Unlock()
+		d.kickWriter()
+	default:
+		d.written()
+	}
+}
+
+// dropped reports whether a chunk due now must not be written: the
+// connection was aborted or the proxy is black-holed.
+func (d *direction) dropped() bool {
+	select {
+	case <-d.c.aborted:
+		return true
+	default:
+	}
+	if d.c.proxy.BlackHoled() {
+		d.c.proxy.noteLoss()
+		return true
+	}
+	return false
+}
+
+// tryWrite writes what dst takes without blocking.
+func (d *direction) tryWrite(b []byte) (int, error) {
+	if d.raw == nil {
+		return d.dst.Write(b)
+	}
+	var n int
+	var werr error
+	err := d.raw.Write(func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), b)
+		if n < 0 {
+			n = 0
 		}
-		if c.proxy.BlackHoled() {
-			c.proxy.noteLoss()
-			continue
+		if werr == syscall.EAGAIN || werr == syscall.EINTR {
+			werr = nil
 		}
-		if _, err := dst.Write(ch.data); err != nil {
-			c.abort()
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return n, err
+}
+
+// written counts a chunk as written (or dropped).
+func (d *direction) written() {
+	d.mu.Lock()
+	d.queued--
+	d.mu.Unlock()
+	select {
+	case d.space <- struct{}{}:
+	default:
+	}
+}
+
+// end handles the end of the stream, after every chunk before it.
+func (d *direction) end(it *item) {
+	defer close(d.ended)
+	select {
+	case <-d.c.aborted:
+		return
+	default:
+	}
+	if !it.clean {
+		d.c.abort()
+		return
+	}
+	if tc, ok := d.dst.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	} else {
+		d.c.abort()
+	}
+}
+
+func (d *direction) kickWriter() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writeBacklog is the writer goroutine: it writes the backlog, blocking
+// on dst, while the direction is stalled.
+func (d *direction) writeBacklog() {
+	for {
+		select {
+		case <-d.kick:
+		case <-d.quit:
 			return
+		case <-d.c.aborted:
+			return
+		}
+		for {
+			d.mu.Lock()
+			if len(d.backlog) == 0 {
+				d.stalled = false
+				d.mu.Unlock()
+				break
+			}
+			it := d.backlog[0]
+			d.backlog[0] = nil
+			d.backlog = d.backlog[1:]
+			d.mu.Unlock()
+			if it.data == nil {
+				d.end(it)
+				continue
+			}
+			if d.dropped() {
+				d.written()
+				continue
+			}
+			if _, err := d.dst.Write(it.data); err != nil {
+				d.c.abort()
+			}
+			d.written()
 		}
 	}
 }

@@ -277,3 +277,222 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// A reader that does not keep up stalls the proxy's writes in both
+// directions (the echo server stops reading too); everything still arrives,
+// in order, once it reads.
+func TestProxySlowReaderKeepsOrder(t *testing.T) {
+	p := newTestProxy(t)
+	p.SetLatency(4 * time.Millisecond)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	const size = 16 << 20
+	sent := make([]byte, size)
+	for i := range sent {
+		sent[i] = byte(i * 7 / 5)
+	}
+	writeErr := make(chan error, 1)
+	go func() {
+		for off := 0; off < size; off += 1000 {
+			if _, err := c.Write(sent[off:min(off+1000, size)]); err != nil {
+				writeErr <- err
+				return
+			}
+		}
+		writeErr <- nil
+	}()
+	time.Sleep(300 * time.Millisecond) // the buffers fill up
+	got := make([]byte, size)
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-writeErr; err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != sent[i] {
+			t.Fatalf("byte %d differs: order or content lost", i)
+		}
+	}
+}
+
+// Lowering the latency does not let later chunks overtake earlier ones.
+func TestProxyLatencyChangeKeepsOrder(t *testing.T) {
+	p := newTestProxy(t)
+	p.SetLatency(60 * time.Millisecond)
+	c := dialLine(t, p.Addr())
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	const n = 20
+	for i := 0; i < n; i++ {
+		if i == n/2 {
+			p.SetLatency(0)
+		}
+		if _, err := fmt.Fprintf(c, "%d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 0; i < n; i++ {
+		got, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("reply %d = %q: order not preserved", i, got)
+		}
+	}
+}
+
+// A client's half-close reaches the server after the data before it, and
+// the server's close comes back.
+func TestProxyHalfClose(t *testing.T) {
+	p := newTestProxy(t)
+	rtt := 20 * time.Millisecond
+	p.SetLatency(rtt)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := c.Write([]byte("last words\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "last words\n" {
+		t.Fatalf("got %q", got)
+	}
+	if took := time.Since(start); took < rtt {
+		t.Fatalf("echo and close after %v with %v injected", took, rtt)
+	}
+}
+
+// The runtime-timer clock (where there is no timerfd) delays as well.
+func TestProxyRuntimeClock(t *testing.T) {
+	p := newTestProxy(t)
+	p.delay.useClock(func() clock { return newRuntimeClock() })
+	rtt := 10 * time.Millisecond
+	p.SetLatency(rtt)
+	c := dialLine(t, p.Addr())
+	var best time.Duration
+	for i := 0; i < 5; i++ {
+		got, took, err := c.roundTrip("x", 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "x\n" {
+			t.Fatalf("got %q", got)
+		}
+		if best == 0 || took < best {
+			best = took
+		}
+	}
+	if best < rtt || best > rtt+rtt/5 {
+		t.Fatalf("round trip %v with %v injected; want within +20%%", best, rtt)
+	}
+	p.ResetConnections()
+	if _, _, err := c.roundTrip("y", time.Second); err == nil {
+		t.Fatal("connection still relayed after ResetConnections")
+	}
+}
+
+// Every chunk waits out its delay: none is written before it is due.
+func TestProxyNeverEarly(t *testing.T) {
+	p := newTestProxy(t)
+	var mu sync.Mutex
+	var early time.Duration
+	chunks := 0
+	p.trace = func(due, now time.Time) {
+		mu.Lock()
+		chunks++
+		if d := due.Sub(now); d > early {
+			early = d
+		}
+		mu.Unlock()
+	}
+	p.SetLatency(6 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 4 {
+		c := dialLine(t, p.Addr())
+		wg.Go(func() {
+			for i := 0; i < 20; i++ {
+				if _, _, err := c.roundTrip("x", 2*time.Second); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if chunks < 160 {
+		t.Fatalf("%d chunks traced, want 160", chunks)
+	}
+	if early > 0 {
+		t.Fatalf("a chunk was written %v before it was due", early)
+	}
+}
+
+// A chunk still waiting out its delay when the black hole starts is lost,
+// so Restore resets the connection.
+func TestProxyBlackHoleDropsDelayedChunks(t *testing.T) {
+	p := newTestProxy(t)
+	p.SetLatency(200 * time.Millisecond)
+	c := dialLine(t, p.Addr())
+	if _, err := c.Write([]byte("a\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	p.BlackHole()
+	time.Sleep(200 * time.Millisecond)
+	p.Restore()
+	p.SetLatency(0)
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if got, err := c.r.ReadString('\n'); err == nil || isTimeout(err) {
+		t.Fatalf("read %q, %v; want the connection reset", got, err)
+	}
+}
+
+// Resetting connections and closing the proxy do not wait for delayed
+// chunks.
+func TestProxyAbortIsPrompt(t *testing.T) {
+	p, err := NewProxy("127.0.0.1:0", echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetLatency(10 * time.Second)
+	a, b := dialLine(t, p.Addr()), dialLine(t, p.Addr())
+	for _, c := range []*lineConn{a, b} {
+		if _, err := c.Write([]byte("x\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	p.ResetConnections()
+	_ = a.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := a.r.ReadString('\n'); err == nil || isTimeout(err) {
+		t.Fatalf("got %v, want the connection reset", err)
+	}
+	b2 := dialLine(t, p.Addr())
+	if _, err := b2.Write([]byte("y\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	_ = p.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("reset and close took %v with chunks delayed by 5 s", took)
+	}
+}
