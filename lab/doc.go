@@ -36,6 +36,13 @@
 //	l.Node(1).Restore()
 //	l.Node(1).ResetConnections()                // TCP resets
 //
+// Each direction is delayed by half the latency, chunk by chunk, in order.
+// On Linux the proxy's delays run on a kernel timerfd that Go's poller
+// waits on, so a chunk is written within about 0.15 ms of its due time
+// (p99, BENCHMARKS.md); Go's runtime timers, the fallback elsewhere, can
+// fire up to a millisecond late in an idle process, which shows in
+// latency percentiles.
+//
 // Process faults are sent by PID: Kill (its proxy then refuses connections,
 // as a dead server would), Restart, Pause (SIGSTOP) and Resume.
 //
