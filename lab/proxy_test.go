@@ -68,6 +68,21 @@ type lineConn struct {
 	r *bufio.Reader
 }
 
+// expectInOrder reads n lines and fails unless they are "0" to n-1 in
+// order: the echo of what the test sent, one line at a time.
+func (c *lineConn) expectInOrder(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		got, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("reply %d = %q: order not preserved", i, got)
+		}
+	}
+}
+
 func dialLine(t *testing.T, addr string) *lineConn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
@@ -140,15 +155,7 @@ func TestProxyLatencyDoesNotSerialise(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	for i := 0; i < n; i++ {
-		got, err := c.r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != fmt.Sprintf("%d\n", i) {
-			t.Fatalf("reply %d = %q: order not preserved", i, got)
-		}
-	}
+	c.expectInOrder(t, n)
 	if took := time.Since(start); took > 3*rtt {
 		t.Fatalf("%d pipelined lines took %v with %v RTT: delays add up", n, took, rtt)
 	}
@@ -336,15 +343,7 @@ func TestProxyLatencyChangeKeepsOrder(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	for i := 0; i < n; i++ {
-		got, err := c.r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != fmt.Sprintf("%d\n", i) {
-			t.Fatalf("reply %d = %q: order not preserved", i, got)
-		}
-	}
+	c.expectInOrder(t, n)
 }
 
 // A client's half-close reaches the server after the data before it, and

@@ -493,19 +493,7 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 	// address than the master's only after that long.
 	l := latencyLab(t, lab.Config{FailoverTimeout: 2 * time.Minute}, 6*ms, 9*ms, 6*ms)
 	master, a, b := l.Node(0), l.Node(1), l.Node(2)
-	detour, err := lab.NewProxy("127.0.0.1:0", master.DirectAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = detour.Close() })
-	host, port, _ := net.SplitHostPort(detour.Addr())
-	if err := b.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "B to replicate through the detour", func() bool {
-		info, err := b.ReplicationInfo(ctx)
-		return err == nil && info["master_port"] == port && info["master_link_status"] == "up"
-	})
+	detour := replicateThroughDetour(t, ctx, master, b)
 
 	const maxStale = time.Second
 	const interval = 250 * ms
@@ -562,19 +550,7 @@ func TestStaleReplicaServesNoRead(t *testing.T) {
 	// address than the master's only after that long.
 	l := latencyLab(t, lab.Config{FailoverTimeout: 2 * time.Minute}, 2*ms, 2*ms)
 	master, b := l.Node(0), l.Node(1)
-	detour, err := lab.NewProxy("127.0.0.1:0", master.DirectAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = detour.Close() })
-	host, port, _ := net.SplitHostPort(detour.Addr())
-	if err := b.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "the replica to replicate through the detour", func() bool {
-		info, err := b.ReplicationInfo(ctx)
-		return err == nil && info["master_port"] == port && info["master_link_status"] == "up"
-	})
+	detour := replicateThroughDetour(t, ctx, master, b)
 
 	const maxStale, interval = time.Second, 250 * ms
 	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, MaxStaleness: maxStale})
@@ -1001,4 +977,25 @@ func keepWriting(ctx context.Context, c *sentinel.Client) (stop func()) {
 		}
 	})
 	return func() { close(done); writer.Wait() }
+}
+
+// replicateThroughDetour points replica at master through a proxy of its
+// own (which a test can black-hole to stall that replica's link alone)
+// and waits until the replica replicates through it.
+func replicateThroughDetour(t *testing.T, ctx context.Context, master, replica *lab.Node) *lab.Proxy {
+	t.Helper()
+	detour, err := lab.NewProxy("127.0.0.1:0", master.DirectAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = detour.Close() })
+	host, port, _ := net.SplitHostPort(detour.Addr())
+	if err := replica.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the replica to replicate through the detour", func() bool {
+		info, err := replica.ReplicationInfo(ctx)
+		return err == nil && info["master_port"] == port && info["master_link_status"] == "up"
+	})
+	return detour
 }
