@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -21,7 +22,7 @@ func newGate(t *testing.T, g *guard.Guard, ttl time.Duration) *guard.Gate {
 }
 
 func TestGateAdmitsOneConcurrentAttempt(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	gate := newGate(t, g, 30*time.Second)
@@ -67,7 +68,7 @@ func TestGateAdmitsOneConcurrentAttempt(t *testing.T) {
 }
 
 func TestGateRedisDownAdmitsNothing(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Proxy: true})
 	n := l.Node(0)
 	g := open(t, relaxed(n))
@@ -88,7 +89,7 @@ func TestGateRedisDownAdmitsNothing(t *testing.T) {
 }
 
 func TestGateAdmitsAgainAfterTTL(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	gate := newGate(t, g, 150*time.Millisecond)

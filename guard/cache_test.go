@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -57,7 +58,7 @@ func newCache(t *testing.T, g *guard.Guard, p *prices, mod func(*guard.CacheConf
 }
 
 func TestCacheTwoRequestsOneLoad(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	p := &prices{}
@@ -90,7 +91,7 @@ func TestCacheTwoRequestsOneLoad(t *testing.T) {
 }
 
 func TestCacheTTLJitterSpreadsExpiries(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	c := newCache(t, g, &prices{}, func(c *guard.CacheConfig[string]) {
@@ -131,7 +132,7 @@ func TestCachePausedRedisFallsBackWithinTheLimit(t *testing.T) {
 		{"limit shorter than the socket timeout", 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testContext(t, 30*time.Second)
+			ctx := testkit.Context(t, 30*time.Second)
 			l := lab.New(t, lab.Standalone())
 			n := l.Node(0)
 			resumeOnCleanup(t, n)
@@ -186,7 +187,7 @@ func TestCachePausedRedisFallsBackWithinTheLimit(t *testing.T) {
 
 // When Redis failed, the loaded value is not written back.
 func TestCacheNoWriteBackWhenRedisFailed(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Proxy: true})
 	n := l.Node(0)
 	g := open(t, relaxed(n))
@@ -207,7 +208,7 @@ func TestCacheNoWriteBackWhenRedisFailed(t *testing.T) {
 // Every load slot taken: an extra lookup is refused at once, and the
 // loader is not called for it.
 func TestCacheFullLoaderRefusesAtOnce(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	p := &prices{hold: make(chan struct{})}
@@ -250,7 +251,7 @@ func TestCacheFullLoaderRefusesAtOnce(t *testing.T) {
 
 // With a SlotWait, a lookup waits that long for a slot, then is refused.
 func TestCacheSlotWaitIsBounded(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	p := &prices{hold: make(chan struct{})}
@@ -283,7 +284,7 @@ func TestCacheSlotWaitIsBounded(t *testing.T) {
 }
 
 func TestCacheLoadTimeoutIsUnavailable(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	p := &prices{hold: make(chan struct{})} // never released
@@ -299,7 +300,7 @@ func TestCacheLoadTimeoutIsUnavailable(t *testing.T) {
 }
 
 func TestCacheLoaderErrorIsReturned(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	errNotFound := errors.New("no such product")
@@ -315,7 +316,7 @@ func TestCacheLoaderErrorIsReturned(t *testing.T) {
 
 // The leader's caller leaves: the others do not inherit its cancellation.
 func TestCacheLeaderCancellationDoesNotFailOthers(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	p := &prices{hold: make(chan struct{})}
@@ -348,7 +349,7 @@ func TestCacheLeaderCancellationDoesNotFailOthers(t *testing.T) {
 }
 
 func TestCacheUndecodableValueIsReloaded(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	c, err := guard.NewCache(g, guard.CacheConfig[int]{Name: "stock",
@@ -392,7 +393,7 @@ func TestCacheConfigErrors(t *testing.T) {
 // that did not hit once by how it was served (loaded, shared, refused,
 // loader failed, cancelled).
 func TestCacheStatsPartitionLookups(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Proxy: true})
 	n := l.Node(0)
 	g := open(t, relaxed(n))

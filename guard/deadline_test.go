@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/guard"
-	"github.com/rediskit/rediskit/internal/syncbuf"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -25,9 +25,9 @@ import (
 // counted, logged or fallen back on as one. Each component runs 20 times
 // to catch that moment.
 func TestCallerDeadlineIsNotARedisFailure(t *testing.T) {
-	ctx := testContext(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	n := lab.New(t, lab.Config{Proxy: true}).Node(0)
-	logs := &syncbuf.Buffer{}
+	logs := &testkit.Buffer{}
 	s := relaxed(n) // CallLimit 3 s
 	s.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	g := open(t, s)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -68,7 +69,7 @@ func TestNewRefusesUnsafeClients(t *testing.T) {
 }
 
 func TestCallOutcomes(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	n := l.Node(0)
 	resumeOnCleanup(t, n)
@@ -139,7 +140,7 @@ func TestCallOutcomes(t *testing.T) {
 }
 
 func TestCallClassifiesFailures(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Password: "right"})
 	n := l.Node(0)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -26,7 +27,7 @@ func check(t *testing.T, ctx context.Context, s guard.Settings, write bool) guar
 }
 
 func TestHealthPrimaryIsWritable(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	r := check(t, ctx, relaxed(l.Node(0)), true)
 	if r.State != guard.StateWritable || !r.Writable() || !r.PingOK || !r.WriteProbed || r.Err != nil {
@@ -47,7 +48,7 @@ func TestHealthPrimaryIsWritable(t *testing.T) {
 }
 
 func TestHealthOutOfMemoryIsNotWritable(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{ExtraConfig: []string{"maxmemory 1mb", "maxmemory-policy noeviction"}})
 	n := l.Node(0)
 	big := strings.Repeat("x", 64<<10)
@@ -76,7 +77,7 @@ func TestHealthOutOfMemoryIsNotWritable(t *testing.T) {
 }
 
 func TestHealthReplicaIsReadOnly(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Replicated(1))
 	r := check(t, ctx, relaxed(l.Node(1)), true)
 	if r.State != guard.StateReadOnly || r.Writable() || !r.PingOK {
@@ -85,7 +86,7 @@ func TestHealthReplicaIsReadOnly(t *testing.T) {
 }
 
 func TestHealthWrongPasswordIsAuthFailure(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Password: "the-right-one"})
 	s := relaxed(l.Node(0))
 	s.Password = "wrong-secret-5d1"
@@ -105,7 +106,7 @@ func TestHealthWrongPasswordIsAuthFailure(t *testing.T) {
 }
 
 func TestHealthPausedTimesOutWithinTheBound(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	n := l.Node(0)
 	resumeOnCleanup(t, n)
@@ -134,7 +135,7 @@ func TestHealthPausedTimesOutWithinTheBound(t *testing.T) {
 }
 
 func TestHealthUnreachable(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	r := check(t, ctx, guard.Settings{Addr: deadAddr(t), KeyPrefix: "test"}, true)
 	if r.State != guard.StateUnreachable || r.PingOK {
 		t.Fatalf("report %+v, want unreachable", r)
@@ -142,7 +143,7 @@ func TestHealthUnreachable(t *testing.T) {
 }
 
 func TestHealthCheckCallerCancellation(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	n, g := pausable(t)
 	c := newChecker(t, g, false)
 	if err := n.Pause(); err != nil {
@@ -156,7 +157,7 @@ func TestHealthCheckCallerCancellation(t *testing.T) {
 }
 
 func TestMonitorKeepsTheLastReport(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	n, g := pausable(t)
 	c := newChecker(t, g, true)
 	var reports atomic.Int64

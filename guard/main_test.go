@@ -22,14 +22,6 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 	guard.WaitFor(t, ctx, cond)
 }
 
-// testContext is a context for one test, cancelled when it ends.
-func testContext(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // settings are the safe Settings for a lab node, with the defaults'
 // timeouts: for the tests that measure them.
 func settings(n *lab.Node) guard.Settings {

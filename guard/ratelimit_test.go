@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -34,7 +35,7 @@ func newLimiter(t *testing.T, g *guard.Guard, limit int64, window time.Duration)
 // 8 concurrent attempts on one account with a limit of 5: exactly 5 pass,
 // 3 get ErrTooManyRequests with the window's remaining time.
 func TestLimiterEightConcurrentAttemptsAdmitFive(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	lim := newLimiter(t, g, 5, time.Minute)
@@ -82,7 +83,7 @@ func TestLimiterEightConcurrentAttemptsAdmitFive(t *testing.T) {
 
 // Redis down: the attempt is refused with ErrUnavailable and not counted.
 func TestLimiterRedisDownRefusesAndCountsNothing(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Proxy: true})
 	n := l.Node(0)
 	g := open(t, relaxed(n))
@@ -116,7 +117,7 @@ func TestLimiterRedisDownRefusesAndCountsNothing(t *testing.T) {
 
 // The script is loaded once, and again after the server forgets it.
 func TestLimiterReloadsScriptOnNoScript(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	n := l.Node(0)
 	g := open(t, relaxed(n))
@@ -162,7 +163,7 @@ func parseCalls(v string) int64 {
 
 // A counter someone left without a TTL gets one.
 func TestLimiterHealsCounterWithoutTTL(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	n := l.Node(0)
 	g := open(t, relaxed(n))
@@ -181,7 +182,7 @@ func TestLimiterHealsCounterWithoutTTL(t *testing.T) {
 
 // A window ends: attempts are allowed again.
 func TestLimiterWindowEnds(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	g := open(t, relaxed(l.Node(0)))
 	lim := newLimiter(t, g, 1, 200*time.Millisecond)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -109,7 +110,7 @@ func TestSettingsNeverShowThePassword(t *testing.T) {
 // With PoolSize N, N commands in flight and one more: the extra one fails
 // at once instead of queueing for a connection.
 func TestPoolDoesNotQueue(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Standalone())
 	const size = 3
 	s := relaxed(l.Node(0))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/redisurl"
 )
@@ -58,7 +59,7 @@ func TestSettingsFromURLErrors(t *testing.T) {
 
 // A lab URL with a password opens a working guard.
 func TestSettingsFromURLOpens(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Password: "lab-url-secret"})
 	s, err := guard.SettingsFromURL(l.URL())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -16,7 +17,7 @@ import (
 // HeartbeatInterval.
 func TestDeadNodeTakenOverAfterExpiry(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	a := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast("node-a", nil))
 	b := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast("node-b", nil))
 	start(t, ctx, a, b)
@@ -28,7 +29,7 @@ func TestDeadNodeTakenOverAfterExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	hbEnd := time.Now()
-	waitFor(t, time.Second, "a and b did not see the new node", func() bool {
+	testkit.WaitFor(t, time.Second, "a and b did not see the new node", func() bool {
 		return a.NodeCount() == 3 && b.NodeCount() == 3
 	})
 
@@ -81,7 +82,7 @@ func TestDeadNodeTakenOverAfterExpiry(t *testing.T) {
 		t.Errorf("taken over %v after the last heartbeat, want within %v", after, limit)
 	}
 	// Cleanup removes the dead replicas within a cleanup interval.
-	waitFor(t, o.CleanupInterval+2*time.Second, "dead replicas never cleaned up", func() bool {
+	testkit.WaitFor(t, o.CleanupInterval+2*time.Second, "dead replicas never cleaned up", func() bool {
 		return l.Node(0).Do(ctx, "ZCARD", "ring").Val() == int64(32)
 	})
 }
@@ -93,7 +94,7 @@ func TestDeadNodeTakenOverAfterExpiry(t *testing.T) {
 // ERROR, and one INFO once Redis answers again, and gets its keys back.
 func TestPausedRedisNodesGiveUpAtDeadline(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	opts := func(h string, log *slog.Logger) *Options {
 		o := fast(h, log)
 		o.OwnershipDeadline, o.Expiry = 2*time.Second, 3*time.Second
@@ -117,7 +118,7 @@ func TestPausedRedisNodesGiveUpAtDeadline(t *testing.T) {
 		nodes = append(nodes, newNode(t, client(t, l.Node(0).Options(), 5*time.Second), "ring", o))
 	}
 	start(t, ctx, nodes...)
-	waitFor(t, 5*time.Second, "no convergence", func() bool { return converged(nodes) })
+	testkit.WaitFor(t, 5*time.Second, "no convergence", func() bool { return converged(nodes) })
 	for _, n := range nodes {
 		select {
 		case <-n.Changes():
@@ -191,7 +192,7 @@ func TestPausedRedisNodesGiveUpAtDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
-	waitFor(t, 10*time.Second, "no convergence after Redis came back", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "no convergence after Redis came back", func() bool {
 		ok, _ := exactlyOnce(nodes, ks)
 		return ok && converged(nodes)
 	})
@@ -224,7 +225,7 @@ func TestPausedRedisNodesGiveUpAtDeadline(t *testing.T) {
 // expiry. When the network is back it rejoins and gets keys again.
 func TestPartitionedNodeGivesUpBeforeTakeover(t *testing.T) {
 	l := lab.New(t, lab.Config{Proxy: true})
-	ctx := testContext(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	opts := func(h string, log *slog.Logger) *Options {
 		o := fast(h, log)
 		o.OwnershipDeadline, o.Expiry = 2*time.Second, 3*time.Second
@@ -237,7 +238,7 @@ func TestPartitionedNodeGivesUpBeforeTakeover(t *testing.T) {
 	c := newNode(t, client(t, l.Node(0).Options(), 300*time.Millisecond), "ring", opts("node-c", logC))
 	nodes := []*Node{a, b, c}
 	start(t, ctx, nodes...)
-	waitFor(t, 5*time.Second, "no convergence", func() bool { return converged(nodes) })
+	testkit.WaitFor(t, 5*time.Second, "no convergence", func() bool { return converged(nodes) })
 	D, E, HB := c.opts.OwnershipDeadline, c.opts.Expiry, c.opts.HeartbeatInterval
 
 	ks := keys(2000)
@@ -295,7 +296,7 @@ func TestPartitionedNodeGivesUpBeforeTakeover(t *testing.T) {
 
 	l.Node(0).Restore()
 	restored := time.Now()
-	waitFor(t, 10*time.Second, "node-c did not rejoin", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "node-c did not rejoin", func() bool {
 		ok, _ := exactlyOnce(nodes, ks)
 		return ok && converged(nodes)
 	})

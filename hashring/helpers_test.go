@@ -39,12 +39,6 @@ func fast(host string, log *slog.Logger) *Options {
 	}
 }
 
-func testContext(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // client returns a lab client with the given read/write timeout, closed
 // when the test ends.
 func client(t testing.TB, opts *redis.Options, timeout time.Duration) *redis.Client {
@@ -114,19 +108,6 @@ func exactlyOnce(nodes []*Node, ks []string) (bool, string) {
 		}
 	}
 	return true, ""
-}
-
-// waitFor polls cond every 5 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	began := time.Now()
-	for !cond() {
-		if time.Since(began) > d {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(began)
 }
 
 // converged reports whether every node sees all the nodes and the same

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestPythonSuiteNode(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
 	c := client(t, l.Node(0).Options(), 2*time.Second)
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	const key = "hashring-test"
 
 	getNode := func(host string, replicas, total int) *Node {
@@ -108,7 +109,7 @@ func TestPythonSuiteNode(t *testing.T) {
 func TestPythonSuiteContains(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
 	c := client(t, l.Node(0).Options(), 2*time.Second)
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	for _, h := range []Hash{CRC32, XXHash} {
 		t.Run(h.String(), func(t *testing.T) {
 			key := "hashring-test-" + h.String()
@@ -136,13 +137,13 @@ func TestPythonSuiteContains(t *testing.T) {
 // exactly one owner, and every node's view names the same owner.
 func TestThreeNodesOwnEachKeyOnce(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	var nodes []*Node
 	for _, h := range []string{"node-a", "node-b", "node-c"} {
 		nodes = append(nodes, newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast(h, nil)))
 	}
 	start(t, ctx, nodes...)
-	waitFor(t, 5*time.Second, "nodes did not converge", func() bool { return converged(nodes) })
+	testkit.WaitFor(t, 5*time.Second, "nodes did not converge", func() bool { return converged(nodes) })
 
 	ks := keys(10000)
 	per := map[string]int{}
@@ -191,7 +192,7 @@ func TestThreeNodesOwnEachKeyOnce(t *testing.T) {
 // over on the notice, well before their next periodic read.
 func TestStopHandsKeysOver(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	slow := func(h string) *Options {
 		o := fast(h, nil)
 		// Periodic reads every 5 s: a handover faster than that came
@@ -204,7 +205,7 @@ func TestStopHandsKeysOver(t *testing.T) {
 		nodes = append(nodes, newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", slow(h)))
 	}
 	start(t, ctx, nodes...)
-	waitFor(t, 2*time.Second, "nodes did not converge on notices", func() bool { return converged(nodes) })
+	testkit.WaitFor(t, 2*time.Second, "nodes did not converge on notices", func() bool { return converged(nodes) })
 	ks := keys(10000)
 	if ok, why := exactlyOnce(nodes, ks); !ok {
 		t.Fatal(why)
@@ -223,7 +224,7 @@ func TestStopHandsKeysOver(t *testing.T) {
 	if nodes[2].NodeCount() != 0 || len(nodes[2].Ranges()) != 0 {
 		t.Error("stopped node reports nodes or ranges")
 	}
-	handover := waitFor(t, 2*time.Second, "the others did not take the keys over on the notice", func() bool {
+	handover := testkit.WaitFor(t, 2*time.Second, "the others did not take the keys over on the notice", func() bool {
 		ok, _ := exactlyOnce(nodes[:2], ks)
 		return ok
 	}) + stopTook
@@ -238,7 +239,7 @@ func TestStopHandsKeysOver(t *testing.T) {
 
 func TestStartStopRestart(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	c := client(t, l.Node(0).Options(), time.Second)
 	n := newNode(t, c, "ring", fast("solo", nil))
 	if n.Contains("x") || n.NodeCount() != 0 || !n.ValidUntil().IsZero() {
@@ -308,7 +309,7 @@ func (c muteConn) Write(b []byte) (int, error) {
 
 func TestStartSubscribeTimeoutAndBusy(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	c := muteSubscribe(t, l.Node(0).Options())
 	o := fast("mute", nil)
 	o.SubscribeTimeout = 1500 * time.Millisecond
@@ -317,7 +318,7 @@ func TestStartSubscribeTimeoutAndBusy(t *testing.T) {
 	result := make(chan error, 1)
 	began := time.Now()
 	go func() { result <- n.Start(ctx) }()
-	waitFor(t, time.Second, "Start did not begin", func() bool {
+	testkit.WaitFor(t, time.Second, "Start did not begin", func() bool {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		return n.phase == starting
@@ -368,7 +369,7 @@ func TestStartSubscribeTimeoutAndBusy(t *testing.T) {
 // A Start that wrote its heartbeat and then failed removes its replicas.
 func TestFailedStartRemovesReplicas(t *testing.T) {
 	l := lab.New(t, lab.Config{ExtraConfig: []string{`rename-command ZRANGEBYSCORE ""`}})
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	c := client(t, l.Node(0).Options(), time.Second)
 	n := newNode(t, c, "ring", fast("no-read", nil))
 	notices := c.Subscribe(ctx, "ring")
@@ -402,7 +403,7 @@ func TestFailedStartRemovesReplicas(t *testing.T) {
 
 func TestStartWhileRedisDownThenRecover(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	c := client(t, l.Node(0).Options(), 500*time.Millisecond)
 	n := newNode(t, c, "ring", fast("down", nil))
 	if err := l.Node(0).Kill(); err != nil {
@@ -450,14 +451,14 @@ func TestNewNodeRejects(t *testing.T) {
 // update() computes the same ranges from the ZSET as our nodes do.
 func TestInteropPythonFormat(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	c := client(t, l.Node(0).Options(), time.Second)
 	a := newNode(t, c, "ring", fast("worker-7.example.com", nil))
 	o := fast("worker-8.example.com", nil)
 	o.PID = 31337
 	b := newNode(t, c, "ring", o)
 	start(t, ctx, a, b)
-	waitFor(t, 5*time.Second, "no convergence", func() bool { return converged([]*Node{a, b}) })
+	testkit.WaitFor(t, 5*time.Second, "no convergence", func() bool { return converged([]*Node{a, b}) })
 
 	pid := strconv.Itoa(os.Getpid())
 	format := regexp.MustCompile(`^(0|[1-9][0-9]{0,9}):worker-[78]\.example\.com:(` + pid + `|31337):[0-9a-f]{8}$`)

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
 // The observer sees the node's share of the ring as nodes join and leave.
 func TestObserverReportsShare(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	var mu sync.Mutex
 	var shares []float64
 	oa := fast("obs-a", nil)
@@ -39,7 +40,7 @@ func TestObserverReportsShare(t *testing.T) {
 		t.Fatalf("alone, the node's share is %v, want 1", got)
 	}
 	start(t, ctx, b)
-	waitFor(t, 5*time.Second, "a's share to drop", func() bool { return last() > 0 && last() < 1 })
+	testkit.WaitFor(t, 5*time.Second, "a's share to drop", func() bool { return last() > 0 && last() < 1 })
 	var sum uint64
 	for _, r := range a.Ranges() {
 		sum += r.Len()
@@ -50,7 +51,7 @@ func TestObserverReportsShare(t *testing.T) {
 	if err := b.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a's share back to 1", func() bool { return last() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "a's share back to 1", func() bool { return last() == 1 })
 }
 
 // rangeEvents records a node's EventRangesChanged events, and counts the
@@ -97,7 +98,7 @@ func (r *rangeEvents) last() (Event, bool) {
 // reports them again.
 func TestObserverReportsGivingKeysUp(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	rec := &rangeEvents{}
 	o := fast("giving-up", nil)
 	o.OwnershipDeadline, o.Expiry = time.Second, 1500*time.Millisecond
@@ -117,10 +118,10 @@ func TestObserverReportsGivingKeysUp(t *testing.T) {
 			_ = l.Node(0).Resume()
 		}
 	})
-	waitFor(t, 5*time.Second, "the deadline to pass", func() bool { return len(n.Ranges()) == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the deadline to pass", func() bool { return len(n.Ranges()) == 0 })
 	// At the deadline, not when the node's goroutine, blocked on the
 	// paused Redis for up to the client's 5 s timeout, next looks.
-	waitFor(t, time.Second, "a share of 0 reported at the deadline", func() bool {
+	testkit.WaitFor(t, time.Second, "a share of 0 reported at the deadline", func() bool {
 		ev, _ := rec.last()
 		return ev.Share == 0 && ev.Ranges == 0
 	})
@@ -128,7 +129,7 @@ func TestObserverReportsGivingKeysUp(t *testing.T) {
 	if err := l.Node(0).Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "ownership back, reported", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "ownership back, reported", func() bool {
 		ev, _ := rec.last()
 		return len(n.Ranges()) > 0 && ev.Share == 1
 	})
@@ -164,7 +165,7 @@ func TestObserverReportsGivingKeysUp(t *testing.T) {
 // a call would overlap them if they were not one at a time.
 func TestObserverCallsAreSerial(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	var inside, overlaps, failed atomic.Int32
 	var gaveUp atomic.Bool
 	o := fast("serial", nil)
@@ -188,7 +189,7 @@ func TestObserverCallsAreSerial(t *testing.T) {
 	if err := l.Node(0).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the keys given up and failed attempts on both sides of it", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the keys given up and failed attempts on both sides of it", func() bool {
 		return gaveUp.Load() && failed.Load() >= 40
 	})
 	_ = n.Stop(ctx) // with Redis down it reports the failed removal; the node stops all the same

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -18,7 +19,7 @@ import (
 // never break the node.
 func TestMalformedMembersIgnored(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	c := client(t, l.Node(0).Options(), time.Second)
 	bad := []string{"garbage", "1:2", "12:host:1", "99999999999:h:1:abcdabcd", "-5:h:1:abcdabcd", "5:a:b:c:d", "\xff:h:1:ab", ""}
 	now := timeScore(time.Now().Add(time.Hour)) // alive through the test
@@ -65,7 +66,7 @@ func TestMalformedMembersIgnored(t *testing.T) {
 // Changes fires when another node joins or leaves.
 func TestChangesOnJoinAndLeave(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	a := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast("node-a", nil))
 	b := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast("node-b", nil))
 	start(t, ctx, a)
@@ -83,7 +84,7 @@ func TestChangesOnJoinAndLeave(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("no change signalled when b joined")
 	}
-	waitFor(t, time.Second, "a's ranges did not shrink", func() bool { return points(a.Ranges()) < RingSize })
+	testkit.WaitFor(t, time.Second, "a's ranges did not shrink", func() bool { return points(a.Ranges()) < RingSize })
 	if err := b.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestChangesOnJoinAndLeave(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("no change signalled when b left")
 	}
-	waitFor(t, time.Second, "a did not get the whole ring back", func() bool { return points(a.Ranges()) == RingSize })
+	testkit.WaitFor(t, time.Second, "a did not get the whole ring back", func() bool { return points(a.Ranges()) == RingSize })
 	if err := a.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestChangesOnJoinAndLeave(t *testing.T) {
 
 func TestRingViewFollowsTheRing(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	a := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast("node-a", nil))
 	b := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast("node-b", nil))
 	start(t, ctx, a, b)
@@ -120,11 +121,11 @@ func TestRingViewFollowsTheRing(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- ring.Run(runCtx) }()
-	waitFor(t, 2*time.Second, "view did not read the ring", func() bool { return ring.NodeCount() == 2 })
+	testkit.WaitFor(t, 2*time.Second, "view did not read the ring", func() bool { return ring.NodeCount() == 2 })
 	if err := ring.Run(runCtx); !errors.Is(err, ErrBusy) {
 		t.Errorf("second Run: %v, want ErrBusy", err)
 	}
-	waitFor(t, 2*time.Second, "nodes did not converge", func() bool { return converged([]*Node{a, b}) })
+	testkit.WaitFor(t, 2*time.Second, "nodes did not converge", func() bool { return converged([]*Node{a, b}) })
 	for _, k := range keys(1000) {
 		want, _ := a.Owner(k)
 		if got, _ := ring.Owner(k); got != want {
@@ -160,7 +161,7 @@ func TestRingViewFollowsTheRing(t *testing.T) {
 
 func TestRingViewRetriesWhileRedisDown(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	rec, log := newRecorder()
 	ring, err := NewRing(client(t, l.Node(0).Options(), 300*time.Millisecond), "ring",
 		&Options{Logger: log, RetryWait: 20 * time.Millisecond, MaxRetryWait: 100 * time.Millisecond})
@@ -173,7 +174,7 @@ func TestRingViewRetriesWhileRedisDown(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- ring.Run(runCtx) }()
-	waitFor(t, 3*time.Second, "no failed attempt logged", func() bool {
+	testkit.WaitFor(t, 3*time.Second, "no failed attempt logged", func() bool {
 		return len(rec.find(slog.LevelWarn, "hashring: ring view update failed")) >= 2
 	})
 	if err := l.Node(0).Restart(ctx); err != nil {
@@ -181,14 +182,14 @@ func TestRingViewRetriesWhileRedisDown(t *testing.T) {
 	}
 	n := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast("late", nil))
 	start(t, ctx, n)
-	waitFor(t, 3*time.Second, "view did not recover", func() bool { return ring.NodeCount() == 1 })
+	testkit.WaitFor(t, 3*time.Second, "view did not recover", func() bool { return ring.NodeCount() == 1 })
 	cancel()
 	<-done
 }
 
 func TestPrintListsReplicasAndNodes(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	c := client(t, l.Node(0).Options(), time.Second)
 	o := fast("printer.local", nil)
 	o.Replicas, o.PID = 3, 4242
@@ -239,7 +240,7 @@ func TestPrintListsReplicasAndNodes(t *testing.T) {
 func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	const secret = "ring-secret-7f3a"
 	l := lab.New(t, lab.Config{Password: secret})
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	wrong := *l.Node(0).Options()
 	wrong.Password = secret + "-wrong"
@@ -258,14 +259,14 @@ func TestNoSecretsInErrorsOrLogs(t *testing.T) {
 	if err := l.Node(0).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "no failed attempt logged", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "no failed attempt logged", func() bool {
 		return len(rec.find(slog.LevelWarn, msgRetry)) >= 2
 	})
 	if err := l.Node(0).Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
-	waitFor(t, 10*time.Second, "no heartbeat after the restart", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "no heartbeat after the restart", func() bool {
 		return good.ValidUntil().After(restarted.Add(good.opts.OwnershipDeadline))
 	})
 	rec.mu.Lock()

@@ -13,14 +13,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-func testContext(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+	"github.com/rediskit/rediskit/internal/testkit"
+)
 
 func pingNode(ctx context.Context, t *testing.T, n *Node) {
 	t.Helper()
@@ -48,7 +43,7 @@ func TestTopologiesStartAndAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := testContext(t, 30*time.Second)
+			ctx := testkit.Context(t, 30*time.Second)
 			l := New(t, tt.cfg)
 			if got, want := len(l.Nodes()), tt.cfg.Replicas+1; got != want {
 				t.Fatalf("%d nodes, want %d", got, want)
@@ -89,7 +84,7 @@ func TestTopologiesStartAndAnswer(t *testing.T) {
 }
 
 func TestCredentialsAreEnforced(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l := New(t, Config{Replicas: 0, Sentinels: 1, Username: "app", Password: "app-secret",
 		SentinelPassword: "sentinel-secret"})
 
@@ -110,7 +105,7 @@ func TestCredentialsAreEnforced(t *testing.T) {
 }
 
 func TestTLSWithoutCAFails(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l := New(t, Config{TLS: true})
 	opts := l.Node(0).Options()
 	opts.TLSConfig.RootCAs = nil // trust the system roots only
@@ -123,7 +118,7 @@ func TestTLSWithoutCAFails(t *testing.T) {
 }
 
 func TestExtraConfig(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l := New(t, Config{
 		ExtraConfig: []string{"maxmemory 1mb", "maxmemory-policy noeviction"},
 		Nodes:       []NodeConfig{{ExtraConfig: []string{"hz 20"}}},
@@ -143,7 +138,7 @@ func TestExtraConfig(t *testing.T) {
 
 // The injected delay shows in the measured PING round trip (±20%).
 func TestInjectedLatencyShowsInPing(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := New(t, Config{Replicas: 1, Nodes: []NodeConfig{{Latency: 20 * time.Millisecond}}})
 	master, replica := l.Node(0), l.Node(1)
 	replica.SetLatency(42 * time.Millisecond)
@@ -173,7 +168,7 @@ func TestInjectedLatencyShowsInPing(t *testing.T) {
 }
 
 func TestBlackHoledNodeTimesOut(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l := New(t, Config{Proxy: true})
 	n := l.Node(0)
 	opts := n.Options()
@@ -199,7 +194,7 @@ func TestBlackHoledNodeTimesOut(t *testing.T) {
 }
 
 func TestKillRestartPauseResume(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := New(t, Config{Proxy: true})
 	n := l.Node(0)
 	c := n.NewClient()
@@ -247,7 +242,7 @@ func TestKillRestartPauseResume(t *testing.T) {
 }
 
 func TestReplicaOfAndPriority(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := New(t, Config{Replicas: 2, Sentinels: 3,
 		Nodes: []NodeConfig{{}, {ReplicaPriority: 100}, {ReplicaPriority: 10}}})
 
@@ -283,7 +278,7 @@ func TestReplicaOfAndPriority(t *testing.T) {
 }
 
 func TestFailoverMovesMasterAndSentinelsAgree(t *testing.T) {
-	ctx := testContext(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := New(t, Config{Replicas: 1, Sentinels: 3, Proxy: true, Password: "pw", SentinelPassword: "spw"})
 	old := l.Node(0)
 
@@ -336,7 +331,7 @@ func TestFailoverMovesMasterAndSentinelsAgree(t *testing.T) {
 }
 
 func TestSentinelKillAndRestart(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := New(t, Sentinel(1))
 	s := l.Sentinels()[0]
 	if err := s.Kill(); err != nil {
@@ -367,7 +362,7 @@ func TestSentinelKillAndRestart(t *testing.T) {
 }
 
 func TestCloseStopsEveryProcess(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l, err := Start(ctx, Config{Replicas: 2, Sentinels: 3, Proxy: true})
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +390,7 @@ func TestCloseStopsEveryProcess(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
-	ctx := testContext(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	for _, tc := range []struct {
 		cfg  Config
 		want string
@@ -426,7 +421,7 @@ func TestPasswordsWithSpacesAndQuotes(t *testing.T) {
 			SentinelUsername: "watcher", SentinelPassword: "sentinel # pass"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := testContext(t, 30*time.Second)
+			ctx := testkit.Context(t, 30*time.Second)
 			l := New(t, tc.cfg)
 			for _, n := range l.Nodes() {
 				pingNode(ctx, t, n)
@@ -465,7 +460,7 @@ func TestFailedStartHidesPasswords(t *testing.T) {
 		{Sentinels: 1, Password: pw, SentinelPassword: spw,
 			SentinelExtraConfig: []string{"sentinel sentinel-pass " + confQuote(spw) + " again"}},
 	} {
-		ctx := testContext(t, 20*time.Second)
+		ctx := testkit.Context(t, 20*time.Second)
 		_, err := Start(ctx, cfg)
 		if err == nil {
 			t.Fatalf("Start(%+v) succeeded, want a refused config", cfg)
@@ -497,7 +492,7 @@ func takenPort(t *testing.T) int {
 // started and starts the whole topology again on fresh ports, so every
 // config names the ports the servers really have.
 func TestStartAgainWhenAPortIsTaken(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	taken := takenPort(t)
 	var mu sync.Mutex
 	picks := 0
@@ -555,7 +550,7 @@ func TestStartAgainWhenAPortIsTaken(t *testing.T) {
 // A port that stays taken: Start gives up after three attempts with the
 // port-in-use error and leaves no process behind.
 func TestStartGivesUpOnATakenPort(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	taken := takenPort(t)
 	picks := 0
 	dir := t.TempDir()
@@ -574,7 +569,7 @@ func TestStartGivesUpOnATakenPort(t *testing.T) {
 // Status is what Describe prints: each server's role as it is now, with
 // Redis's "slave" written "replica".
 func TestStatusAndDescribe(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := New(t, Config{Replicas: 2, Sentinels: 1, Nodes: []NodeConfig{{}, {Latency: 5 * time.Millisecond}}})
 	if err := l.Node(1).Pause(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestRoutesToHighestWeight(t *testing.T) {
 	nodes := standalone(t, 3, lab.Standalone())
 	c, log := newClient(t, fast(Config{}), nodes, 1, 10, 5)
-	ctx := testCtx(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 
 	if got := c.Active(); got != "db1" {
 		t.Fatalf("active %q, want db1 (weight 10)", got)
@@ -73,12 +74,12 @@ func TestRoutesToHighestWeight(t *testing.T) {
 		t.Errorf("String() = %s", s)
 	}
 	// The first choice is reported, and nothing else changed.
-	waitFor(t, 2*time.Second, "the first event", func() bool { return len(log.of(EventActiveChanged)) == 1 })
+	testkit.WaitFor(t, 2*time.Second, "the first event", func() bool { return len(log.of(EventActiveChanged)) == 1 })
 	if ev := log.of(EventActiveChanged)[0]; ev.Old != "" || ev.New != "db1" || ev.Reason != ReasonAutomatic {
 		t.Errorf("first event %v", ev)
 	}
 	// Health checks run on every database.
-	waitFor(t, 5*time.Second, "every database checked", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "every database checked", func() bool {
 		for _, d := range c.Stats().Databases {
 			if !d.Checked || !d.Healthy || d.LastProbeLatency <= 0 || d.State != Closed {
 				return false
@@ -97,7 +98,7 @@ func TestRoutesToHighestWeight(t *testing.T) {
 func TestReplyErrorsAreNotFailures(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	c, log := newClient(t, fast(Config{ConsecutiveFailures: 1, MinFailures: 1}), nodes, 10, 5)
-	ctx := testCtx(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	if err := c.LPush(ctx, "list", "x").Err(); err != nil {
 		t.Fatal(err)
 	}

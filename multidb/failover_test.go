@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rediskit/rediskit/internal/syncbuf"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -89,7 +89,7 @@ func underLoad(ctx context.Context, c *Client, warmup time.Duration, fault func(
 func TestKillActiveUnderLoad(t *testing.T) {
 	aof := lab.Config{ExtraConfig: []string{"appendonly yes", "appendfsync always"}}
 	nodes := standalone(t, 3, aof)
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	nameNodes(t, nodes)
 	c, log := newClient(t, Config{}, nodes, 10, 5, 1) // every setting at its default
 	var killed time.Time
@@ -205,13 +205,13 @@ func TestFailbackAfterDwell(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	const dwell = 3 * time.Second
 	c, log := newClient(t, fast(Config{FailbackDwell: dwell}), nodes, 10, 5)
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 
 	if err := nodes[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Ping(ctx) // traffic or the next health check notices
-	waitFor(t, 3*time.Second, "failover to db1", func() bool { return c.Active() == "db1" })
+	testkit.WaitFor(t, 3*time.Second, "failover to db1", func() bool { return c.Active() == "db1" })
 
 	var lastUp time.Time // when db0 was last started: it answers no earlier
 	for cycle := range 3 {
@@ -231,7 +231,7 @@ func TestFailbackAfterDwell(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, dwell+3*time.Second, "failback to db0", func() bool { return c.Active() == "db0" })
+	testkit.WaitFor(t, dwell+3*time.Second, "failback to db0", func() bool { return c.Active() == "db0" })
 	back := time.Now()
 
 	sw := log.awaitSwitches(t, 2)
@@ -260,10 +260,10 @@ func TestFailbackAfterDwell(t *testing.T) {
 func TestAllDown(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	const attempts, delay = 3, 200 * time.Millisecond
-	var records syncbuf.Buffer
+	var records testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&records, nil))
 	c, log := newClient(t, fast(Config{FailoverAttempts: attempts, FailoverDelay: delay, Logger: logger}), nodes, 10, 5)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestAllDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 3*time.Second, "no active database", func() bool { return c.Active() == "" })
+	testkit.WaitFor(t, 3*time.Second, "no active database", func() bool { return c.Active() == "" })
 	down := log.await(t, EventAllUnhealthy, 1)
 	if len(down) != 1 {
 		t.Fatalf("all-unhealthy events %v", down)
@@ -293,7 +293,7 @@ func TestAllDown(t *testing.T) {
 		t.Fatalf("Watch = %v", err)
 	}
 
-	waitFor(t, attempts*delay+2*time.Second, "ErrNoHealthyDatabase", func() bool {
+	testkit.WaitFor(t, attempts*delay+2*time.Second, "ErrNoHealthyDatabase", func() bool {
 		return errors.Is(c.Get(ctx, "k").Err(), ErrNoHealthyDatabase)
 	})
 	if ev := log.await(t, EventNoHealthyDatabase, 1); len(ev) != 1 || ev[0].Time.Sub(down[0].Time) < attempts*delay {
@@ -307,7 +307,7 @@ func TestAllDown(t *testing.T) {
 	if err := nodes[1].Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "service on db1", func() bool { return c.Set(ctx, "k", "again", 0).Err() == nil })
+	testkit.WaitFor(t, 5*time.Second, "service on db1", func() bool { return c.Set(ctx, "k", "again", 0).Err() == nil })
 	if c.Active() != "db1" || get(t, nodes[1], "k") != "again" {
 		t.Fatalf("active %q after recovery", c.Active())
 	}
@@ -316,7 +316,7 @@ func TestAllDown(t *testing.T) {
 	}
 	// Resuming is reported as a switch from no database.
 	sw := log.switches()
-	waitFor(t, 2*time.Second, "the resume event", func() bool {
+	testkit.WaitFor(t, 2*time.Second, "the resume event", func() bool {
 		sw = log.switches()
 		return len(sw) > 0 && sw[len(sw)-1].Old == ""
 	})
@@ -340,7 +340,7 @@ func TestAllDown(t *testing.T) {
 // by that timeout, not by the health checks.
 func TestStalledActiveUnderLoad(t *testing.T) {
 	nodes := standalone(t, 2, lab.Config{Proxy: true})
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	nameNodes(t, nodes)
 	c, log := newClient(t, Config{}, nodes, 10, 5) // every setting at its default
 	var stalled time.Time

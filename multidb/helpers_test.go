@@ -11,15 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
-
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // fast are short settings for tests; the defaults stay the documented
 // constants (TestKillActiveUnderLoad runs with them).
@@ -79,7 +73,7 @@ func (e *eventLog) flush(t *testing.T, c *Client) {
 	t.Helper()
 	n := len(e.of(eventMarker))
 	c.events.emit(Event{Kind: eventMarker})
-	waitFor(t, 2*time.Second, "the events emitted so far", func() bool { return len(e.of(eventMarker)) > n })
+	testkit.WaitFor(t, 2*time.Second, "the events emitted so far", func() bool { return len(e.of(eventMarker)) > n })
 }
 
 // switches are the active-database changes after the first choice.
@@ -95,7 +89,7 @@ func (e *eventLog) switches() []Event {
 // at least n events of kind arrived, and returns those of that kind.
 func (e *eventLog) await(t *testing.T, kind EventKind, n int) []Event {
 	t.Helper()
-	waitFor(t, 2*time.Second, fmt.Sprintf("%d %s events", n, kind), func() bool { return len(e.of(kind)) >= n })
+	testkit.WaitFor(t, 2*time.Second, fmt.Sprintf("%d %s events", n, kind), func() bool { return len(e.of(kind)) >= n })
 	return e.of(kind)
 }
 
@@ -149,18 +143,6 @@ func newClient(t *testing.T, cfg Config, nodes []*lab.Node, weights ...float64) 
 		}
 	})
 	return c, log
-}
-
-// waitFor polls cond every 10 ms until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // stateOf is a database's stats.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestManualControl(t *testing.T) {
 	nodes := standalone(t, 3, lab.Standalone())
 	c, log := newClient(t, fast(Config{FailbackDwell: 200 * time.Millisecond}), nodes, 10, 5, 1)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	tests := []struct {
 		name   string
@@ -92,7 +93,7 @@ func TestModuleUpgradeWalkthrough(t *testing.T) {
 	// The default grace period: a restarted node's breaker stays open, and
 	// the operator's weight change checks it and closes it.
 	c, log := newClient(t, fast(Config{GracePeriod: DefaultGracePeriod}), nodes, 10, 5)
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	for _, n := range nodes {
 		if err := n.Do(ctx, "SET", "catalog", "v1").Err(); err != nil {
 			t.Fatal(err)
@@ -143,7 +144,7 @@ func TestModuleUpgradeWalkthrough(t *testing.T) {
 
 	time.Sleep(300 * time.Millisecond)
 	upgrade(standby) // 1. the standby gets no traffic
-	waitFor(t, 5*time.Second, "the standby healthy", healthy("db1"))
+	testkit.WaitFor(t, 5*time.Second, "the standby healthy", healthy("db1"))
 	time.Sleep(200 * time.Millisecond)
 	if err := c.UpdateWeight(ctx, "db1", 20); err != nil { // 2. switch to it
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestModuleUpgradeWalkthrough(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	upgrade(primary) // 3. now the primary is idle
-	waitFor(t, 5*time.Second, "the primary healthy", healthy("db0"))
+	testkit.WaitFor(t, 5*time.Second, "the primary healthy", healthy("db0"))
 	time.Sleep(200 * time.Millisecond)
 	if err := c.UpdateWeight(ctx, "db1", 5); err != nil { // 4. switch back
 		t.Fatal(err)
@@ -184,7 +185,7 @@ func TestModuleUpgradeWalkthrough(t *testing.T) {
 func TestAddRemoveDatabase(t *testing.T) {
 	nodes := standalone(t, 3, lab.Standalone())
 	c, log := newClient(t, fast(Config{}), nodes[:1], 5)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	added := time.Now()
 	if err := c.AddDatabase(Database{Name: "big", Weight: 10, Options: opts(nodes[1])}); err != nil {
@@ -193,7 +194,7 @@ func TestAddRemoveDatabase(t *testing.T) {
 	if err := c.AddDatabase(Database{Name: "big", Weight: 1, Options: opts(nodes[2])}); err == nil {
 		t.Fatal("a second database named big was added")
 	}
-	waitFor(t, 5*time.Second, "failback to big", func() bool { return c.Active() == "big" })
+	testkit.WaitFor(t, 5*time.Second, "failback to big", func() bool { return c.Active() == "big" })
 	if d := time.Since(added); d < 500*time.Millisecond {
 		t.Fatalf("big took over %v after it was added, before the dwell", d)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/guard"
-	"github.com/rediskit/rediskit/internal/syncbuf"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/sentinel"
 )
@@ -30,7 +30,7 @@ func TestProbes(t *testing.T) {
 	if _, err := WriteProbe("bad prefix:"); err == nil {
 		t.Fatal("WriteProbe accepted a prefix ending with ':'")
 	}
-	ctx := testCtx(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	probe := func(p Probe, cl *redis.Client) error {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
@@ -62,7 +62,7 @@ func TestProbes(t *testing.T) {
 	if err := l.Node(0).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the replication probe to fail", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the replication probe to fail", func() bool {
 		return errors.Is(probe(ReplicationProbe(5*time.Second), replica), ErrReplicationLag)
 	})
 	if err := probe(PingProbe(), master); err == nil {
@@ -80,11 +80,11 @@ func TestClientKinds(t *testing.T) {
 	}
 	defer sc.Close()
 	cluster := lab.New(t, lab.Config{ExtraConfig: []string{"cluster-enabled yes"}}).Node(0)
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	if err := cluster.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the cluster", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the cluster", func() bool {
 		s, _ := cluster.Do(ctx, "CLUSTER", "INFO").Text()
 		return strings.Contains(s, "cluster_state:ok")
 	})
@@ -164,7 +164,7 @@ func TestClientKinds(t *testing.T) {
 func TestNoSecrets(t *testing.T) {
 	const secret = "s3cr3t-pa55word"
 	nodes := standalone(t, 2, lab.Config{Password: secret})
-	var buf syncbuf.Buffer
+	var buf testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	wrong := opts(nodes[1])
 	wrong.Password = secret + "-wrong"
@@ -172,13 +172,13 @@ func TestNoSecrets(t *testing.T) {
 	if err := c.AddDatabase(Database{Name: "wrong", Weight: 5, Options: wrong}); err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t, 10*time.Second)
-	waitFor(t, 5*time.Second, "the wrong password to fail", func() bool { return stateOf(c, "wrong").ChecksFailed > 0 })
+	ctx := testkit.Context(t, 10*time.Second)
+	testkit.WaitFor(t, 5*time.Second, "the wrong password to fail", func() bool { return stateOf(c, "wrong").ChecksFailed > 0 })
 	if err := nodes[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	var errs []error
-	waitFor(t, 5*time.Second, "ErrNoHealthyDatabase", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "ErrNoHealthyDatabase", func() bool {
 		err := c.Get(ctx, "k").Err()
 		errs = append(errs, err)
 		return errors.Is(err, ErrNoHealthyDatabase)
@@ -218,7 +218,7 @@ func TestClosePromptAndIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	ps := c.Subscribe(ctx, "ch")
 	defer ps.Close()
 	if err := c.Ping(ctx).Err(); err != nil {

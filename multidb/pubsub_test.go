@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/sentinel"
 )
@@ -18,7 +19,7 @@ import (
 // may be lost).
 func expectDelivery(t *testing.T, c *Client, msgs <-chan *redis.Message, channel, step, want string) {
 	t.Helper()
-	ctx := testCtx(t, 15*time.Second)
+	ctx := testkit.Context(t, 15*time.Second)
 	deadline := time.After(15 * time.Second)
 	for i := 0; ; i++ {
 		payload := fmt.Sprintf("%s-%d", step, i)
@@ -43,7 +44,7 @@ func expectDelivery(t *testing.T, c *Client, msgs <-chan *redis.Message, channel
 func TestSubscriberFollowsSwitches(t *testing.T) {
 	nodes := standalone(t, 3, lab.Standalone())
 	c, _ := newClient(t, fast(Config{}), nodes, 10, 5, 1)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	ps := c.Subscribe(ctx, "news")
 	defer ps.Close()
@@ -75,7 +76,7 @@ func TestSubscriberFollowsSwitches(t *testing.T) {
 	if err := nodes[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "failover away from db1", func() bool { _ = c.Ping(ctx); return c.Active() == "db0" })
+	testkit.WaitFor(t, 5*time.Second, "failover away from db1", func() bool { _ = c.Ping(ctx); return c.Active() == "db0" })
 	expectDelivery(t, c, msgs, "news", "after the kill", "db0")
 }
 
@@ -86,7 +87,7 @@ func TestSubscriberFollowsSwitches(t *testing.T) {
 // while it is active, which the Sentinel client follows by itself (the
 // multi-database client does not switch).
 func TestSubscriberOnSentinelDatabase(t *testing.T) {
-	ctx := testCtx(t, 90*time.Second)
+	ctx := testkit.Context(t, 90*time.Second)
 	sl := lab.New(t, lab.Sentinel(1))
 	sc, err := sentinel.NewClient(sentinel.Options{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
 	if err != nil {
@@ -115,7 +116,7 @@ func TestSubscriberOnSentinelDatabase(t *testing.T) {
 	// after its connection closed).
 	subscribers := func(what string, want map[*lab.Node]int64) {
 		t.Helper()
-		waitFor(t, 5*time.Second, what, func() bool {
+		testkit.WaitFor(t, 5*time.Second, what, func() bool {
 			for n, w := range want {
 				if numsub(t, n, "news") != w {
 					return false
@@ -145,7 +146,7 @@ func TestSubscriberOnSentinelDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the Sentinel client to follow the failover", func() bool { return sc.Master() == res.NewMaster.Addr() })
+	testkit.WaitFor(t, 10*time.Second, "the Sentinel client to follow the failover", func() bool { return sc.Master() == res.NewMaster.Addr() })
 	expectDelivery(t, c, msgs, "news", "after the Sentinel failover", "sentinel")
 	// Delivered from the new master itself, not from a subscription left on
 	// the old one (a replica relays what its master publishes).
@@ -241,7 +242,7 @@ func TestPubSubAsDirect(t *testing.T) {
 		}},
 	}
 	transcript := func(run exchange, sub redis.UniversalClient) []string {
-		ctx := testCtx(t, 10*time.Second)
+		ctx := testkit.Context(t, 10*time.Second)
 		var out []string
 		run(ctx, sub, direct, func(ps *redis.PubSub) {
 			v, err := ps.ReceiveTimeout(ctx, 2*time.Second)
@@ -283,7 +284,7 @@ func TestCloseWhileSubscribing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	ps := closeWhileTheBridgeWaits(t, ctx, c, "a", nodes[0])
 	if _, err := ps.ReceiveTimeout(ctx, time.Second); err == nil { // the connection's end
 		t.Fatal("Receive after Close succeeded")
@@ -305,7 +306,7 @@ func TestCloseWhileSubscribingThroughNodeClients(t *testing.T) {
 				cfg.ExtraConfig = []string{"cluster-enabled yes"}
 			}
 			node := lab.New(t, cfg).Node(0)
-			ctx := testCtx(t, 20*time.Second)
+			ctx := testkit.Context(t, 20*time.Second)
 			var client redis.UniversalClient
 			if kind == "cluster" {
 				if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
@@ -340,7 +341,7 @@ func TestCloseWhileSubscribingThroughNodeClients(t *testing.T) {
 // test's end).
 func closeWhileTheBridgeWaits(t *testing.T, ctx context.Context, c *Client, db string, node *lab.Node) *redis.PubSub {
 	t.Helper()
-	waitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, db).ChecksPassed > 0 })
+	testkit.WaitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, db).ChecksPassed > 0 })
 	node.BlackHole()
 	t.Cleanup(node.Restore)
 	ps := c.Subscribe(ctx, "ch")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -68,7 +69,7 @@ func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func TestRemoveDatabaseInFlight(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	nameNodes(t, nodes)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	tests := []struct {
 		name string
@@ -176,12 +177,12 @@ func TestRemoveDatabaseInFlight(t *testing.T) {
 func TestRemoveDatabaseInFlightWithNoneLeft(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	nameNodes(t, nodes)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	c, _ := newClient(t, fast(Config{}), nodes, 10, 5)
 	if err := nodes[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "db1's breaker to open", func() bool { return stateOf(c, "db1").State == Open })
+	testkit.WaitFor(t, 10*time.Second, "db1's breaker to open", func() bool { return stateOf(c, "db1").State == Open })
 	hook := newHoldHook("held:")
 	c.AddHook(hook)
 	errc := make(chan error, 1)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -25,8 +26,8 @@ func proxied(t *testing.T, mod func(*Config)) ([]*lab.Node, *Client, *eventLog) 
 		mod(&cfg)
 	}
 	c, log := newClient(t, cfg, nodes, 10, 5)
-	ctx := testCtx(t, 10*time.Second)
-	waitFor(t, 5*time.Second, "the first health checks", func() bool {
+	ctx := testkit.Context(t, 10*time.Second)
+	testkit.WaitFor(t, 5*time.Second, "the first health checks", func() bool {
 		return stateOf(c, "db0").Checked && stateOf(c, "db1").Checked
 	})
 	// Pooled connections to db0, for commands and for pipelines (go-redis
@@ -124,7 +125,7 @@ func TestNoWriteReplay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			nodes, c, log := proxied(t, nil)
-			ctx := testCtx(t, 10*time.Second)
+			ctx := testkit.Context(t, 10*time.Second)
 			got, err := tt.run(ctx, c, nodes[0])
 			switch tt.want {
 			case "db1":
@@ -143,7 +144,7 @@ func TestNoWriteReplay(t *testing.T) {
 			if c.Active() != "db1" {
 				t.Fatalf("active %q, want db1", c.Active())
 			}
-			waitFor(t, time.Second, tt.wantEvent.String(), func() bool { return len(log.of(tt.wantEvent)) == 1 })
+			testkit.WaitFor(t, time.Second, tt.wantEvent.String(), func() bool { return len(log.of(tt.wantEvent)) == 1 })
 			nodes[0].Restore()
 			if n, _ := strconv.Atoi(get(t, nodes[0], "n")); n > tt.maxOnDB0 {
 				t.Fatalf("the write ran %d times on db0, want at most %d", n, tt.maxOnDB0)
@@ -183,7 +184,7 @@ func TestTripRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			nodes, c, _ := proxied(t, tt.cfg)
-			ctx := testCtx(t, 10*time.Second)
+			ctx := testkit.Context(t, 10*time.Second)
 			for range tt.successes {
 				if err := c.Get(ctx, "who").Err(); err != nil {
 					t.Fatal(err)

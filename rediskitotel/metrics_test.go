@@ -14,6 +14,7 @@ import (
 
 	"github.com/rediskit/rediskit/guard"
 	"github.com/rediskit/rediskit/hashring"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/multidb"
 	"github.com/rediskit/rediskit/replica"
@@ -22,13 +23,6 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // newMetrics returns Metrics on an SDK provider with a manual reader.
@@ -107,21 +101,10 @@ func sum(points []point, want ...attribute.KeyValue) float64 {
 	return total
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // A lab failover shows as one master change with both addresses, a
 // failover, discoveries with durations, and the skipped dead sentinel.
 func TestSentinelFailoverMetrics(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	m, reader := newMetrics(t)
 	l := lab.New(t, lab.Sentinel(1))
 	if err := l.Sentinels()[0].Kill(); err != nil {
@@ -143,7 +126,7 @@ func TestSentinelFailoverMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
+	testkit.WaitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
 
 	got := collect(t, reader)
 	name := AttrMasterName.String(l.MasterName())
@@ -164,7 +147,7 @@ func TestSentinelFailoverMetrics(t *testing.T) {
 // A guard fallback while Redis is down, limiter and gate outcomes, and the
 // health state, read from the components' own counters.
 func TestGuardMetrics(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	m, reader := newMetrics(t)
 	l := lab.New(t, lab.Config{Proxy: true})
 	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
@@ -210,7 +193,7 @@ func TestGuardMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, "the first health check", func() bool { return mon.Last().State != guard.StateUnknown })
+	testkit.WaitFor(t, 5*time.Second, "the first health check", func() bool { return mon.Last().State != guard.StateUnknown })
 
 	_, _ = cache.Lookup(ctx, "sku-1")    // miss, loaded
 	_, _ = cache.Lookup(ctx, "sku-1")    // hit
@@ -315,7 +298,7 @@ func TestCacheSeriesPartitionLookups(t *testing.T) {
 // A node's share of the ring, and an ownership expiry and restore while
 // Redis is paused past the deadline.
 func TestHashringMetrics(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	m, reader := newMetrics(t)
 	l := lab.New(t, lab.Standalone())
 	client := l.Node(0).NewClient()
@@ -347,13 +330,13 @@ func TestHashringMetrics(t *testing.T) {
 	if err := l.Node(0).Pause(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the deadline to pass", func() bool { return n.NodeCount() == 0 })
+	testkit.WaitFor(t, 5*time.Second, "the deadline to pass", func() bool { return n.NodeCount() == 0 })
 	time.Sleep(300 * time.Millisecond)
 	if err := l.Node(0).Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "ownership to come back", func() bool { return n.NodeCount() == 1 })
-	waitFor(t, 5*time.Second, "the restore to be counted", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "ownership to come back", func() bool { return n.NodeCount() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the restore to be counted", func() bool {
 		got = collect(t, reader)
 		return sum(got["rediskit.hashring.ownership.restores"]) == 1
 	})
@@ -373,7 +356,7 @@ func TestNewNeedsAProvider(t *testing.T) {
 // before the kill and the next are an hour away (a health check that
 // failed first would trip the breaker with no traffic failure counted).
 func TestMultiDBMetrics(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	m, reader := newMetrics(t)
 	primary, standby := lab.New(t, lab.Standalone()), lab.New(t, lab.Standalone())
 	c, err := multidb.NewClient(multidb.Config{
@@ -394,19 +377,19 @@ func TestMultiDBMetrics(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the first health checks", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the first health checks", func() bool {
 		st := c.Stats()
 		return len(st.Databases) == 2 && st.Databases[0].Checked && st.Databases[1].Checked
 	})
 	if err := primary.Node(0).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the switch to the standby", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the switch to the standby", func() bool {
 		_ = c.Set(ctx, "k", "v", 0).Err()
 		return c.Active() == "standby"
 	})
 	var got map[string][]point
-	waitFor(t, 5*time.Second, "the switch to be counted", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the switch to be counted", func() bool {
 		got = collect(t, reader)
 		return sum(got["rediskit.multidb.switches"], AttrSwitchReason.String("automatic"), AttrOldDatabase.String("primary"), AttrNewDatabase.String("standby")) == 1
 	})
@@ -434,7 +417,7 @@ func TestMultiDBMetrics(t *testing.T) {
 // An election change: the RTT table, the elected flags and the reads per
 // node follow a swap of the replicas' latencies.
 func TestReplicaElectionMetrics(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	m, reader := newMetrics(t)
 	near, far := 4*time.Millisecond, 40*time.Millisecond
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3,
@@ -468,7 +451,7 @@ func TestReplicaElectionMetrics(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 10*time.Second, "node1 elected", func() bool { read(); return elected(a) })
+	testkit.WaitFor(t, 10*time.Second, "node1 elected", func() bool { read(); return elected(a) })
 	read()
 
 	host := func(addr string) []attribute.KeyValue { return addrAttrs(addr) }
@@ -487,7 +470,7 @@ func TestReplicaElectionMetrics(t *testing.T) {
 
 	l.Node(1).SetLatency(far)
 	l.Node(2).SetLatency(near)
-	waitFor(t, 10*time.Second, "node2 elected", func() bool { read(); return elected(b) && !elected(a) })
+	testkit.WaitFor(t, 10*time.Second, "node2 elected", func() bool { read(); return elected(b) && !elected(a) })
 	got = collect(t, reader)
 	if sum(got["rediskit.replica.elections"]) <= before {
 		t.Fatalf("elections did not grow past %v: %v", before, got["rediskit.replica.elections"])

@@ -16,20 +16,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rediskit/rediskit/internal/syncbuf"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/replica"
 	"github.com/rediskit/rediskit/sentinel"
 )
 
 const ms = time.Millisecond
-
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // latencyLab starts a master and replicas behind proxies with the given
 // added round trips (master first), monitored by three sentinels.
@@ -125,7 +118,7 @@ func newClient(t *testing.T, l *lab.Lab, sel sentinel.ReplicaSelector, mod func(
 // waitReplicas waits until the client routes with n healthy replicas.
 func waitReplicas(t *testing.T, ctx context.Context, c *sentinel.Client, n int) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d healthy replicas", n), func() bool {
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("%d healthy replicas", n), func() bool {
 		_ = c.Ping(ctx).Err()
 		return len(c.Stats().Replicas) == n
 	})
@@ -147,18 +140,6 @@ func ready(t *testing.T, ctx context.Context, c *sentinel.Client, sel *replica.S
 	_ = c.Get(ctx, "k")
 	if err := sel.WaitRound(ctx, rounds); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * ms)
 	}
 }
 
@@ -263,7 +244,7 @@ func row(t *testing.T, table []replica.NodeStatus, addr string) replica.NodeStat
 // Master +6 ms, replica A +6 ms, replica B +42 ms: before the first probe
 // round, reads go to the master; after it, at least 99% go to A.
 func TestNearReplicaTakesTheReads(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 42*ms)
 	master, near, far := l.Node(0), l.Node(1), l.Node(2)
 	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 500 * ms})
@@ -324,7 +305,7 @@ func TestNearReplicaTakesTheReads(t *testing.T) {
 // connections to the replica that left are closed, without restarting the
 // client.
 func TestElectionFollowsASwap(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 42*ms)
 	a, b := l.Node(1), l.Node(2)
 	const interval = 500 * ms
@@ -387,7 +368,7 @@ func TestElectionFollowsASwap(t *testing.T) {
 	// The client's pooled connections to A were evicted: none of those
 	// open before the swap is left. (The client's topology checks, ROLE
 	// every RefreshInterval, may have opened a new one.)
-	waitFor(t, 5*time.Second, "the client's pooled connections to A to close", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the client's pooled connections to A to close", func() bool {
 		return !slices.ContainsFunc(clientIDs(t, a, "swap-test"), func(id string) bool { return slices.Contains(pooled, id) })
 	})
 	if n := clientConns(t, a, "swap-test-probe"); n != 1 {
@@ -399,7 +380,7 @@ func TestElectionFollowsASwap(t *testing.T) {
 // elected; with every replica excluded, Nearest and ReplicaPreferred read
 // from the master, and Replica from the nearest replica still answering.
 func TestExclusionFactor(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 42*ms, 60*ms)
 	a, b := l.Node(1), l.Node(2)
 	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 200 * ms})
@@ -441,7 +422,7 @@ func TestExclusionFactor(t *testing.T) {
 // Black-holing the elected replica drops it at the next probe round and
 // reads move to the other; it is elected again once it answers.
 func TestBlackHoledReplicaIsDropped(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	// Sentinel and the client's refresh would drop the replica too; they
 	// are slowed down so that the probe is what drops it.
 	l := latencyLab(t, lab.Config{DownAfter: 30 * time.Second}, 6*ms, 6*ms, 9*ms)
@@ -488,7 +469,7 @@ func TestBlackHoledReplicaIsDropped(t *testing.T) {
 // up. Its replication is made to go through a proxy of the test's own,
 // which is then black-holed.
 func TestStaleReplicaIsExcluded(t *testing.T) {
-	ctx := testCtx(t, 90*time.Second)
+	ctx := testkit.Context(t, 90*time.Second)
 	// FailoverTimeout: Sentinel re-points a replica that follows another
 	// address than the master's only after that long.
 	l := latencyLab(t, lab.Config{FailoverTimeout: 2 * time.Minute}, 6*ms, 9*ms, 6*ms)
@@ -545,7 +526,7 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 // never reads the master; Nearest and ReplicaPreferred read from the
 // master. Once the replica has caught up, Replica reads from it again.
 func TestStaleReplicaServesNoRead(t *testing.T) {
-	ctx := testCtx(t, 90*time.Second)
+	ctx := testkit.Context(t, 90*time.Second)
 	// FailoverTimeout: Sentinel re-points a replica that follows another
 	// address than the master's only after that long.
 	l := latencyLab(t, lab.Config{FailoverTimeout: 2 * time.Minute}, 2*ms, 2*ms)
@@ -619,7 +600,7 @@ func TestStaleReplicaServesNoRead(t *testing.T) {
 // Two clients of one deployment in one process share one prober: each
 // node sees one probe connection and two PINGs per round, not four.
 func TestTwoClientsShareOneProber(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
 	const interval = 100 * ms
 	sel1, _ := newSelector(t, replica.Config{ProbeInterval: interval})
@@ -667,14 +648,14 @@ func TestTwoClientsShareOneProber(t *testing.T) {
 	}
 	_ = c2.Close()
 	for _, n := range l.Nodes() {
-		waitFor(t, 2*time.Second, "the probe connection to close", func() bool { return clientConns(t, n, "share-test-probe") == 0 })
+		testkit.WaitFor(t, 2*time.Second, "the probe connection to close", func() bool { return clientConns(t, n, "share-test-probe") == 0 })
 	}
 }
 
 // Two replicas as near as each other under the latency window each take
 // 40–60% of the reads.
 func TestEqualReplicasShareReads(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 6*ms)
 	sel, _ := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 200 * ms})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
@@ -693,10 +674,10 @@ func TestEqualReplicasShareReads(t *testing.T) {
 // Passwords never appear in the table, the events or the logs, even when
 // probes fail to authenticate (the password changed under the client).
 func TestNoSecretsInTableEventsOrLogs(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	const oldPass, newPass = "s3cret-old-pw", "s3cret-new-pw"
 	l := latencyLab(t, lab.Config{Password: oldPass}, 2*ms, 2*ms, 2*ms)
-	var logs syncbuf.Buffer
+	var logs testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sel, events := newSelector(t, replica.Config{ProbeInterval: 100 * ms, Logger: logger})
 	c := newClient(t, l, sel, func(o *sentinel.Options) { o.Password, o.Logger, o.ClientName = oldPass, logger, "secret-test" })
@@ -711,7 +692,7 @@ func TestNoSecretsInTableEventsOrLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, "the probes to fail", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the probes to fail", func() bool {
 		for _, st := range sel.Table() {
 			if st.Err != nil && strings.Contains(st.Err.Error(), "WRONGPASS") {
 				return true
@@ -777,7 +758,7 @@ func TestCloseIsPromptDuringAProbe(t *testing.T) {
 // once (before the client has found the topology), the table read after
 // each round, without any read.
 func TestTableWithoutReads(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := latencyLab(t, lab.Config{}, 2*ms, 2*ms, 30*ms)
 	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 200 * ms})
 	if err != nil {
@@ -814,7 +795,7 @@ func TestTableWithoutReads(t *testing.T) {
 // next round), on a real client: the rounds go on, and Client.Close
 // returns promptly.
 func TestObserverCallingTheSelector(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := latencyLab(t, lab.Config{}, 2*ms, 2*ms, 30*ms)
 	var sel *replica.Selector
 	waited := make(chan error, 64)
@@ -918,7 +899,7 @@ func (m *monitor) text() string {
 // rediskit's inner-client policy too: no CLIENT SETINFO, no maintenance
 // notifications handshake, nothing but the probes on the node.
 func TestProbeClientWithoutNodeOptions(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	node := lab.New(t, lab.Standalone()).Node(0)
 	mon := startMonitor(t, node.Addr())
 	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms})
@@ -942,7 +923,7 @@ func TestProbeClientWithoutNodeOptions(t *testing.T) {
 	if err := node.Do(ctx, "ECHO", "probe-test-marker").Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the marker in MONITOR's feed", func() bool { return strings.Contains(mon.text(), "probe-test-marker") })
+	testkit.WaitFor(t, 5*time.Second, "the marker in MONITOR's feed", func() bool { return strings.Contains(mon.text(), "probe-test-marker") })
 	feed := mon.text()
 	if !strings.Contains(strings.ToLower(feed), `"ping"`) {
 		t.Fatalf("MONITOR saw no probe:\n%s", feed)
@@ -993,7 +974,7 @@ func replicateThroughDetour(t *testing.T, ctx context.Context, master, replica *
 	if err := replica.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the replica to replicate through the detour", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the replica to replicate through the detour", func() bool {
 		info, err := replica.ReplicationInfo(ctx)
 		return err == nil && info["master_port"] == port && info["master_link_status"] == "up"
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/replica"
 )
@@ -22,7 +23,7 @@ import (
 var _ redis.UniversalClient = (*Client)(nil)
 
 func TestDiscoverySkipsDownSentinel(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	if err := l.Sentinels()[0].Kill(); err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestDiscoverySkipsDownSentinel(t *testing.T) {
 
 // A sentinel that names a replica as the master is skipped after ROLE.
 func TestDiscoverySkipsSentinelNamingAReplica(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	s0 := l.Sentinels()[0]
 	replica := l.Node(1)
@@ -116,7 +117,7 @@ func TestAllSentinelsDownErrorListsEach(t *testing.T) {
 func TestUnknownMasterName(t *testing.T) {
 	l := lab.New(t, lab.Sentinel(0))
 	c, _ := newTestClient(t, l, func(o *Options) { o.MasterName = "nosuchmaster" })
-	ctx := testCtx(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	err := c.Ping(ctx).Err()
 	if err == nil || !strings.Contains(err.Error(), "does not monitor a master by that name") {
 		t.Fatalf("got %v", err)
@@ -124,14 +125,14 @@ func TestUnknownMasterName(t *testing.T) {
 }
 
 func TestReadFromRoutesReadsAndWrites(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	master, replica := l.Node(0), l.Node(1)
 	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
 
 	getsM, getsR := calls(t, master, "get"), calls(t, replica, "get")
 	for range 10 {
@@ -167,7 +168,7 @@ func TestReadFromRoutesReadsAndWrites(t *testing.T) {
 }
 
 func TestPipelinesAndTransactionsRouteAsAWhole(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	master, replica := l.Node(0), l.Node(1)
 	// Routing as a whole, not the choice of replica: the round-robin
@@ -177,7 +178,7 @@ func TestPipelinesAndTransactionsRouteAsAWhole(t *testing.T) {
 	if err := c.Set(ctx, "a", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
 
 	// Read-only pipeline: the replica.
 	getsM, getsR := calls(t, master, "get"), calls(t, replica, "get")
@@ -244,7 +245,7 @@ func TestPipelinesAndTransactionsRouteAsAWhole(t *testing.T) {
 }
 
 func TestReplicaOnlyWithoutReplica(t *testing.T) {
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l := lab.New(t, lab.Sentinel(0))
 	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
 	err := c.Get(ctx, "k").Err()
@@ -262,7 +263,7 @@ func TestReplicaOnlyWithoutReplica(t *testing.T) {
 }
 
 func TestSubscribeResumesAfterFailover(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	c, _ := newTestClient(t, l, nil)
 	sub := c.Subscribe(ctx, "news")
@@ -294,7 +295,7 @@ func TestSubscribeResumesAfterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the client to follow the failover", func() bool { return c.Master() == res.NewMaster.Addr() })
+	testkit.WaitFor(t, 10*time.Second, "the client to follow the failover", func() bool { return c.Master() == res.NewMaster.Addr() })
 	publishUntilReceived("after")
 	// Delivered from the new master itself, not from a subscription left on
 	// the old one (a replica relays what its master publishes).
@@ -311,10 +312,10 @@ func TestSubscribeResumesAfterFailover(t *testing.T) {
 }
 
 func TestDurableWrites(t *testing.T) {
-	ctx := testCtx(t, 40*time.Second)
+	ctx := testkit.Context(t, 40*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
 	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true; o.DurableTimeout = 300 * time.Millisecond })
-	waitFor(t, 5*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatalf("durable SET with both replicas up: %v", err)
 	}
@@ -353,7 +354,7 @@ func TestDurableWrites(t *testing.T) {
 }
 
 func TestDurableWithoutReplicaIsRefusedUnsent(t *testing.T) {
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l := lab.New(t, lab.Sentinel(0))
 	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true })
 	err := c.Set(ctx, "k", "v", 0).Err()
@@ -390,7 +391,7 @@ func TestDurableCountsReplicasTheClientCannotReach(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := testCtx(t, 40*time.Second)
+			ctx := testkit.Context(t, 40*time.Second)
 			l := lab.New(t, lab.Sentinel(2))
 			reachable, hidden := l.Node(1), l.Node(2)
 			c, _ := newTestClient(t, l, func(o *Options) {
@@ -404,7 +405,7 @@ func TestDurableCountsReplicasTheClientCannotReach(t *testing.T) {
 			})
 			both := []string{reachable.Addr(), hidden.Addr()}
 			slices.Sort(both)
-			waitFor(t, 10*time.Second, "one verified replica, two counted for durable writes", func() bool {
+			testkit.WaitFor(t, 10*time.Second, "one verified replica, two counted for durable writes", func() bool {
 				st := c.Stats()
 				return slices.Equal(st.Replicas, []string{reachable.Addr()}) && slices.Equal(st.DurableReplicas, both)
 			})
@@ -438,7 +439,7 @@ func TestDurableCountsReplicasTheClientCannotReach(t *testing.T) {
 			// Once Sentinel flags it s_down it could no longer be promoted,
 			// but the master still streams to it: woken, it could confirm
 			// in place of the replica being promoted. It still counts.
-			waitFor(t, 10*time.Second, "Sentinel to flag the hidden replica s_down", func() bool {
+			testkit.WaitFor(t, 10*time.Second, "Sentinel to flag the hidden replica s_down", func() bool {
 				rows, err := l.Sentinels()[0].Replicas(ctx)
 				if err != nil {
 					return false
@@ -451,7 +452,7 @@ func TestDurableCountsReplicasTheClientCannotReach(t *testing.T) {
 				return false
 			})
 			refreshes := c.Stats().Resolutions
-			waitFor(t, 5*time.Second, "two more topology refreshes", func() bool { return c.Stats().Resolutions >= refreshes+2 })
+			testkit.WaitFor(t, 5*time.Second, "two more topology refreshes", func() bool { return c.Stats().Resolutions >= refreshes+2 })
 			if got := c.Stats().DurableReplicas; !slices.Equal(got, both) {
 				t.Fatalf("durable writes count %v with the hidden replica s_down but connected to the master, want %v", got, both)
 			}
@@ -463,7 +464,7 @@ func TestDurableCountsReplicasTheClientCannotReach(t *testing.T) {
 // The credentials provider is asked for every new connection, so the new
 // master after a failover gets the current token.
 func TestCredentialsProviderPerConnection(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Username: "app", Password: "token-1"})
 	var asked atomic.Int32
 	var current atomic.Value
@@ -494,7 +495,7 @@ func TestCredentialsProviderPerConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the client to follow the failover", func() bool { return c.Master() == res.NewMaster.Addr() })
+	testkit.WaitFor(t, 10*time.Second, "the client to follow the failover", func() bool { return c.Master() == res.NewMaster.Addr() })
 	if err := c.Set(ctx, "k", "v2", 0).Err(); err != nil {
 		t.Fatalf("write on the new master with the rotated token: %v", err)
 	}
@@ -504,13 +505,13 @@ func TestCredentialsProviderPerConnection(t *testing.T) {
 }
 
 func TestTLSAndSentinelAuth(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
 	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
 	if err := c.Get(ctx, "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
 	}
@@ -522,7 +523,7 @@ func TestTLSAndSentinelAuth(t *testing.T) {
 }
 
 func TestCloseIsPromptAndIdempotent(t *testing.T) {
-	ctx := testCtx(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
 	if err != nil {
@@ -550,13 +551,13 @@ func TestCloseIsPromptAndIdempotent(t *testing.T) {
 
 // A client given one sentinel learns the others, and watches them.
 func TestLearnsSentinels(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	c, events := newTestClient(t, l, func(o *Options) { o.SentinelAddrs = l.SentinelAddrs()[:1] })
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "three known sentinels", func() bool { return len(c.Stats().Sentinels) == 3 })
+	testkit.WaitFor(t, 5*time.Second, "three known sentinels", func() bool { return len(c.Stats().Sentinels) == 3 })
 	if n := events.count(EventSentinelAdded); n != 2 {
 		t.Fatalf("%d sentinel-added events, want 2", n)
 	}
@@ -568,11 +569,11 @@ func TestLearnsSentinels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
+	testkit.WaitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
 }
 
 func TestNewClientFromURL(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
 	c, err := NewClientFromURL(l.URL()+"&readFrom=replica&clientName=urltest", &Options{RefreshInterval: 500 * time.Millisecond})
 	if err != nil {
@@ -582,7 +583,7 @@ func TestNewClientFromURL(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
 	gets := calls(t, l.Node(1), "get")
 	if err := c.Get(ctx, "k").Err(); err != nil {
 		t.Fatal(err)
@@ -615,7 +616,7 @@ func (r *recordingSelector) Bind(env replica.Env) { r.env = env }
 // Evict moves reads off pooled connections: the replica sees the client's
 // old connection closed and a new one opened.
 func TestBindAndEvict(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	sel := &recordingSelector{ReplicaSelector: NewRoundRobinSelector()}
 	c, _ := newTestClient(t, l, func(o *Options) {
@@ -627,7 +628,7 @@ func TestBindAndEvict(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
 	replicaNode := l.Node(1)
 	ids := func() []string {
 		list, err := replicaNode.Do(ctx, "CLIENT", "LIST").Text()
@@ -657,7 +658,7 @@ func TestBindAndEvict(t *testing.T) {
 	_ = probe.Close()
 
 	sel.env.Evict(replicaNode.Addr())
-	waitFor(t, 5*time.Second, "the old connections to close", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the old connections to close", func() bool {
 		if err := c.Get(ctx, "k").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -674,10 +675,10 @@ func TestBindAndEvict(t *testing.T) {
 // A write with a nil reply (SET ... GET, GETSET on a new key) ran: durable
 // mode confirms it like any other.
 func TestDurableConfirmsWritesWithNilReplies(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
 	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true; o.DurableTimeout = 300 * time.Millisecond })
-	waitFor(t, 5*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
 	// Both replicas up: confirmed, and the reply is go-redis's.
 	if err := c.SetArgs(ctx, "a", "1", redis.SetArgs{Get: true}).Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("SET GET on a new key, confirmed: %v, want redis.Nil", err)
@@ -705,7 +706,7 @@ func TestDurableConfirmsWritesWithNilReplies(t *testing.T) {
 // asks the selector at once: the selector must already know the replicas
 // (and wait for their first probe), never answer as if there were none.
 func TestFirstReplicaReadOfANewClient(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	const clients = 40
 	for i := range clients {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -31,7 +32,7 @@ func stages(d *Diagnosis) []Stage {
 }
 
 func TestDiagnoseHealthyTLSDeployment(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	// 2 ms on each node: the election excludes a replica whose RTT is 3 ×
 	// the master's however small both are, and on bare loopback (tens of
 	// µs) scheduling jitter alone reaches that ratio in a few percent of
@@ -68,7 +69,7 @@ func TestDiagnoseHealthyTLSDeployment(t *testing.T) {
 }
 
 func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw"})
 	master := l.Node(0).Addr()
 
@@ -132,7 +133,7 @@ func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
 // not trust, or credentials the sentinel refuses, are named with the stage
 // and the sentinel, not as a vague sentinel error.
 func TestDiagnoseNamesTheFailingSentinelStage(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Sentinels: 2, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
 	tests := []struct {
 		name   string
@@ -187,7 +188,7 @@ func toStrings(s []Stage) []string {
 
 // The replica Diagnose names is the one the latency-aware election picks.
 func TestDiagnoseNamesTheNearReplica(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3,
 		Nodes: []lab.NodeConfig{{Latency: 6 * time.Millisecond}, {Latency: 42 * time.Millisecond}, {Latency: 6 * time.Millisecond}}})
 	d, err := Diagnose(ctx, diagOptions(l))

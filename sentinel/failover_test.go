@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -18,7 +19,7 @@ import (
 // when provably rejected, else (or in strict mode) fails with
 // MasterChangedError; a refused write did not land; running it again works.
 func TestLiveFailover(t *testing.T) {
-	ctx := testCtx(t, 90*time.Second)
+	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true})
 	oldMaster := l.Node(0)
 
@@ -104,7 +105,7 @@ func TestLiveFailover(t *testing.T) {
 // unknown, so it fails with MasterChangedError (MayHaveExecuted), never
 // re-run.
 func TestInFlightWriteIsNotRerun(t *testing.T) {
-	ctx := testCtx(t, 90*time.Second)
+	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true})
 	oldMaster := l.Node(0)
 	c, _ := newTestClient(t, l, func(o *Options) { o.ReadTimeout = 20 * time.Second })
@@ -122,7 +123,7 @@ func TestInFlightWriteIsNotRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
+	testkit.WaitFor(t, 10*time.Second, "the client to follow", func() bool { return c.Master() == res.NewMaster.Addr() })
 	// The connection that carried the INCR drops.
 	oldMaster.ResetConnections()
 	err = <-result
@@ -142,7 +143,7 @@ func TestInFlightWriteIsNotRerun(t *testing.T) {
 
 // A read whose connection drops is re-run once.
 func TestReadRetriedAfterConnectionLoss(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	// Sentinels watch the master through the same proxy: a long
 	// down-after keeps the injected faults from causing a real failover.
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
@@ -176,7 +177,7 @@ func TestReadRetriedAfterConnectionLoss(t *testing.T) {
 
 // Many calls failing at once share one re-resolution.
 func TestConcurrentFailuresShareResolution(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
 	c, _ := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -204,7 +205,7 @@ func TestConcurrentFailuresShareResolution(t *testing.T) {
 // config epoch until it has reconfigured the other replicas: the client
 // must not follow it back. Each failover is one switch.
 func TestNoSwitchBackToTheOldMaster(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
 	c, events := newTestClient(t, l, func(o *Options) { o.RefreshInterval = 100 * time.Millisecond })
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -235,7 +236,7 @@ func TestNoSwitchBackToTheOldMaster(t *testing.T) {
 // operator's REPLICAOF NO ONE) holds writes for FailoverHold at most and
 // never gets them: the client stays on the master the sentinels name.
 func TestUnconfirmedPromotionDoesNotMoveWrites(t *testing.T) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, DownAfter: 30 * time.Second})
 	master, rogue := l.Node(0), l.Node(1)
 	c, events := newTestClient(t, l, func(o *Options) {
@@ -244,7 +245,7 @@ func TestUnconfirmedPromotionDoesNotMoveWrites(t *testing.T) {
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
 	if err := rogue.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestUnconfirmedPromotionDoesNotMoveWrites(t *testing.T) {
 // A read that times out on the master, which is still the master, is not
 // re-run (the server is slow, not gone).
 func TestTimeoutOnTheRightNodeIsNotRerun(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
 	c, _ := newTestClient(t, l, func(o *Options) { o.ReadTimeout = 250 * time.Millisecond })
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -315,7 +316,7 @@ func TestTimeoutOnTheRightNodeIsNotRerun(t *testing.T) {
 // The caller's own deadline ending a call is not a sign the master moved:
 // no re-resolution.
 func TestCallerDeadlineTriggersNoResolution(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
 	c, _ := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
 	if err := c.Ping(ctx).Err(); err != nil {

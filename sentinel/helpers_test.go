@@ -11,13 +11,6 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // eventLog collects a client's events for assertions.
 type eventLog struct {
 	mu     sync.Mutex
@@ -94,16 +87,4 @@ func calls(t *testing.T, n *lab.Node, cmd string) int {
 		}
 	}
 	return 0
-}
-
-// waitFor polls cond every 20 ms until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -198,7 +199,7 @@ func errKind(err error) string {
 // newClient must dial data nodes through the dial wrapper it is given.
 func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*lab.Lab, func(Event), func(dialFunc) dialFunc) redis.UniversalClient) *loadReport {
 	t.Helper()
-	ctx := testCtx(t, 5*time.Minute)
+	ctx := testkit.Context(t, 5*time.Minute)
 	l := lab.New(t, loadConfig())
 	events := &eventLog{}
 	served := newServedBy()

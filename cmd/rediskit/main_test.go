@@ -19,7 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/rediskit/rediskit/internal/syncbuf"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -103,8 +103,8 @@ func commandEnv(env []string) []string {
 type running struct {
 	args []string
 	cmd  *exec.Cmd
-	out  *syncbuf.Buffer // stdout, and stderr unless split
-	errs *syncbuf.Buffer // stderr when split
+	out  *testkit.Buffer // stdout, and stderr unless split
+	errs *testkit.Buffer // stderr when split
 	done chan struct{}   // closed when the process has exited; err is then set
 	err  error
 }
@@ -116,7 +116,7 @@ func startRediskit(t *testing.T, ctx context.Context, env []string, split bool, 
 	t.Helper()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = commandEnv(env)
-	r := &running{args: args, cmd: cmd, out: &syncbuf.Buffer{}, errs: &syncbuf.Buffer{}, done: make(chan struct{})}
+	r := &running{args: args, cmd: cmd, out: &testkit.Buffer{}, errs: &testkit.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = r.out, r.out
 	if split {
 		cmd.Stderr = r.errs

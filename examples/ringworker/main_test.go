@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/rediskit/rediskit/internal/syncbuf"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -23,7 +23,7 @@ func TestRunAndPrint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	var out, errs syncbuf.Buffer
+	var out, errs testkit.Buffer
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- run(wctx, []string{"-redis", url, "-key", "k", "-keys", "10"}, &out, &errs) }()
@@ -64,7 +64,7 @@ func TestBadURLHidesThePassword(t *testing.T) {
 		"http://:" + secret + "@[::1",
 		"redis+sentinel://:" + secret + "@127.0.0.1/mymaster",
 	} {
-		var out, errs syncbuf.Buffer
+		var out, errs testkit.Buffer
 		err := run(context.Background(), []string{"-redis", url}, &out, &errs)
 		if err == nil {
 			t.Errorf("-redis %s was accepted", url)

@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/rediskit/rediskit/internal/syncbuf"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -27,7 +27,7 @@ func TestRunServesAndStops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	runCtx, stop := context.WithCancel(ctx)
-	var out, logs syncbuf.Buffer
+	var out, logs testkit.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(runCtx, []string{"-redis", l.URL(), "-listen", "127.0.0.1:0"}, &out, slog.New(slog.NewTextHandler(&logs, nil)))

@@ -1,15 +1,14 @@
-// Package syncbuf holds Buffer, a bytes.Buffer that many goroutines may
-// write while another reads it: the sink tests give a logger, or the
-// stdout and stderr of a process they start and poll.
-package syncbuf
+package testkit
 
 import (
 	"bytes"
 	"sync"
 )
 
-// Buffer is a bytes.Buffer guarded by a mutex. The zero value is empty and
-// ready to use; a Buffer must not be copied after first use.
+// Buffer is a bytes.Buffer guarded by a mutex, which many goroutines may
+// write while another reads it: the sink tests give a logger, or the
+// stdout and stderr of a process they start and poll. The zero value is
+// empty and ready to use; a Buffer must not be copied after first use.
 type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
