@@ -22,7 +22,8 @@ import (
 // election"): master +6 ms, replica A +6 ms, replica B +42 ms, 8 goroutines
 // each sending GETs one after the other.
 //
-//	go test -run '^$' -bench 'ReplicaReads' -benchtime 8000x ./replica/
+//	go test -run '^$' -bench 'ReplicaReads' -benchtime 40000x -timeout 60m ./replica/
+//	go test -run '^$' -bench 'ReadersPerNode' -benchtime 20000x ./replica/
 //	go test -run '^$' -bench 'ReplicaAdaptation' -benchtime 1x -timeout 30m ./replica/
 
 const benchWorkers = 8
@@ -69,10 +70,17 @@ func rediskitClient(rf sentinel.ReadFrom) func(b *testing.B, l *lab.Lab) (redis.
 	}
 }
 
+func nearReplicaDirect(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+	return redis.NewClient(l.Node(1).Options()), nil
+}
+
+// benchClients are the clients BenchmarkReplicaReads compares. The first
+// is the reference for the near replica's own latency, the second is
+// rediskit, and the last is a second client identical to the first: how
+// far two identical clients' percentiles differ in one run is the noise
+// floor of the comparison.
 var benchClients = []benchClient{
-	{"near replica A direct (reference)", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
-		return redis.NewClient(l.Node(1).Options()), nil
-	}},
+	{"near replica A direct (reference)", nearReplicaDirect},
 	{"rediskit Nearest", rediskitClient(sentinel.Nearest)},
 	{"go-redis ReplicaOnly", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
 		o := failoverOptions(l)
@@ -92,11 +100,14 @@ var benchClients = []benchClient{
 	{"master only", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
 		return redis.NewClient(l.Node(0).Options()), nil
 	}},
+	{"near replica A direct, a second client (noise floor)", nearReplicaDirect},
 }
 
-// warm reads for d, after the rediskit selector's first round: go-redis's
-// RouteByLatency measures each node's latency in the background when it
-// first sees it (10 PINGs, 10–20 ms apart).
+// warm reads for d from benchWorkers goroutines, after the rediskit
+// selector's first round: so that every pool holds a connection for each
+// goroutine before the measured reads (a dial costs a round trip more), and
+// so that go-redis's RouteByLatency has measured each node's latency in the
+// background when it first saw it (10 PINGs, 10–20 ms apart).
 func warm(b *testing.B, c redis.UniversalClient, sel *replica.Selector, d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()
@@ -108,21 +119,42 @@ func warm(b *testing.B, c redis.UniversalClient, sel *replica.Selector, d time.D
 			b.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
-		if err := c.Get(ctx, "k").Err(); err != nil {
-			b.Fatal(err)
-		}
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range benchWorkers {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if err := c.Get(ctx, "k").Err(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
 	}
+	wg.Wait()
 }
+
+// turnReads is how many reads a client makes in one turn of
+// BenchmarkReplicaReads before the next client takes over: short turns
+// (about 0.2 s for the near clients) so that the machine's changes of load
+// are shared by all the clients rather than falling on one of them.
+const turnReads = 200
 
 // BenchmarkReplicaReads measures read latency (p50/p90/p99) and the share
 // of reads per node for each client on one lab. b.N reads per client, in
-// 10 rounds: each round gives every client b.N/10 reads in turn, so a
-// change of the machine's load during the run is shared by all of them.
-// It reports rediskit's percentiles and their ratio to the best go-redis
+// turns of turnReads: each round gives every client one turn, so a change
+// of the machine's load during the run is shared by all of them. It
+// reports rediskit's percentiles and their ratio to the best go-redis
 // option's (below 1: rediskit is faster) and to the near replica's own
-// p50, and logs the table of every client.
+// p50, the same ratios between two identical clients of the near replica
+// (the noise floor), and logs the table of every client.
 func BenchmarkReplicaReads(b *testing.B) {
+	if b.N < turnReads {
+		// The testing package's first call, b.N = 1, before the -benchtime
+		// Nx one (or its first guesses without -benchtime): not enough for
+		// one turn, and not worth a lab.
+		return
+	}
 	l := benchLab(b)
 	type result struct {
 		lat  []time.Duration
@@ -135,31 +167,15 @@ func BenchmarkReplicaReads(b *testing.B) {
 		defer c.Close()
 		warm(b, c, sel, 2*time.Second)
 		clients[i] = c
+		results[i].lat = make([]time.Duration, 0, b.N)
 	}
-	const rounds = 10
-	per := max(b.N/rounds, 1)
+	rounds := b.N / turnReads
+	t := newTurns(benchWorkers)
 	b.ResetTimer()
 	for range rounds {
 		for i, c := range clients {
 			gets := countGets(b, l.Nodes())
-			lat := make([][]time.Duration, benchWorkers)
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for w := range benchWorkers {
-				wg.Go(func() {
-					ctx := context.Background()
-					for next.Add(1) <= int64(per) {
-						t0 := time.Now()
-						if err := c.Get(ctx, "k").Err(); err != nil {
-							b.Error(err)
-							return
-						}
-						lat[w] = append(lat[w], time.Since(t0))
-					}
-				})
-			}
-			wg.Wait()
-			results[i].lat = append(results[i].lat, slices.Concat(lat...)...)
+			results[i].lat = t.run(b, c, benchWorkers, turnReads, results[i].lat)
 			d, _ := gets.deltas()
 			for n := range d {
 				results[i].gets[n] += d[n]
@@ -168,10 +184,10 @@ func BenchmarkReplicaReads(b *testing.B) {
 	}
 	b.StopTimer()
 
-	pct := func(r result, q float64) float64 {
-		all := slices.Sorted(slices.Values(r.lat))
-		return float64(all[int(q*float64(len(all)-1))]) / 1e6
+	for i := range results {
+		slices.Sort(results[i].lat)
 	}
+	pct := func(r result, q float64) float64 { return percentile(r.lat, q) }
 	var rows []string
 	bestP50, bestP99 := 1e9, 1e9
 	for i, bc := range benchClients {
@@ -184,15 +200,97 @@ func BenchmarkReplicaReads(b *testing.B) {
 			bestP50, bestP99 = min(bestP50, pct(r, 0.5)), min(bestP99, pct(r, 0.99))
 		}
 	}
-	ours, near := results[1], results[0] // rediskit Nearest, the near replica direct
+	// rediskit Nearest, the near replica direct, and its twin.
+	ours, near, twin := results[1], results[0], results[len(results)-1]
 	b.ReportMetric(pct(ours, 0.5), "rediskit-p50-ms")
 	b.ReportMetric(pct(ours, 0.99), "rediskit-p99-ms")
 	b.ReportMetric(pct(ours, 0.5)/bestP50, "p50-vs-best-go-redis")
 	b.ReportMetric(pct(ours, 0.99)/bestP99, "p99-vs-best-go-redis")
 	b.ReportMetric(pct(ours, 0.99)/pct(near, 0.5), "p99-vs-near-p50")
 	b.ReportMetric(pct(near, 0.99)/pct(near, 0.5), "near-p99-vs-near-p50")
-	b.Logf("%d goroutines, %d reads per client in %d rounds\n| client | p50 ms | p90 ms | p99 ms | reads on master / A (+6 ms) / B (+42 ms) |\n|---|---|---|---|---|\n%s",
-		benchWorkers, per*rounds, rounds, joinLines(rows))
+	b.ReportMetric(pct(twin, 0.5)/pct(near, 0.5), "twin-p50-vs-near-p50")
+	b.ReportMetric(pct(twin, 0.99)/pct(near, 0.99), "twin-p99-vs-near-p99")
+	b.Logf("%d goroutines, %d reads per client in %d turns of %d\n| client | p50 ms | p90 ms | p99 ms | reads on master / A (+6 ms) / B (+42 ms) |\n|---|---|---|---|---|\n%s",
+		benchWorkers, rounds*turnReads, rounds, turnReads, joinLines(rows))
+}
+
+// turns runs the turns of the read benchmarks, with a latency buffer per
+// goroutine that each turn reuses.
+type turns struct{ lat [][]time.Duration }
+
+func newTurns(workers int) *turns {
+	t := &turns{lat: make([][]time.Duration, workers)}
+	for w := range t.lat {
+		t.lat[w] = make([]time.Duration, 0, turnReads)
+	}
+	return t
+}
+
+// run makes reads GETs on c from workers goroutines (at most the workers
+// newTurns was given), each sending one after the other, and returns out
+// with their latencies appended.
+func (t *turns) run(b *testing.B, c redis.UniversalClient, workers, reads int, out []time.Duration) []time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			ctx := context.Background()
+			for next.Add(1) <= int64(reads) {
+				t0 := time.Now()
+				if err := c.Get(ctx, "k").Err(); err != nil {
+					b.Error(err)
+					return
+				}
+				t.lat[w] = append(t.lat[w], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	for w := range workers {
+		out = append(out, t.lat[w]...)
+		t.lat[w] = t.lat[w][:0]
+	}
+	return out
+}
+
+// percentile returns the q quantile of sorted latencies, in milliseconds.
+func percentile(sorted []time.Duration, q float64) float64 {
+	return float64(sorted[int(q*float64(len(sorted)-1))]) / 1e6
+}
+
+// BenchmarkReadersPerNode measures what concurrent readers of one node cost
+// each read: GETs straight to replica A (+6 ms), from 1, 2, 4 and 8
+// goroutines each sending one after the other, b.N reads for each count in
+// interleaved turns of turnReads. The clients of BenchmarkReplicaReads that
+// put part of their reads on the far replica (RouteRandomly, ReplicaOnly)
+// leave the near nodes fewer concurrent readers than the clients that read
+// a near node only: this gives the size of that effect on their p50.
+func BenchmarkReadersPerNode(b *testing.B) {
+	if b.N < turnReads {
+		return // the testing package's first call, b.N = 1: not worth a lab
+	}
+	l := benchLab(b)
+	c := redis.NewClient(l.Node(1).Options())
+	defer c.Close()
+	warm(b, c, nil, time.Second)
+	counts := []int{1, 2, 4, benchWorkers}
+	lat := make([][]time.Duration, len(counts))
+	t := newTurns(benchWorkers)
+	b.ResetTimer()
+	for range b.N / turnReads {
+		for i, n := range counts {
+			lat[i] = t.run(b, c, n, turnReads, lat[i])
+		}
+	}
+	b.StopTimer()
+	var rows []string
+	for i, n := range counts {
+		slices.Sort(lat[i])
+		p50 := percentile(lat[i], 0.5)
+		b.ReportMetric(p50, fmt.Sprintf("p50-ms-%d-readers", n))
+		rows = append(rows, fmt.Sprintf("| %d | %.3f | %.3f | %.3f |", n, p50, percentile(lat[i], 0.9), percentile(lat[i], 0.99)))
+	}
+	b.Logf("%d reads per count\n| concurrent readers | p50 ms | p90 ms | p99 ms |\n|---|---|---|---|\n%s", b.N/turnReads*turnReads, joinLines(rows))
 }
 
 func joinLines(rows []string) string {
