@@ -23,7 +23,7 @@ import (
 // each sending GETs one after the other.
 //
 //	go test -run '^$' -bench 'ReplicaReads' -benchtime 40000x -timeout 60m ./replica/
-//	go test -run '^$' -bench 'ReadersPerNode' -benchtime 20000x ./replica/
+//	go test -run '^$' -bench 'ConcurrentReads' -benchtime 20000x ./replica/
 //	go test -run '^$' -bench 'ReplicaAdaptation' -benchtime 1x -timeout 30m ./replica/
 
 const benchWorkers = 8
@@ -78,7 +78,8 @@ func nearReplicaDirect(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replic
 // is the reference for the near replica's own latency, the second is
 // rediskit, and the last is a second client identical to the first: how
 // far two identical clients' percentiles differ in one run is the noise
-// floor of the comparison.
+// floor of the comparison. Only the clients named "go-redis …" count as
+// go-redis options.
 var benchClients = []benchClient{
 	{"near replica A direct (reference)", nearReplicaDirect},
 	{"rediskit Nearest", rediskitClient(sentinel.Nearest)},
@@ -100,7 +101,36 @@ var benchClients = []benchClient{
 	{"master only", func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
 		return redis.NewClient(l.Node(0).Options()), nil
 	}},
+	{"master and A in turn (a test selector)", alternatingClient},
 	{"near replica A direct, a second client (noise floor)", nearReplicaDirect},
+}
+
+// alternatingClient is a rediskit client whose selector sends every other
+// read to the master and the others to A: the two near nodes each carry
+// half of the reads. It shows whether spreading the reads over the near
+// nodes makes them faster.
+func alternatingClient(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+	c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+		ReadFrom: sentinel.Nearest, ReplicaSelector: &alternatingSelector{replica: l.Node(1).Addr()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c, nil
+}
+
+// alternatingSelector picks the master ("") and its replica in turn.
+type alternatingSelector struct {
+	replica string
+	reads   atomic.Uint64
+}
+
+func (s *alternatingSelector) UpdateTopology(sentinel.Topology) {}
+func (s *alternatingSelector) Close() error                     { return nil }
+func (s *alternatingSelector) Pick(sentinel.ReadFrom) (string, func()) {
+	if s.reads.Add(1)%2 == 0 {
+		return s.replica, nil
+	}
+	return "", nil
 }
 
 // warm reads for d from benchWorkers goroutines, after the rediskit
@@ -258,14 +288,14 @@ func percentile(sorted []time.Duration, q float64) float64 {
 	return float64(sorted[int(q*float64(len(sorted)-1))]) / 1e6
 }
 
-// BenchmarkReadersPerNode measures what concurrent readers of one node cost
-// each read: GETs straight to replica A (+6 ms), from 1, 2, 4 and 8
-// goroutines each sending one after the other, b.N reads for each count in
-// interleaved turns of turnReads. The clients of BenchmarkReplicaReads that
-// put part of their reads on the far replica (RouteRandomly, ReplicaOnly)
-// leave the near nodes fewer concurrent readers than the clients that read
-// a near node only: this gives the size of that effect on their p50.
-func BenchmarkReadersPerNode(b *testing.B) {
+// BenchmarkConcurrentReads measures what concurrent reads cost each read:
+// GETs straight to replica A (+6 ms), from 1, 2, 4 and 8 goroutines each
+// sending one after the other, b.N reads for each count in interleaved
+// turns of turnReads. The clients of BenchmarkReplicaReads that put part of
+// their reads on the far replica (RouteRandomly, ReplicaOnly) have fewer of
+// their reads to the near nodes in flight at once than the clients that
+// read near nodes only: this gives the size of that effect on their p50.
+func BenchmarkConcurrentReads(b *testing.B) {
 	if b.N < turnReads {
 		return // the testing package's first call, b.N = 1: not worth a lab
 	}
