@@ -175,8 +175,12 @@ func TestReadRetriedAfterConnectionLoss(t *testing.T) {
 	}
 }
 
-// Many calls failing at once share one re-resolution.
-func TestConcurrentFailuresShareResolution(t *testing.T) {
+// slowMasterClient returns a client, connected, of a lab whose master is
+// 300 ms away; Sentinel would not declare it down for 30 s, and the
+// client's own refresh is hourly, so a re-resolution comes only from the
+// calls.
+func slowMasterClient(t *testing.T) (context.Context, *lab.Lab, *Client) {
+	t.Helper()
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
 	c, _ := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
@@ -184,6 +188,12 @@ func TestConcurrentFailuresShareResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Node(0).SetLatency(300 * time.Millisecond)
+	return ctx, l, c
+}
+
+// Many calls failing at once share one re-resolution.
+func TestConcurrentFailuresShareResolution(t *testing.T) {
+	ctx, l, c := slowMasterClient(t)
 	before := c.Stats().Resolutions
 	done := make(chan error, 20)
 	for range 20 {
@@ -316,13 +326,7 @@ func TestTimeoutOnTheRightNodeIsNotRerun(t *testing.T) {
 // The caller's own deadline ending a call is not a sign the master moved:
 // no re-resolution.
 func TestCallerDeadlineTriggersNoResolution(t *testing.T) {
-	ctx := testkit.Context(t, 30*time.Second)
-	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
-	c, _ := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	l.Node(0).SetLatency(300 * time.Millisecond)
+	ctx, _, c := slowMasterClient(t)
 	before := c.Stats().Resolutions
 	for range 30 {
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
