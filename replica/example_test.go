@@ -11,13 +11,16 @@ import (
 )
 
 // A Sentinel client reading from the nearest replica, with its own
-// Selector to watch the election: a local lab with the master and replica
-// 2 at 5 ms, replica 1 at 40 ms (more than 3 × the master: never elected).
+// Selector to watch the election: a local lab with the master at 15 ms,
+// replica 1 at 100 ms (more than 3 × the master: never elected) and
+// replica 2 at 3 ms, where reads under Nearest go. The gaps are wide so
+// that one slow first probe on a loaded machine does not change the
+// outcome.
 func ExampleSelector() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	l, err := lab.Start(ctx, lab.Config{Replicas: 2, Sentinels: 3, Nodes: []lab.NodeConfig{
-		{Latency: 5 * time.Millisecond}, {Latency: 40 * time.Millisecond}, {Latency: 5 * time.Millisecond}}})
+		{Latency: 15 * time.Millisecond}, {Latency: 100 * time.Millisecond}, {Latency: 3 * time.Millisecond}}})
 	if err != nil {
 		fmt.Println(err)
 		return
