@@ -2,6 +2,7 @@ package multidb
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -46,6 +47,14 @@ func benchClients(b *testing.B) (*Client, *redis.Client) {
 var benchOps = map[string]benchcmp.Op{
 	"GET": func(ctx context.Context, c redis.UniversalClient) error { return c.Get(ctx, "bench").Err() },
 	"SET": func(ctx context.Context, c redis.UniversalClient) error { return c.Set(ctx, "bench", "value", 0).Err() },
+	// A cache miss: the reply is redis.Nil, which the routing layer must
+	// tell from a failure without cost.
+	"GET-miss": func(ctx context.Context, c redis.UniversalClient) error {
+		if err := c.Get(ctx, "missing").Err(); err != redis.Nil {
+			return fmt.Errorf("GET missing: %v, want redis.Nil", err)
+		}
+		return nil
+	},
 	"pipeline10": func(ctx context.Context, c redis.UniversalClient) error {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for range 10 {
@@ -57,7 +66,7 @@ var benchOps = map[string]benchcmp.Op{
 	},
 }
 
-var benchOrder = []string{"GET", "SET", "pipeline10"}
+var benchOrder = []string{"GET", "GET-miss", "SET", "pipeline10"}
 
 // BenchmarkRouting runs each operation in parallel through our client (to
 // the active database) and through a plain go-redis client to the same

@@ -95,6 +95,35 @@ func TestRoutesToHighestWeight(t *testing.T) {
 // TestReplyErrorsAreNotFailures checks that only connection errors and
 // timeouts count: a WRONGTYPE reply, redis.Nil and the caller's own
 // deadline do not trip even a breaker set to trip at the first failure.
+// TestAllocationsMatchGoRedis checks that routing a GET, found or
+// missing, allocates at most one object more than a plain go-redis client
+// to the active database. A miss (redis.Nil) is every cache miss: telling
+// it from a failure must not cost allocations.
+func TestAllocationsMatchGoRedis(t *testing.T) {
+	nodes := standalone(t, 2, lab.Standalone())
+	c, _ := newClient(t, Config{}, nodes, 10, 5)
+	ctx := testkit.Context(t, 10*time.Second)
+	plain := redis.NewClient(clientOptions(opts(nodes[0])))
+	defer plain.Close()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"k", "missing"} {
+		get := func(cl redis.UniversalClient) func() {
+			return func() {
+				if err := cl.Get(ctx, key).Err(); err != nil && !errors.Is(err, redis.Nil) {
+					t.Fatal(err)
+				}
+			}
+		}
+		get(plain)() // connect first
+		ours, theirs := testing.AllocsPerRun(2000, get(c)), testing.AllocsPerRun(2000, get(plain))
+		if ours > theirs+1 {
+			t.Errorf("GET %s: %v allocations a call, go-redis %v", key, ours, theirs)
+		}
+	}
+}
+
 func TestReplyErrorsAreNotFailures(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	c, log := newClient(t, fast(Config{ConsecutiveFailures: 1, MinFailures: 1}), nodes, 10, 5)

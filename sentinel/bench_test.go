@@ -2,6 +2,7 @@ package sentinel
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,13 +40,23 @@ func benchClients(b *testing.B) (*Client, *redis.Client) {
 var benchOps = map[string]benchcmp.Op{
 	"GET": func(ctx context.Context, c redis.UniversalClient) error { return c.Get(ctx, "bench").Err() },
 	"SET": func(ctx context.Context, c redis.UniversalClient) error { return c.Set(ctx, "bench", "value", 0).Err() },
+	// A cache miss: the reply is redis.Nil, which the routing layer must
+	// tell from a failure without cost.
+	"GET-miss": getMiss,
+}
+
+func getMiss(ctx context.Context, c redis.UniversalClient) error {
+	if err := c.Get(ctx, "missing").Err(); err != redis.Nil {
+		return fmt.Errorf("GET missing: %v, want redis.Nil", err)
+	}
+	return nil
 }
 
 // BenchmarkRouting runs GET and SET in parallel through our client (to the
 // master) and through a plain go-redis client to the same master.
 func BenchmarkRouting(b *testing.B) {
 	ours, plain := benchClients(b)
-	for _, op := range []string{"GET", "SET"} {
+	for _, op := range []string{"GET", "GET-miss", "SET"} {
 		benchcmp.Parallel(b, op, ours, plain, benchOps[op])
 	}
 }
@@ -56,7 +67,7 @@ func BenchmarkRouting(b *testing.B) {
 // throughput ratio (go-redis time / rediskit time; 1 means equal).
 func BenchmarkRoutingRatio(b *testing.B) {
 	ours, plain := benchClients(b)
-	for _, op := range []string{"GET", "SET"} {
+	for _, op := range []string{"GET", "GET-miss", "SET"} {
 		b.Run(op, func(b *testing.B) {
 			benchcmp.Interleaved(b, ours, plain, benchOps[op])
 		})

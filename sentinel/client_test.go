@@ -167,6 +167,47 @@ func TestReadFromRoutesReadsAndWrites(t *testing.T) {
 	}
 }
 
+// TestAllocationsMatchGoRedis checks that routing a GET, to the master or
+// to a replica, found or missing, allocates at most one object more than
+// a plain go-redis client to the same node. A miss (redis.Nil) matters as
+// much as a hit: it is every cache miss, and classifying its error once
+// cost 12 allocations.
+func TestAllocationsMatchGoRedis(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = ReplicaPreferred })
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "reads on the replica", func() bool {
+		before := calls(t, l.Node(1), "get")
+		_ = c.Get(ctx, "k").Err()
+		return calls(t, l.Node(1), "get") == before+1
+	})
+	for _, node := range []struct {
+		name string
+		ctx  context.Context
+		addr string
+	}{{"master", WithReadFrom(ctx, Master), l.Node(0).Addr()}, {"replica", ctx, l.Node(1).Addr()}} {
+		plain := redis.NewClient(&redis.Options{Addr: node.addr, MaxRetries: -1, DisableIdentity: true})
+		defer plain.Close()
+		for _, key := range []string{"k", "missing"} {
+			get := func(cl redis.UniversalClient) func() {
+				return func() {
+					if err := cl.Get(node.ctx, key).Err(); err != nil && !errors.Is(err, redis.Nil) {
+						t.Fatal(err)
+					}
+				}
+			}
+			get(plain)() // connect first
+			ours, theirs := testing.AllocsPerRun(2000, get(c)), testing.AllocsPerRun(2000, get(plain))
+			if ours > theirs+1 {
+				t.Errorf("GET %s on the %s: %v allocations a call, go-redis %v", key, node.name, ours, theirs)
+			}
+		}
+	}
+}
+
 func TestPipelinesAndTransactionsRouteAsAWhole(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))

@@ -33,9 +33,19 @@ type DialError struct {
 func (e *DialError) Error() string { return fmt.Sprintf("connect to %s: %v", e.Addr, e.Err) }
 func (e *DialError) Unwrap() error { return e.Err }
 
+// IsNil reports whether err is redis.Nil, the reply for a missing key:
+// an answer, not a failure, and by far the most common error (every cache
+// miss). The functions here test it first because their general tests
+// (errors.As into a pointer, here and in go-redis's IsReadOnlyError and
+// the like) allocate: a miss must cost no more than a hit.
+func IsNil(err error) bool { return err == redis.Nil }
+
 // IsDial reports whether err is a failure to connect: a *DialError, or a
 // *net.OpError of a dial (what go-redis's own dialer returns).
 func IsDial(err error) bool {
+	if err == nil || IsNil(err) {
+		return false
+	}
 	var de *DialError
 	if errors.As(err, &de) {
 		return true
@@ -49,7 +59,7 @@ func IsDial(err error) bool {
 // slot), or the server refused it before execution (READONLY, MASTERDOWN,
 // LOADING, EXECABORT).
 func NotExecuted(err error) bool {
-	if err == nil {
+	if err == nil || IsNil(err) {
 		return false
 	}
 	return IsDial(err) ||
@@ -65,6 +75,9 @@ func NotExecuted(err error) bool {
 // Network reports whether err is a connection that could not be made or
 // was lost (refused, reset, closed, a broken pipe, EOF).
 func Network(err error) bool {
+	if err == nil || IsNil(err) {
+		return false
+	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
 		return true
@@ -76,6 +89,9 @@ func Network(err error) bool {
 // Timeout reports whether err is a network timeout (a socket deadline, set
 // by the client's timeouts or the context's deadline, passed).
 func Timeout(err error) bool {
+	if err == nil || IsNil(err) {
+		return false
+	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -166,3 +166,29 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// TestMissDoesNotAllocate: a missing key's reply (redis.Nil) is the most
+// common error; classifying it must not allocate, in any of the rules.
+func TestMissDoesNotAllocate(t *testing.T) {
+	ctx := context.Background()
+	cmd := mk("get", redis.Nil)
+	cmds := []redis.Cmder{mk("get", redis.Nil), mk("get", nil)}
+	cl := classify.New()
+	for name, f := range map[string]func(){
+		"IsDial":                   func() { IsDial(redis.Nil) },
+		"NotExecuted":              func() { NotExecuted(redis.Nil) },
+		"Network":                  func() { Network(redis.Nil) },
+		"Timeout":                  func() { Timeout(redis.Nil) },
+		"Signal":                   func() { Signal(redis.Nil) },
+		"WorkSignal":               func() { WorkSignal(ctx, cmd, nil, redis.Nil) },
+		"WorkSignal of a pipeline": func() { WorkSignal(ctx, nil, cmds, redis.Nil) },
+		"ProvablyNotExecuted":      func() { ProvablyNotExecuted(cl, cmd, nil, redis.Nil) },
+	} {
+		if n := testing.AllocsPerRun(100, f); n != 0 {
+			t.Errorf("%s(redis.Nil): %v allocations", name, n)
+		}
+	}
+	if !IsNil(redis.Nil) || IsNil(nil) || IsNil(io.EOF) || IsNil(redisErr("redis: nil")) {
+		t.Error("IsNil must be true for redis.Nil only")
+	}
+}
