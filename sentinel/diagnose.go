@@ -449,15 +449,20 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	}
 	var masterRTT time.Duration
 	var elected []replica.NodeStatus
+	var why []string // why each replica left out was
 	for _, row := range table {
-		if row.Role == replica.RoleMaster {
+		switch {
+		case row.Role == replica.RoleMaster:
 			masterRTT = row.RTT
-		} else if row.Elected {
+		case row.Elected:
 			elected = append(elected, row)
+		default:
+			why = append(why, row.Addr+": "+row.Why)
 		}
 	}
 	if len(elected) == 0 {
-		step.Detail = fmt.Sprintf("no replica elected among %d healthy: read-only work uses the master (RTT %v)", len(addrs), masterRTT.Round(10*time.Microsecond))
+		step.Detail = fmt.Sprintf("no replica elected among %d healthy (%s): read-only work uses the master (RTT %v)",
+			len(addrs), strings.Join(why, "; "), masterRTT.Round(10*time.Microsecond))
 		return step
 	}
 	d.Replica = elected[0].Addr

@@ -199,3 +199,21 @@ func TestDiagnoseNamesTheNearReplica(t *testing.T) {
 		t.Fatalf("Diagnose names %q, want the near replica %s (node2)\n%s", d.Replica, l.Node(2).Addr(), d)
 	}
 }
+
+// When the election leaves every replica out, the REPLICA step says why,
+// replica by replica.
+func TestDiagnoseSaysWhyNoReplicaIsElected(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 1,
+		Nodes: []lab.NodeConfig{{Latency: 4 * time.Millisecond}, {Latency: 60 * time.Millisecond}}})
+	d, err := Diagnose(ctx, diagOptions(l))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d)
+	}
+	step := d.Steps[len(d.Steps)-1]
+	if d.Replica != "" || step.Stage != StageReplica || step.Err != nil ||
+		!strings.HasPrefix(step.Detail, "no replica elected among 1 healthy ("+l.Node(1).Addr()+": rtt ") ||
+		!strings.Contains(step.Detail, "> 3 × master") || !strings.Contains(step.Detail, "): read-only work uses the master (RTT ") {
+		t.Fatalf("replica %q, last step %+v", d.Replica, step)
+	}
+}

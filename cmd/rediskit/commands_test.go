@@ -27,7 +27,12 @@ const (
 // sentinel password.
 func passwordLab(t *testing.T) *lab.Lab {
 	t.Helper()
-	return lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Password: dataSecret, SentinelPassword: sentinelSecret})
+	// 2 ms on each node, so that check's REPLICA stage elects the replica:
+	// the election excludes a replica whose RTT is 3 × the master's however
+	// small both are, and on bare loopback (tens of µs) one slow PING on a
+	// loaded machine reaches that ratio.
+	return lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Password: dataSecret, SentinelPassword: sentinelSecret,
+		Nodes: []lab.NodeConfig{{Latency: 2 * time.Millisecond}, {Latency: 2 * time.Millisecond}}})
 }
 
 // sentinelURL is the lab's redis+sentinel:// URL without passwords.
