@@ -24,6 +24,7 @@ import (
 //
 //	go test -run '^$' -bench 'ReplicaReads' -benchtime 40000x -timeout 60m ./replica/
 //	go test -run '^$' -bench 'ConcurrentReads' -benchtime 20000x ./replica/
+//	go test -run '^$' -bench 'SameLoadReads' -benchtime 40000x -timeout 60m ./replica/
 //	go test -run '^$' -bench 'ReplicaAdaptation' -benchtime 1x -timeout 30m ./replica/
 
 const benchWorkers = 8
@@ -244,6 +245,91 @@ func BenchmarkReplicaReads(b *testing.B) {
 		benchWorkers, rounds*turnReads, rounds, turnReads, joinLines(rows))
 }
 
+// sameLoadRivals are the clients BenchmarkSameLoadReads runs alongside
+// rediskit: the go-redis options, master only, and the direct client to A.
+var sameLoadRivals = []string{"go-redis ReplicaOnly", "go-redis RouteByLatency", "go-redis RouteRandomly", "master only", "near replica A direct (reference)"}
+
+// BenchmarkSameLoadReads is the control of BenchmarkReplicaReads for its
+// p50 comparison. There each client has the machine to itself during its
+// turn, so a client that keeps most of its goroutines waiting on the far
+// replica loads the 2 vCPUs (client, in-process proxies, servers) less, and
+// its reads to the near nodes are a little faster (see
+// BenchmarkConcurrentReads). Here rediskit Nearest and one other client
+// run at the same time, each from benchWorkers goroutines, in turns: both
+// start together, and both stop sending when rediskit has sent turnReads
+// reads, so both see the same load and the comparison is of routing alone.
+// b.N reads of rediskit per rival; it reports rediskit's p50 and p99 over
+// each rival's. The last pair is two identical direct clients to A, run
+// the same way: their ratios are the method's noise floor.
+func BenchmarkSameLoadReads(b *testing.B) {
+	if b.N < turnReads {
+		return // the testing package's first call, b.N = 1: not worth a lab
+	}
+	l := benchLab(b)
+	open := func(name string) redis.UniversalClient {
+		i := slices.IndexFunc(benchClients, func(bc benchClient) bool { return bc.name == name })
+		c, sel := benchClients[i].open(b, l)
+		b.Cleanup(func() { _ = c.Close() })
+		warm(b, c, sel, 2*time.Second)
+		return c
+	}
+	// A pair's lead sends turnReads reads a turn; the other client reads
+	// alongside until the lead has sent them.
+	type pair struct {
+		name, metric string
+		lead, other  redis.UniversalClient
+		lat          [2][]time.Duration // lead's, other's
+	}
+	ours := open("rediskit Nearest")
+	var pairs []*pair
+	for _, name := range sameLoadRivals {
+		short := strings.Fields(strings.TrimPrefix(name, "go-redis "))[0]
+		pairs = append(pairs, &pair{name: "rediskit Nearest alongside " + name, metric: short, lead: ours, other: open(name)})
+	}
+	direct := "near replica A direct (reference)"
+	pairs = append(pairs, &pair{name: "A direct alongside a second A direct client (noise floor)", metric: "noise-floor",
+		lead: open(direct), other: open(direct)})
+	tLead, tOther := newTurns(benchWorkers), newTurns(benchWorkers)
+	b.ResetTimer()
+	for range b.N / turnReads {
+		for _, p := range pairs {
+			// Both stop sending when the lead has sent its turnReads: each
+			// has its last reads in flight as the machine empties.
+			var next atomic.Int64
+			var done atomic.Bool
+			leadMore := func() bool {
+				if next.Add(1) <= turnReads {
+					return true
+				}
+				done.Store(true)
+				return false
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				p.lat[1] = tOther.runWhile(b, p.other, benchWorkers, func() bool { return !done.Load() }, p.lat[1])
+			})
+			p.lat[0] = tLead.runWhile(b, p.lead, benchWorkers, leadMore, p.lat[0])
+			wg.Wait()
+		}
+	}
+	b.StopTimer()
+	var rows []string
+	for _, p := range pairs {
+		lead, other := p.lat[0], p.lat[1]
+		slices.Sort(lead)
+		slices.Sort(other)
+		p50 := percentile(lead, 0.5) / percentile(other, 0.5)
+		p99 := percentile(lead, 0.99) / percentile(other, 0.99)
+		b.ReportMetric(p50, "p50-vs-"+p.metric)
+		b.ReportMetric(p99, "p99-vs-"+p.metric)
+		rows = append(rows, fmt.Sprintf("| %s | %d | %.2f / %.2f / %.2f | %d | %.2f / %.2f / %.2f | %.3f | %.3f |",
+			p.name, len(lead), percentile(lead, 0.5), percentile(lead, 0.9), percentile(lead, 0.99),
+			len(other), percentile(other, 0.5), percentile(other, 0.9), percentile(other, 0.99), p50, p99))
+	}
+	b.Logf("%d goroutines per client, two clients at a time\n| pair | first's reads | first's p50 / p90 / p99 ms | second's reads | second's p50 / p90 / p99 ms | p50 ratio | p99 ratio |\n|---|---|---|---|---|---|---|\n%s",
+		benchWorkers, joinLines(rows))
+}
+
 // turns runs the turns of the read benchmarks, with a latency buffer per
 // goroutine that each turn reuses.
 type turns struct{ lat [][]time.Duration }
@@ -261,11 +347,17 @@ func newTurns(workers int) *turns {
 // with their latencies appended.
 func (t *turns) run(b *testing.B, c redis.UniversalClient, workers, reads int, out []time.Duration) []time.Duration {
 	var next atomic.Int64
+	return t.runWhile(b, c, workers, func() bool { return next.Add(1) <= int64(reads) }, out)
+}
+
+// runWhile is run with the turn's end left to more: each goroutine sends
+// its next GET while more returns true.
+func (t *turns) runWhile(b *testing.B, c redis.UniversalClient, workers int, more func() bool, out []time.Duration) []time.Duration {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			ctx := context.Background()
-			for next.Add(1) <= int64(reads) {
+			for more() {
 				t0 := time.Now()
 				if err := c.Get(ctx, "k").Err(); err != nil {
 					b.Error(err)
