@@ -175,7 +175,7 @@ func TestReadFromRoutesReadsAndWrites(t *testing.T) {
 func TestAllocationsMatchGoRedis(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
-	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = ReplicaPreferred })
+	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
