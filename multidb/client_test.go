@@ -92,9 +92,6 @@ func TestRoutesToHighestWeight(t *testing.T) {
 	}
 }
 
-// TestReplyErrorsAreNotFailures checks that only connection errors and
-// timeouts count: a WRONGTYPE reply, redis.Nil and the caller's own
-// deadline do not trip even a breaker set to trip at the first failure.
 // TestAllocationsMatchGoRedis checks that routing a GET, found or
 // missing, allocates at most one object more than a plain go-redis client
 // to the active database. A miss (redis.Nil) is every cache miss: telling
@@ -124,6 +121,9 @@ func TestAllocationsMatchGoRedis(t *testing.T) {
 	}
 }
 
+// TestReplyErrorsAreNotFailures checks that only connection errors and
+// timeouts count: a WRONGTYPE reply, redis.Nil and the caller's own
+// deadline do not trip even a breaker set to trip at the first failure.
 func TestReplyErrorsAreNotFailures(t *testing.T) {
 	nodes := standalone(t, 2, lab.Standalone())
 	c, log := newClient(t, fast(Config{ConsecutiveFailures: 1, MinFailures: 1}), nodes, 10, 5)

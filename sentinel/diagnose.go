@@ -449,7 +449,7 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	}
 	var masterRTT time.Duration
 	var elected []replica.NodeStatus
-	var why []string // why each replica left out was
+	var why []string // for each replica left out, why
 	for _, row := range table {
 		switch {
 		case row.Role == replica.RoleMaster:
@@ -462,7 +462,7 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	}
 	if len(elected) == 0 {
 		step.Detail = fmt.Sprintf("no replica elected among %d healthy (%s): read-only work uses the master (RTT %v)",
-			len(addrs), strings.Join(why, "; "), masterRTT.Round(10*time.Microsecond))
+			len(addrs), strings.Join(why, " | "), masterRTT.Round(10*time.Microsecond))
 		return step
 	}
 	d.Replica = elected[0].Addr

@@ -5,6 +5,7 @@ package benchcmp
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,16 @@ import (
 
 // Op is one operation under benchmark.
 type Op func(context.Context, redis.UniversalClient) error
+
+// GetMiss is a GET of a key that does not exist: a cache miss. Its reply
+// is redis.Nil, which a routing layer must tell from a failure at no
+// extra cost.
+func GetMiss(ctx context.Context, c redis.UniversalClient) error {
+	if err := c.Get(ctx, "rediskit:bench:missing").Err(); err != redis.Nil {
+		return fmt.Errorf("GET of a missing key: %v, want redis.Nil", err)
+	}
+	return nil
+}
 
 // Parallel runs do through each client with b.RunParallel, as the
 // sub-benchmarks name/rediskit and name/go-redis, reporting allocations.
