@@ -54,23 +54,36 @@ func TestObserverReportsShare(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "a's share back to 1", func() bool { return last() == 1 })
 }
 
+// overlapCheck counts the Observer calls that overlapped another. Each
+// call stays inside for hold, to give an overlap the chance to happen.
+type overlapCheck struct{ inside, overlaps atomic.Int32 }
+
+func (o *overlapCheck) enter(hold time.Duration) {
+	if o.inside.Add(1) > 1 {
+		o.overlaps.Add(1)
+	}
+	time.Sleep(hold)
+	o.inside.Add(-1)
+}
+
+func (o *overlapCheck) expectNone(t *testing.T) {
+	t.Helper()
+	if n := o.overlaps.Load(); n != 0 {
+		t.Fatalf("the Observer was called concurrently %d times; its calls must be one at a time", n)
+	}
+}
+
 // rangeEvents records a node's EventRangesChanged events, and counts the
-// Observer calls that overlapped another (each call lasts a millisecond,
-// to give an overlap the chance to happen; TestObserverCallsAreSerial
-// makes one likely).
+// Observer calls that overlapped another (each call lasts a millisecond;
+// TestObserverCallsAreSerial makes an overlap likely).
 type rangeEvents struct {
-	mu       sync.Mutex
-	events   []Event
-	inside   atomic.Int32
-	overlaps atomic.Int32
+	overlapCheck
+	mu     sync.Mutex
+	events []Event
 }
 
 func (r *rangeEvents) observe(ev Event) {
-	if r.inside.Add(1) > 1 {
-		r.overlaps.Add(1)
-	}
-	defer r.inside.Add(-1)
-	time.Sleep(time.Millisecond)
+	r.enter(time.Millisecond)
 	if ev.Kind == EventRangesChanged {
 		r.mu.Lock()
 		r.events = append(r.events, ev)
@@ -154,9 +167,7 @@ func TestObserverReportsGivingKeysUp(t *testing.T) {
 	if zeros != 2 || len(all) != 4 {
 		t.Fatalf("events %v: want share 1, 0 (deadline), 1 (restored), 0 (Stop)", all)
 	}
-	if n := rec.overlaps.Load(); n != 0 {
-		t.Fatalf("the Observer was called concurrently %d times; its calls must be one at a time", n)
-	}
+	rec.expectNone(t)
 }
 
 // TestObserverCallsAreSerial kills Redis under a node: its goroutine
@@ -166,17 +177,14 @@ func TestObserverReportsGivingKeysUp(t *testing.T) {
 func TestObserverCallsAreSerial(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
 	ctx := testkit.Context(t, 30*time.Second)
-	var inside, overlaps, failed atomic.Int32
+	var calls overlapCheck
+	var failed atomic.Int32
 	var gaveUp atomic.Bool
 	o := fast("serial", nil)
 	o.OwnershipDeadline, o.Expiry = time.Second, 1500*time.Millisecond
 	o.RetryWait, o.MaxRetryWait = 10*time.Millisecond, 20*time.Millisecond
 	o.Observer = func(ev Event) {
-		if inside.Add(1) > 1 {
-			overlaps.Add(1)
-		}
-		defer inside.Add(-1)
-		time.Sleep(20 * time.Millisecond)
+		calls.enter(20 * time.Millisecond)
 		switch {
 		case ev.Kind == EventAttemptFailed:
 			failed.Add(1)
@@ -193,7 +201,5 @@ func TestObserverCallsAreSerial(t *testing.T) {
 		return gaveUp.Load() && failed.Load() >= 40
 	})
 	_ = n.Stop(ctx) // with Redis down it reports the failed removal; the node stops all the same
-	if c := overlaps.Load(); c != 0 {
-		t.Fatalf("the Observer was called concurrently %d times; its calls must be one at a time", c)
-	}
+	calls.expectNone(t)
 }

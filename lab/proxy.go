@@ -434,12 +434,7 @@ func (d *direction) deliver(it *item) {
 	if tr := d.c.proxy.trace; tr != nil && it.data != nil {
 		tr(it.due, time.Now())
 	}
-	if it.data == nil {
-		d.end(it)
-		return
-	}
-	if d.dropped() {
-		d.written()
+	if d.settled(it) {
 		return
 	}
 	n, err := d.tryWrite(it.data)
@@ -457,6 +452,20 @@ func (d *direction) deliver(it *item) {
 	default:
 		d.written()
 	}
+}
+
+// settled handles an item due now that needs no write, and reports
+// whether it was one: the end of the stream, or a chunk dropped.
+func (d *direction) settled(it *item) bool {
+	switch {
+	case it.data == nil:
+		d.end(it)
+	case d.dropped():
+		d.written()
+	default:
+		return false
+	}
+	return true
 }
 
 // dropped reports whether a chunk due now must not be written: the
@@ -556,12 +565,7 @@ func (d *direction) writeBacklog() {
 			d.backlog[0] = nil
 			d.backlog = d.backlog[1:]
 			d.mu.Unlock()
-			if it.data == nil {
-				d.end(it)
-				continue
-			}
-			if d.dropped() {
-				d.written()
+			if d.settled(it) {
 				continue
 			}
 			if _, err := d.dst.Write(it.data); err != nil {

@@ -83,6 +83,28 @@ func (c *lineConn) expectInOrder(t *testing.T, n int) {
 	}
 }
 
+// expectRoundTrip sends a line 5 times, checks each echo, and fails unless
+// the fastest round trip took rtt to rtt + 20%.
+func (c *lineConn) expectRoundTrip(t *testing.T, rtt time.Duration) {
+	t.Helper()
+	var best time.Duration
+	for range 5 {
+		got, took, err := c.roundTrip("x", 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "x\n" {
+			t.Fatalf("got %q", got)
+		}
+		if best == 0 || took < best {
+			best = took
+		}
+	}
+	if best < rtt || best > rtt+rtt/5 {
+		t.Fatalf("round trip %v with %v injected; want within +20%%", best, rtt)
+	}
+}
+
 func dialLine(t *testing.T, addr string) *lineConn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
@@ -121,20 +143,7 @@ func TestProxyLatencyIsRoundTrip(t *testing.T) {
 		t.Run(rtt.String(), func(t *testing.T) {
 			p := newTestProxy(t)
 			p.SetLatency(rtt)
-			c := dialLine(t, p.Addr())
-			var best time.Duration
-			for i := 0; i < 5; i++ {
-				_, took, err := c.roundTrip("x", 2*time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if best == 0 || took < best {
-					best = took
-				}
-			}
-			if best < rtt || best > rtt+rtt/5 {
-				t.Fatalf("round trip %v with %v injected; want within +20%%", best, rtt)
-			}
+			dialLine(t, p.Addr()).expectRoundTrip(t, rtt)
 		})
 	}
 }
@@ -384,22 +393,7 @@ func TestProxyRuntimeClock(t *testing.T) {
 	rtt := 10 * time.Millisecond
 	p.SetLatency(rtt)
 	c := dialLine(t, p.Addr())
-	var best time.Duration
-	for i := 0; i < 5; i++ {
-		got, took, err := c.roundTrip("x", 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != "x\n" {
-			t.Fatalf("got %q", got)
-		}
-		if best == 0 || took < best {
-			best = took
-		}
-	}
-	if best < rtt || best > rtt+rtt/5 {
-		t.Fatalf("round trip %v with %v injected; want within +20%%", best, rtt)
-	}
+	c.expectRoundTrip(t, rtt)
 	p.ResetConnections()
 	if _, _, err := c.roundTrip("y", time.Second); err == nil {
 		t.Fatal("connection still relayed after ResetConnections")

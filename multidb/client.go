@@ -586,12 +586,7 @@ func (c *Client) observe(ctx context.Context, db *database, cmd redis.Cmder, cmd
 			return true
 		}
 	}
-	if failure.IsNil(err) { // a miss: the common reply, tested without errors.As's allocation
-		db.det.success(time.Now())
-		return false
-	}
-	var re redis.Error
-	if errors.As(err, &re) {
+	if failure.Reply(err) {
 		db.det.success(time.Now())
 	}
 	return false

@@ -40,6 +40,16 @@ func (e *DialError) Unwrap() error { return e.Err }
 // the like) allocate: a miss must cost no more than a hit.
 func IsNil(err error) bool { return err == redis.Nil }
 
+// Reply reports whether err is a reply from the server (redis.Nil,
+// WRONGTYPE, READONLY, ...): whatever it says, the server answered.
+func Reply(err error) bool {
+	if IsNil(err) {
+		return true
+	}
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
 // IsDial reports whether err is a failure to connect: a *DialError, or a
 // *net.OpError of a dial (what go-redis's own dialer returns).
 func IsDial(err error) bool {

@@ -183,6 +183,7 @@ func TestMissDoesNotAllocate(t *testing.T) {
 		"WorkSignal":               func() { WorkSignal(ctx, cmd, nil, redis.Nil) },
 		"WorkSignal of a pipeline": func() { WorkSignal(ctx, nil, cmds, redis.Nil) },
 		"ProvablyNotExecuted":      func() { ProvablyNotExecuted(cl, cmd, nil, redis.Nil) },
+		"Reply":                    func() { Reply(redis.Nil) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s(redis.Nil): %v allocations", name, n)
@@ -190,5 +191,25 @@ func TestMissDoesNotAllocate(t *testing.T) {
 	}
 	if !IsNil(redis.Nil) || IsNil(nil) || IsNil(io.EOF) || IsNil(redisErr("redis: nil")) {
 		t.Error("IsNil must be true for redis.Nil only")
+	}
+}
+
+func TestReply(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{redis.Nil, true},
+		{redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), true},
+		{fmt.Errorf("get: %w", redisErr("READONLY You can't write against a read only replica.")), true},
+		{nil, false},
+		{io.EOF, false},
+		{&DialError{Addr: "a:1", Err: syscall.ECONNREFUSED}, false},
+		{context.DeadlineExceeded, false},
+		{redis.ErrClosed, false},
+	} {
+		if got := Reply(tt.err); got != tt.want {
+			t.Errorf("Reply(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }
