@@ -298,7 +298,6 @@ func TestDemoQuick(t *testing.T) {
 		"started 1 master, 2 replicas and 3 sentinels",
 		"node2 ", "injected 42ms",
 		`as the master of "mymaster"`,
-		"elected, nearest",
 		"excluded: slow",
 		"node2 joined",
 		"SENTINEL FAILOVER mymaster sent to",
@@ -322,7 +321,12 @@ func TestDemoQuick(t *testing.T) {
 	}
 	// The election: every near read on node1, the latency-blind ones on
 	// both replicas, and after the swap every read on node2.
-	matches(t, out, `(?m)^(\d+) GETs with readFrom=replicaPreferred: p50 [^;]+; \d+ on node1$`,
+	// node1 is elected after the first round. Whether Nearest would read
+	// from it or from the master (as near) depends on one PING sample
+	// each, and a loaded machine can delay node1's by more than the 2 ms
+	// window: the demo reads with replicaPreferred, so either is its story.
+	matches(t, out, `(?m)^ +node1 +replica +\S+ +\S+ +1 +\S+ +yes +elected(, nearest)? +fastest eligible replica`,
+		`(?m)^(\d+) GETs with readFrom=replicaPreferred: p50 [^;]+; \d+ on node1$`,
 		`(?m)^the same GETs with a latency-blind choice .*; \d+ on node1, \d+ on node2$`,
 		`(?m)^\d+ GETs again: p50 [^;]+; \d+ on node2$`)
 	// The metrics step: GET /metrics served by the example shop's own
