@@ -33,12 +33,12 @@ func stages(d *Diagnosis) []Stage {
 
 func TestDiagnoseHealthyTLSDeployment(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
-	// 2 ms on each node: the election excludes a replica whose RTT is 3 ×
-	// the master's however small both are, and on bare loopback (tens of
-	// µs) scheduling jitter alone reaches that ratio in a few percent of
-	// probe rounds.
+	// 10 ms on each node: the election excludes a replica whose RTT is 3 ×
+	// the master's however small both are. On bare loopback (tens of µs)
+	// scheduling jitter alone reaches that ratio in a few percent of probe
+	// rounds, and a loaded machine has delayed a 2 ms PING by 14 ms.
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw",
-		Nodes: []lab.NodeConfig{{Latency: 2 * time.Millisecond}, {Latency: 2 * time.Millisecond}}})
+		Nodes: []lab.NodeConfig{{Latency: 10 * time.Millisecond}, {Latency: 10 * time.Millisecond}}})
 	d, err := Diagnose(ctx, diagOptions(l))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, d)

@@ -27,12 +27,13 @@ const (
 // sentinel password.
 func passwordLab(t *testing.T) *lab.Lab {
 	t.Helper()
-	// 2 ms on each node, so that check's REPLICA stage elects the replica:
-	// the election excludes a replica whose RTT is 3 × the master's however
-	// small both are, and on bare loopback (tens of µs) one slow PING on a
-	// loaded machine reaches that ratio.
+	// 10 ms on each node, so that check's REPLICA stage elects the
+	// replica: the election excludes a replica whose RTT is 3 × the
+	// master's however small both are. On bare loopback (tens of µs) one
+	// slow PING on a loaded machine reaches that ratio, and such a machine
+	// has delayed a 2 ms PING by 14 ms.
 	return lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Password: dataSecret, SentinelPassword: sentinelSecret,
-		Nodes: []lab.NodeConfig{{Latency: 2 * time.Millisecond}, {Latency: 2 * time.Millisecond}}})
+		Nodes: []lab.NodeConfig{{Latency: 10 * time.Millisecond}, {Latency: 10 * time.Millisecond}}})
 }
 
 // sentinelURL is the lab's redis+sentinel:// URL without passwords.
