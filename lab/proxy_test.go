@@ -83,12 +83,15 @@ func (c *lineConn) expectInOrder(t *testing.T, n int) {
 	}
 }
 
-// expectRoundTrip sends a line 5 times, checks each echo, and fails unless
-// the fastest round trip took rtt to rtt + 20%.
+// expectRoundTrip sends a line up to 20 times and checks each echo. No
+// round trip may take less than rtt, and the fastest must be within rtt +
+// 20%: the proxy adds the latency and little more. It stops at the first
+// round trip within that bound; the others are tries, because on a loaded
+// machine any one of them may be delayed by the scheduler, not the proxy.
 func (c *lineConn) expectRoundTrip(t *testing.T, rtt time.Duration) {
 	t.Helper()
 	var best time.Duration
-	for range 5 {
+	for range 20 {
 		got, took, err := c.roundTrip("x", 2*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -96,13 +99,17 @@ func (c *lineConn) expectRoundTrip(t *testing.T, rtt time.Duration) {
 		if got != "x\n" {
 			t.Fatalf("got %q", got)
 		}
+		if took < rtt {
+			t.Fatalf("round trip %v with %v injected: faster than the latency", took, rtt)
+		}
 		if best == 0 || took < best {
 			best = took
 		}
+		if best <= rtt+rtt/5 {
+			return
+		}
 	}
-	if best < rtt || best > rtt+rtt/5 {
-		t.Fatalf("round trip %v with %v injected; want within +20%%", best, rtt)
-	}
+	t.Fatalf("fastest of 20 round trips %v with %v injected; want within +20%%", best, rtt)
 }
 
 func dialLine(t *testing.T, addr string) *lineConn {
