@@ -3,7 +3,9 @@ package sentinel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,21 +181,21 @@ func TestReadRetriedAfterConnectionLoss(t *testing.T) {
 // 300 ms away; Sentinel would not declare it down for 30 s, and the
 // client's own refresh is hourly, so a re-resolution comes only from the
 // calls.
-func slowMasterClient(t *testing.T) (context.Context, *lab.Lab, *Client) {
+func slowMasterClient(t *testing.T) (context.Context, *lab.Lab, *Client, *eventLog) {
 	t.Helper()
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
-	c, _ := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
+	c, events := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	l.Node(0).SetLatency(300 * time.Millisecond)
-	return ctx, l, c
+	return ctx, l, c, events
 }
 
 // Many calls failing at once share one re-resolution.
 func TestConcurrentFailuresShareResolution(t *testing.T) {
-	ctx, l, c := slowMasterClient(t)
+	ctx, l, c, _ := slowMasterClient(t)
 	before := c.Stats().Resolutions
 	done := make(chan error, 20)
 	for range 20 {
@@ -326,17 +328,27 @@ func TestTimeoutOnTheRightNodeIsNotRerun(t *testing.T) {
 // The caller's own deadline ending a call is not a sign the master moved:
 // no re-resolution.
 func TestCallerDeadlineTriggersNoResolution(t *testing.T) {
-	ctx, _, c := slowMasterClient(t)
+	ctx, _, c, events := slowMasterClient(t)
 	before := c.Stats().Resolutions
-	for range 30 {
+	seen := len(events.all())
+	var calls []string // each call's outcome, to tell what set off a re-resolution
+	for i := range 30 {
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		start := time.Now()
 		err := c.Get(short, "k").Err()
+		calls = append(calls, fmt.Sprintf("GET %d: %v after %v (%T), deadline passed %v, resolutions %d",
+			i, err, time.Since(start).Round(time.Millisecond), err, failure.CallerEnded(short), c.Stats().Resolutions-before))
 		cancel()
 		if err == nil {
 			t.Fatal("GET answered within 100ms through a 300ms link")
 		}
 	}
 	if n := c.Stats().Resolutions - before; n != 0 {
-		t.Fatalf("%d re-resolutions after calls ended by their own deadline", n)
+		var evs []string
+		for _, ev := range events.all()[seen:] {
+			evs = append(evs, ev.String())
+		}
+		t.Fatalf("%d re-resolutions after calls ended by their own deadline\ncalls:\n%s\nclient events:\n%s",
+			n, strings.Join(calls, "\n"), strings.Join(evs, "\n"))
 	}
 }
