@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -462,6 +463,9 @@ func TestLabUpTLSJSON(t *testing.T) {
 	r := startRediskit(t, ctx, envPasswords, true, "lab", "up", "--tls", "--replicas", "1", "--sentinels", "1", "--json",
 		"--latency", "node1=7")
 	r.waitFor(t, "Ctrl-C stops it")
+	// The note comes on stderr after the report on stdout, but the two
+	// pipes are copied by different goroutines: the report may land later.
+	r.waitUntil(t, "print the JSON report on stdout", func() bool { return json.Valid([]byte(r.out.String())) })
 	var d labJSON
 	decodeJSON(t, r.output(), r.out.String(), &d)
 	if !d.TLS || d.MasterName != "mymaster" || len(d.Nodes) != 2 || len(d.Sentinels) != 1 ||
