@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/benchcmp"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
@@ -105,20 +106,9 @@ func TestAllocationsMatchGoRedis(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"k", "missing"} {
-		get := func(cl redis.UniversalClient) func() {
-			return func() {
-				if err := cl.Get(ctx, key).Err(); err != nil && !errors.Is(err, redis.Nil) {
-					t.Fatal(err)
-				}
-			}
-		}
-		get(plain)() // connect first
-		ours, theirs := testing.AllocsPerRun(2000, get(c)), testing.AllocsPerRun(2000, get(plain))
-		if ours > theirs+1 {
-			t.Errorf("GET %s: %v allocations a call, go-redis %v", key, ours, theirs)
-		}
-	}
+	get := func(ctx context.Context, cl redis.UniversalClient) error { return cl.Get(ctx, "k").Err() }
+	benchcmp.AllocsAtMost(t, ctx, "GET k", c, plain, 1, get)
+	benchcmp.AllocsAtMost(t, ctx, "GET of a missing key", c, plain, 1, benchcmp.GetMiss)
 }
 
 // TestReplyErrorsAreNotFailures checks that only connection errors and

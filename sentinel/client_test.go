@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/benchcmp"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/replica"
@@ -191,20 +192,9 @@ func TestAllocationsMatchGoRedis(t *testing.T) {
 	}{{"master", WithReadFrom(ctx, Master), l.Node(0).Addr()}, {"replica", ctx, l.Node(1).Addr()}} {
 		plain := redis.NewClient(&redis.Options{Addr: node.addr, MaxRetries: -1, DisableIdentity: true})
 		defer plain.Close()
-		for _, key := range []string{"k", "missing"} {
-			get := func(cl redis.UniversalClient) func() {
-				return func() {
-					if err := cl.Get(node.ctx, key).Err(); err != nil && !errors.Is(err, redis.Nil) {
-						t.Fatal(err)
-					}
-				}
-			}
-			get(plain)() // connect first
-			ours, theirs := testing.AllocsPerRun(2000, get(c)), testing.AllocsPerRun(2000, get(plain))
-			if ours > theirs+1 {
-				t.Errorf("GET %s on the %s: %v allocations a call, go-redis %v", key, node.name, ours, theirs)
-			}
-		}
+		get := func(ctx context.Context, cl redis.UniversalClient) error { return cl.Get(ctx, "k").Err() }
+		benchcmp.AllocsAtMost(t, node.ctx, "GET k on the "+node.name, c, plain, 1, get)
+		benchcmp.AllocsAtMost(t, node.ctx, "GET of a missing key on the "+node.name, c, plain, 1, benchcmp.GetMiss)
 	}
 }
 

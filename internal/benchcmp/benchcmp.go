@@ -26,6 +26,26 @@ func GetMiss(ctx context.Context, c redis.UniversalClient) error {
 	return nil
 }
 
+// AllocsAtMost fails t when do through ours allocates more than extra
+// objects a call above do through plain (testing.AllocsPerRun, after one
+// call through each, so that both have connected). what names the
+// operation in the failure.
+func AllocsAtMost(t *testing.T, ctx context.Context, what string, ours, plain redis.UniversalClient, extra float64, do Op) {
+	t.Helper()
+	run := func(c redis.UniversalClient) func() {
+		return func() {
+			if err := do(ctx, c); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+	}
+	run(ours)()
+	run(plain)()
+	if o, p := testing.AllocsPerRun(2000, run(ours)), testing.AllocsPerRun(2000, run(plain)); o > p+extra {
+		t.Errorf("%s: %v allocations a call, go-redis %v", what, o, p)
+	}
+}
+
 // Parallel runs do through each client with b.RunParallel, as the
 // sub-benchmarks name/rediskit and name/go-redis, reporting allocations.
 func Parallel(b *testing.B, name string, ours, plain redis.UniversalClient, do Op) {
