@@ -8,6 +8,12 @@
 // free ports, so tests can run in parallel; nothing relies on a system Redis
 // service.
 //
+// The lab runs on Linux, macOS and the other Unix systems; on Windows, Start
+// and NewProxy return an error (run it under WSL). On Linux and FreeBSD the
+// kernel also stops the servers if the process that started them dies
+// without calling Close (a parent-death signal); elsewhere such servers are
+// left running, and are stopped by their PID.
+//
 // # Starting a lab
 //
 // In a test, New starts the lab, fails the test when it cannot, and stops

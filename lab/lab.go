@@ -72,6 +72,9 @@ func New(t testing.TB, cfg Config) *Lab {
 // answers, every replica has synced, and every sentinel knows the master,
 // its replicas and its peers. On error, whatever was started is stopped.
 func Start(ctx context.Context, cfg Config) (*Lab, error) {
+	if errPlatform != nil {
+		return nil, errPlatform
+	}
 	return startWith(ctx, cfg, freePort)
 }
 

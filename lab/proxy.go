@@ -50,6 +50,9 @@ type Proxy struct {
 // NewProxy listens on listen (use "127.0.0.1:0" for a free port) and relays
 // each accepted connection to upstream.
 func NewProxy(listen, upstream string) (*Proxy, error) {
+	if errPlatform != nil {
+		return nil, errPlatform
+	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("lab: proxy for %s: listen on %s: %w", upstream, listen, err)
@@ -491,13 +494,7 @@ func (d *direction) tryWrite(b []byte) (int, error) {
 	var n int
 	var werr error
 	err := d.raw.Write(func(fd uintptr) bool {
-		n, werr = syscall.Write(int(fd), b)
-		if n < 0 {
-			n = 0
-		}
-		if werr == syscall.EAGAIN || werr == syscall.EINTR {
-			werr = nil
-		}
+		n, werr = writeFD(fd, b)
 		return true
 	})
 	if err == nil {

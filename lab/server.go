@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -95,25 +94,26 @@ func (s *Server) Kill() error {
 // connections but nothing is answered, like a server stuck in a long
 // command or a VM that stalls.
 func (s *Server) Pause() error {
-	return s.signal(syscall.SIGSTOP, true)
+	return s.setPaused(true)
 }
 
 // Resume continues a paused process with SIGCONT.
 func (s *Server) Resume() error {
-	return s.signal(syscall.SIGCONT, false)
+	return s.setPaused(false)
 }
 
-func (s *Server) signal(sig syscall.Signal, paused bool) error {
+func (s *Server) setPaused(pause bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc == nil {
 		return fmt.Errorf("lab: %s is not running", s.name)
 	}
-	if err := syscall.Kill(s.proc.pid, sig); err != nil {
-		return fmt.Errorf("lab: signal %v to %s (pid %d): %w", sig, s.name, s.proc.pid, err)
+	sig, err := setPaused(s.proc.pid, pause)
+	if err != nil {
+		return fmt.Errorf("lab: signal %s to %s (pid %d): %w", sig, s.name, s.proc.pid, err)
 	}
-	s.paused = paused
-	s.lab.cfg.Logger.Info("lab: signal", "server", s.name, "pid", s.proc.pid, "signal", sig.String())
+	s.paused = pause
+	s.lab.cfg.Logger.Info("lab: signal", "server", s.name, "pid", s.proc.pid, "signal", sig)
 	return nil
 }
 
@@ -198,9 +198,7 @@ func (s *Server) start(ctx context.Context) error {
 	cmd.Dir = s.dir
 	cmd.Stdout = out
 	cmd.Stderr = out
-	// Pdeathsig: if the test binary dies without running Close, the kernel
-	// kills the server instead of leaving it running.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		_ = out.Close()
 		return fmt.Errorf("lab: start %s (%s): %w", s.name, s.binary, err)
@@ -270,7 +268,7 @@ func (p *process) kill() error {
 		return nil
 	default:
 	}
-	if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := killPID(p.pid); err != nil {
 		return fmt.Errorf("lab: kill pid %d: %w", p.pid, err)
 	}
 	select {
