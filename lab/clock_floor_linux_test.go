@@ -3,6 +3,7 @@ package lab
 import (
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,15 +17,43 @@ import (
 // late-p50-us): on a virtual machine, waking an idle CPU takes tens of
 // microseconds, and no clock in the proxy can be more punctual than that
 // without spinning. It reports the lateness percentiles (late-p50-us,
-// late-p90-us, late-p99-us).
+// late-p90-us, late-p99-us): on an otherwise idle machine (neighbours=0),
+// and with two other OS threads waking every 100 µs (neighbours=2), which
+// keep the vCPUs from idling the way many reads in flight do.
 //
 //	go test -run '^$' -bench TimerWakeFloor -benchtime 1000x ./lab/
 func BenchmarkTimerWakeFloor(b *testing.B) {
+	b.Run("neighbours=0", func(b *testing.B) { timerWakeFloor(b, 0) })
+	b.Run("neighbours=2", func(b *testing.B) { timerWakeFloor(b, 2) })
+}
+
+// timerWakeFloor measures with n other threads, each in a loop of 100 µs
+// sleeps, running until the measurement ends.
+func timerWakeFloor(b *testing.B, n int) {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC) // blocking
 	if err != nil {
 		b.Skipf("no timerfd: %v", err)
 	}
 	defer unix.Close(fd)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	for range n {
+		wg.Go(func() {
+			runtime.LockOSThread() // a thread of its own, sleeping in the kernel
+			defer runtime.UnlockOSThread()
+			nap := unix.NsecToTimespec(int64(100 * time.Microsecond))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = unix.Nanosleep(&nap, nil)
+			}
+		})
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
