@@ -75,10 +75,7 @@ func timerWakeFloor(b *testing.B, n int) {
 	}
 	b.StopTimer()
 	slices.Sort(late)
-	at := func(q float64) float64 {
-		return float64(late[int(q*float64(len(late)-1))]) / float64(time.Microsecond)
-	}
-	b.ReportMetric(at(0.50), "late-p50-us")
-	b.ReportMetric(at(0.90), "late-p90-us")
-	b.ReportMetric(at(0.99), "late-p99-us")
+	b.ReportMetric(us(pct(late, 50)), "late-p50-us")
+	b.ReportMetric(us(pct(late, 90)), "late-p90-us")
+	b.ReportMetric(us(pct(late, 99)), "late-p99-us")
 }
