@@ -97,7 +97,7 @@ func NewClient(opts Options) (*Client, error) {
 		refreshDone:   make(chan refreshResult),
 		switchDone:    make(chan switchResult),
 		promotionDone: make(chan promotionResult),
-		topo:          topoState{knownEpoch: -1, formerMasters: map[string]formerMaster{}, unconfirmed: map[string]time.Time{}},
+		topo:          newTopoState(),
 	}
 	if c.selector == nil {
 		sel, err := replica.NewSelector(replica.DefaultConfig())
@@ -110,7 +110,7 @@ func NewClient(opts Options) (*Client, error) {
 	c.nodes = newNodeSet(&c.opts)
 	c.sentinels = newSentinelSet(&c.opts)
 	c.pubsub = newPubsubRouter(c)
-	c.snap.Store(&snapshot{superseded: make(chan struct{}), epoch: -1})
+	c.snap.Store(&snapshot{superseded: make(chan struct{})})
 
 	// The front never dials, but its options are what Options() reports:
 	// they describe the data-node clients' behaviour.

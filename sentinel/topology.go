@@ -17,7 +17,6 @@ type snapshot struct {
 	gen      uint64
 	master   *node // nil until the first discovery succeeds
 	sentinel string
-	epoch    int64
 
 	replicas     []*node
 	replicaAddrs []string
@@ -63,7 +62,14 @@ type failoverState struct {
 // topoState is owned by the topology goroutine: only run and the methods
 // it calls read or write it. Workers get copies.
 type topoState struct {
-	knownEpoch    int64
+	knownEpoch int64
+	// masterEpoch is the newest config epoch at which a sentinel named the
+	// current master (-1: none). It is what formerMasters records when the
+	// client leaves that master, so it follows every answer that names the
+	// master again, not only the one that installed it: a master promoted
+	// on its own ROLE during a failover starts at the epoch before that
+	// failover, and the failover's epoch comes with the next refresh.
+	masterEpoch   int64
 	formerMasters map[string]formerMaster // masters the client left
 	// unconfirmed holds replicas that answered ROLE master without any
 	// sentinel naming them (until when the client ignores that).
@@ -88,6 +94,22 @@ type topoState struct {
 type formerMaster struct {
 	epoch int64
 	left  time.Time
+}
+
+func newTopoState() topoState {
+	return topoState{knownEpoch: -1, masterEpoch: -1, formerMasters: map[string]formerMaster{}, unconfirmed: map[string]time.Time{}}
+}
+
+// masterNamed records that a sentinel named the current master at epoch.
+func (st *topoState) masterNamed(epoch int64) { st.masterEpoch = max(st.masterEpoch, epoch) }
+
+// masterMoved records that the client leaves old (none: "") for a master
+// named at epoch.
+func (st *topoState) masterMoved(old string, epoch int64, now time.Time) {
+	if old != "" {
+		st.formerMasters[old] = formerMaster{epoch: st.masterEpoch, left: now}
+	}
+	st.masterEpoch = epoch
 }
 
 // formerMasterGrace is how long a master the client left is treated as
@@ -228,7 +250,7 @@ func (c *Client) startRefreshIfWanted() {
 	c.mu.Unlock()
 
 	cur := c.snap.Load()
-	stale := c.staleCheck(cur)
+	stale := c.topo.staleCheck(cur.masterAddr(), time.Now())
 	c.stats.resolutions.Add(1)
 	c.wg.Add(1)
 	go func() {
@@ -277,6 +299,9 @@ func (c *Client) applyRefresh(res refreshResult) {
 	if res.rep.epoch > st.knownEpoch {
 		st.knownEpoch = res.rep.epoch
 	}
+	if res.rep.addr == cur.masterAddr() {
+		st.masterNamed(res.rep.epoch)
+	}
 	if st.fence != nil && res.rep.addr == cur.masterAddr() {
 		// The sentinels still name the master being fenced: the failover
 		// has not been announced yet.
@@ -289,7 +314,6 @@ func (c *Client) applyRefresh(res refreshResult) {
 	next := cur.with()
 	next.master = c.nodes.get(res.rep.addr)
 	next.sentinel = res.rep.sentinel
-	next.epoch = res.rep.epoch
 	next.replicas = next.replicas[:0]
 	verified := make([]string, 0, len(res.replicas))
 	for _, r := range res.replicas {
@@ -302,6 +326,7 @@ func (c *Client) applyRefresh(res refreshResult) {
 	if cur.masterAddr() != res.rep.addr {
 		next.fenced, next.candidate = false, ""
 		st.fence = nil
+		st.masterMoved(cur.masterAddr(), res.rep.epoch, time.Now())
 	}
 	if changed(cur, next) {
 		c.install(next)
@@ -314,11 +339,9 @@ func (c *Client) applyRefresh(res refreshResult) {
 // named again at an epoch no newer than when the client left it (the old
 // master keeps answering ROLE master until Sentinel demotes it, so ROLE
 // alone cannot tell). It captures copies: it runs in worker goroutines.
-func (c *Client) staleCheck(cur *snapshot) func(masterReport) error {
-	known := c.topo.knownEpoch
-	former := maps.Clone(c.topo.formerMasters)
-	current := cur.masterAddr()
-	now := time.Now()
+func (st *topoState) staleCheck(current string, now time.Time) func(masterReport) error {
+	known := st.knownEpoch
+	former := maps.Clone(st.formerMasters)
 	return func(rep masterReport) error {
 		if rep.epoch < 0 {
 			return nil
@@ -391,7 +414,6 @@ func (c *Client) install(next *snapshot) {
 
 	if masterChanged {
 		if old := cur.masterAddr(); old != "" {
-			c.topo.formerMasters[old] = formerMaster{epoch: cur.epoch, left: time.Now()}
 			c.stats.masterChanges.Add(1)
 			c.emit(Event{Kind: EventMasterChanged, Master: next.masterAddr(), OldMaster: old, Sentinel: next.sentinel})
 			c.log.Info("master changed", "master", next.masterAddr(), "old", old, "sentinel", next.sentinel)
@@ -535,7 +557,7 @@ func (c *Client) startPromotionCheck() {
 // startSwitchCheck follows a +switch-master from sentinel: a worker checks
 // that sentinel's config epoch and the new master's ROLE.
 func (c *Client) startSwitchCheck(addr, sentinel string) {
-	stale := c.staleCheck(c.snap.Load())
+	stale := c.topo.staleCheck(c.snap.Load().masterAddr(), time.Now())
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -566,6 +588,7 @@ func (c *Client) applySwitch(res switchResult) {
 		if res.epoch > c.topo.knownEpoch {
 			c.topo.knownEpoch = res.epoch
 		}
+		c.topo.masterNamed(res.epoch)
 		return
 	}
 	c.promote(res.addr, res.sentinel, res.epoch)
@@ -625,7 +648,6 @@ func (c *Client) promote(addr, sentinel string, epoch int64) {
 	next := cur.with()
 	next.master = c.nodes.get(addr)
 	next.sentinel = sentinel
-	next.epoch = epoch
 	next.fenced, next.candidate = false, ""
 	next.replicas = slices.DeleteFunc(next.replicas, func(n *node) bool { return n.addr == addr })
 	// Until the next refresh lists the new master's replicas, durable
@@ -635,5 +657,8 @@ func (c *Client) promote(addr, sentinel string, epoch int64) {
 	// switch on, promotable until it is flagged down, while it lacks the
 	// new master's writes until it has been converted and synchronised.
 	next.durable = durableReplicas(addr, nil, cur.durable, []string{cur.masterAddr()})
+	if cur.masterAddr() != addr {
+		st.masterMoved(cur.masterAddr(), epoch, time.Now())
+	}
 	c.install(next)
 }

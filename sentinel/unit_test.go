@@ -542,3 +542,36 @@ func TestEvictionsCoalesceAndAreNeverDropped(t *testing.T) {
 		t.Fatal("no signal for an eviction after the drain")
 	}
 }
+
+// A master the client promoted on its own ROLE mid-failover starts at the
+// epoch before that failover; the refresh that follows names it at the
+// failover's epoch. When the client later leaves it, a sentinel that has
+// not heard of that later failover still names it at the failover's epoch,
+// and must be judged stale: the former master answers ROLE master until
+// Sentinel demotes it, so nothing else stops the client following it
+// back (TestNoSwitchBackToTheOldMaster, once in many runs).
+func TestFormerMasterIsStaleAtItsNewestEpoch(t *testing.T) {
+	now := time.Now()
+	st := newTopoState()
+	st.masterMoved("", 1, now) // A found, epoch 1
+	st.knownEpoch = 1
+	st.masterMoved("A", 1, now) // B promoted on its ROLE: the epoch before the failover
+	st.masterNamed(2)           // a refresh names B at the failover's epoch
+	st.knownEpoch = 2
+	st.masterMoved("B", 2, now) // the next failover, back to A, promoted on its ROLE
+	stale := st.staleCheck("A", now)
+	for _, tc := range []struct {
+		rep       masterReport
+		wantStale bool
+	}{
+		{masterReport{addr: "B", epoch: 2}, true},  // not yet told of the last failover
+		{masterReport{addr: "B", epoch: 1}, true},  // older still
+		{masterReport{addr: "A", epoch: 2}, false}, // the master the client has
+		{masterReport{addr: "B", epoch: 3}, false}, // a failover back to B
+	} {
+		err := stale(tc.rep)
+		if got := err != nil && skipReason(err) == SkipStale; got != tc.wantStale {
+			t.Errorf("%s at epoch %d: stale %v (%v), want %v", tc.rep.addr, tc.rep.epoch, got, err, tc.wantStale)
+		}
+	}
+}
