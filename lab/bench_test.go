@@ -13,10 +13,21 @@ import (
 // failover tests use: 1 master, 2 replicas, 3 sentinels, with proxies. It
 // reports start-ms and close-ms per lab.
 func BenchmarkStartClose(b *testing.B) {
+	benchStartClose(b, Config{Replicas: 2, Sentinels: 3, Proxy: true})
+}
+
+// BenchmarkStartClosePartitions is BenchmarkStartClose with
+// Config.Partitions: an address of its own for every process and a proxy
+// in front of each sentinel too.
+func BenchmarkStartClosePartitions(b *testing.B) {
+	benchStartClose(b, Config{Replicas: 2, Sentinels: 3, Partitions: true})
+}
+
+func benchStartClose(b *testing.B, cfg Config) {
 	var start, stop time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		l, err := Start(context.Background(), Config{Replicas: 2, Sentinels: 3, Proxy: true})
+		l, err := Start(context.Background(), cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

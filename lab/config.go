@@ -24,6 +24,14 @@ const (
 	// master after a failover) into a replica: 8 s with Redis's default,
 	// 2 s in the lab.
 	DefaultSentinelPublishPeriod = 500 * time.Millisecond
+	// DefaultPartitionReplTimeout is the repl-timeout of the data nodes of
+	// a lab with Config.Partitions (and the master pings its replicas every
+	// second, repl-ping-replica-period 1, so that an idle link does not time
+	// out). Redis's own 60 s would hide a Drop partition between a master
+	// and its replicas for a minute: neither side notices a silent link
+	// before repl-timeout. ExtraConfig lines come later in redis.conf and
+	// override both.
+	DefaultPartitionReplTimeout = 3 * time.Second
 )
 
 // Config describes a topology. The zero value is one standalone server;
@@ -78,6 +86,18 @@ type Config struct {
 	// announce the proxy's address, so Sentinel and replication use it as
 	// clients do. It is implied when any node has a Latency.
 	Proxy bool
+
+	// Partitions gives every process of the lab (data nodes and sentinels)
+	// an address of its own in 127.0.0.0/8 (127.0.0.2, 127.0.0.3, ...:
+	// they bind it and connect from it), puts a proxy in front of each,
+	// sentinels included, and lets a test cut the network between them
+	// (Lab.Partition, Lab.Heal) and add client endpoints of its own
+	// (Lab.NewClientEndpoint). It implies Proxy. Linux answers on every
+	// 127.0.0.0/8 address without configuration; elsewhere Start fails
+	// unless the addresses were added to the loopback interface. The data
+	// nodes run with short replication timeouts (see
+	// DefaultPartitionReplTimeout).
+	Partitions bool
 
 	// ExtraConfig lines are appended to every data node's redis.conf.
 	ExtraConfig []string
@@ -162,6 +182,9 @@ func (c Config) withDefaults() Config {
 		if n.Latency > 0 {
 			c.Proxy = true
 		}
+	}
+	if c.Partitions {
+		c.Proxy = true
 	}
 	return c
 }

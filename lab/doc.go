@@ -52,6 +52,46 @@
 // Process faults are sent by PID: Kill (its proxy then refuses connections,
 // as a dead server would), Restart, Pause (SIGSTOP) and Resume.
 //
+// # Network partitions
+//
+// On 127.0.0.1 a proxy cannot tell who is talking. With Config.Partitions
+// (which implies Proxy) every process gets an address of its own: node0
+// 127.0.0.2, node1 127.0.0.3, and so on, then the sentinels. It binds that
+// address and connects from it (bind-source-addr: Redis 7.0 and its
+// Sentinel connect from 127.0.0.1 whatever they bind, unless told), and
+// sentinels, too, sit behind a proxy on their address and announce it
+// (sentinel announce-ip/port). Every connection between lab processes is
+// thus made to a proxy that knows the caller by its address. Ports are
+// picked free on each address; labs running side by side reuse the same
+// addresses, which is harmless since they never talk to each other. The
+// data nodes run with a 3 s repl-timeout (DefaultPartitionReplTimeout), so
+// that a silent link is noticed in seconds, not Redis's 60.
+//
+// A test's own clients become endpoints with NewClientEndpoint: each has
+// an address of its own, and its Dial (a net.Dialer with LocalAddr) is a
+// go-redis Dialer. Partition cuts the traffic between endpoints of
+// different groups, in both directions; endpoints in no group, and clients
+// that connect from 127.0.0.1 (the lab's own admin connections,
+// Node.NewClient, the URL's), still reach everyone. Refuse resets the
+// connections across at once, open and new; Drop swallows everything
+// across and closes nothing, as a real partition does, so only timeouts
+// tell. Heal lets everything through again, resetting the connections a
+// Drop swallowed bytes of:
+//
+//	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, Partitions: true})
+//	app, _ := l.NewClientEndpoint("app")
+//	s := l.Sentinels()
+//	// the master and app on one side, the replicas and the sentinels on the other
+//	err := l.Partition(lab.Drop,
+//		[]lab.Endpoint{l.Node(0), app},
+//		[]lab.Endpoint{l.Node(1), l.Node(2), s[0], s[1], s[2]})
+//	// ... the sentinels fail the master over; app still writes to the old one
+//	err = l.Heal() // Sentinel turns the old master into a replica
+//
+// A Partition replaces the previous one. Node, SentinelNode and
+// ClientEndpoint are Endpoints; Lab.Endpoints lists them. Node.BlackHole
+// and the other per-node faults work on their own, next to partitions.
+//
 // # Failovers and their timelines
 //
 // Failover sends SENTINEL FAILOVER and returns once every sentinel names the
@@ -75,6 +115,7 @@
 // Node.Options gives go-redis options for a node with the lab's credentials
 // and TLS settings and no retries of any kind; Lab.URL a redis:// or
 // redis+sentinel:// URL. Node.Do runs admin commands on the node's own port,
-// bypassing its proxy, so injected faults do not disturb a test's
-// bookkeeping.
+// bypassing its proxy, so injected faults and partitions do not disturb a
+// test's bookkeeping. ClientEndpoint.Options and NewClient give the same
+// clients, connecting from an endpoint's address.
 package lab

@@ -73,3 +73,57 @@ func ExampleNode_SetLatency() {
 	fmt.Println(time.Since(start) >= 30*time.Millisecond)
 	// Output: true
 }
+
+// A partition: the master on one side, its replica and the test's client
+// endpoint on the other. Under Refuse the connections across are reset at
+// once (Drop would silence them instead); Heal lets everything through
+// again and replication resumes.
+func ExampleLab_Partition() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	l, err := lab.Start(ctx, lab.Config{Replicas: 1, Partitions: true})
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer l.Close()
+	master, replica := l.Node(0), l.Node(1)
+	app, err := l.NewClientEndpoint("app") // connects from an address of its own
+	if err != nil {
+		fmt.Println("endpoint:", err)
+		return
+	}
+
+	if err := l.Partition(lab.Refuse, []lab.Endpoint{master}, []lab.Endpoint{replica, app}); err != nil {
+		fmt.Println("partition:", err)
+		return
+	}
+	toMaster, toReplica := app.NewClient(master), app.NewClient(replica)
+	defer toMaster.Close()
+	defer toReplica.Close()
+	fmt.Println("app reaches the master:", toMaster.Ping(ctx).Err() == nil)
+	fmt.Println("app reaches the replica:", toReplica.Ping(ctx).Err() == nil)
+	// Clients without an endpoint connect from 127.0.0.1, which no
+	// partition cuts, and the lab's admin commands bypass the proxies.
+	plain := master.NewClient()
+	defer plain.Close()
+	fmt.Println("a plain client reaches the master:", plain.Ping(ctx).Err() == nil)
+
+	if err := l.Heal(); err != nil {
+		fmt.Println("heal:", err)
+		return
+	}
+	if err := l.WaitSettled(ctx); err != nil { // the replica links up again
+		fmt.Println("settle:", err)
+		return
+	}
+	again := app.NewClient(master)
+	defer again.Close()
+	fmt.Println("after Heal, app reaches the master:", again.Ping(ctx).Err() == nil)
+	// Output:
+	// app reaches the master: false
+	// app reaches the replica: true
+	// a plain client reaches the master: true
+	// after Heal, app reaches the master: true
+}

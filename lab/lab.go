@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -36,8 +37,13 @@ type Lab struct {
 	nodes     []*Node
 	sentinels []*SentinelNode
 	events    *eventLog
-	// pickPort picks a free port for a server (freePort, or a test's).
-	pickPort func() (int, error)
+	// pickPort picks a port free on a server's address (freePort, or a
+	// test's).
+	pickPort func(host netip.Addr) (int, error)
+
+	// partMu serialises Partition and Heal and guards clients.
+	partMu  sync.Mutex
+	clients []*ClientEndpoint // Config.Partitions' client endpoints
 
 	closeOnce sync.Once
 	closeErr  error
@@ -79,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (*Lab, error) {
 }
 
 // startWith is Start with the function that picks each server's port.
-func startWith(ctx context.Context, cfg Config, pickPort func() (int, error)) (*Lab, error) {
+func startWith(ctx context.Context, cfg Config, pickPort func(netip.Addr) (int, error)) (*Lab, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -122,6 +128,14 @@ func (c Config) validate() error {
 		return errors.New("lab: SentinelUsername needs a SentinelPassword")
 	case c.TLSClientAuth && !c.TLS:
 		return errors.New("lab: TLSClientAuth needs TLS")
+	case c.Partitions && hostBase+c.Replicas+c.Sentinels > maxHost:
+		return fmt.Errorf("lab: Partitions gives each server an address in 127.0.0.%d-%d: %d servers do not fit",
+			hostBase, maxHost, c.Replicas+1+c.Sentinels)
+	}
+	if c.Partitions {
+		if err := checkLoopbackAliases(c); err != nil {
+			return err
+		}
 	}
 	for _, bin := range []string{c.RedisServer, c.RedisSentinel} {
 		if bin == c.RedisSentinel && c.Sentinels == 0 {
@@ -142,7 +156,8 @@ const maxStartAttempts = 3
 func (l *Lab) start(ctx context.Context) error {
 	c := l.cfg
 	if c.TLS {
-		files, err := GenerateTLS(l.dir)
+		// Clients check the servers' addresses against the certificate.
+		files, err := generateTLS(l.dir, l.serverHosts())
 		if err != nil {
 			return err
 		}
@@ -172,15 +187,16 @@ func (l *Lab) start(ctx context.Context) error {
 // configs are rendered before the servers start in parallel.
 func (l *Lab) startTopology(ctx context.Context) error {
 	c := l.cfg
+	hosts := l.serverHosts()
 	for i := 0; i <= c.Replicas; i++ {
 		n := &Node{index: i}
-		n.Server = l.newServer(fmt.Sprintf("node%d", i), c.RedisServer, c.Username, c.Password)
+		n.Server = l.newServer(fmt.Sprintf("node%d", i), c.RedisServer, c.Username, c.Password, hosts[i])
 		l.nodes = append(l.nodes, n)
 		if err := n.allocatePort(); err != nil {
 			return err
 		}
 		if c.Proxy {
-			p, err := NewProxy("127.0.0.1:0", n.DirectAddr())
+			p, err := n.newProxy()
 			if err != nil {
 				return err
 			}
@@ -209,11 +225,20 @@ func (l *Lab) startTopology(ctx context.Context) error {
 
 	for i := 0; i < c.Sentinels; i++ {
 		s := &SentinelNode{index: i, myID: newSentinelID()}
-		s.Server = l.newServer(fmt.Sprintf("sentinel%d", i), c.RedisSentinel, c.SentinelUsername, c.SentinelPassword)
+		s.Server = l.newServer(fmt.Sprintf("sentinel%d", i), c.RedisSentinel, c.SentinelUsername, c.SentinelPassword,
+			hosts[len(l.nodes)+i])
+		l.sentinels = append(l.sentinels, s)
 		if err := s.allocatePort(); err != nil {
 			return err
 		}
-		l.sentinels = append(l.sentinels, s)
+		// Only with Partitions: a sentinel's proxy is there to cut it off.
+		if c.Partitions {
+			p, err := s.newProxy()
+			if err != nil {
+				return err
+			}
+			s.proxy = p
+		}
 	}
 	sentinelConfs := make(map[*SentinelNode]string, len(l.sentinels))
 	for _, s := range l.sentinels {
@@ -258,19 +283,32 @@ func (l *Lab) stopServers() error {
 			_ = n.proxy.Close()
 		}
 	}
+	for _, s := range l.sentinels {
+		if s.proxy != nil {
+			_ = s.proxy.Close()
+		}
+	}
 	return err
 }
 
-func (l *Lab) newServer(name, binary, user, pass string) *Server {
+func (l *Lab) newServer(name, binary, user, pass string, host netip.Addr) *Server {
 	return &Server{
 		lab:      l,
 		name:     name,
 		binary:   binary,
 		dir:      filepath.Join(l.dir, name),
 		conf:     filepath.Join(l.dir, name, "redis.conf"),
+		host:     host,
 		username: user,
 		password: pass,
 	}
+}
+
+// newProxy starts the proxy in front of the server, on a free port of the
+// server's address. With Partitions it dials the server from each client's
+// own address, so the server sees who is talking.
+func (s *Server) newProxy() (*Proxy, error) {
+	return newProxy(netip.AddrPortFrom(s.host, 0).String(), s.DirectAddr(), s.lab.cfg.Partitions)
 }
 
 // allocatePort creates the server's directory and picks its port. It runs
@@ -279,7 +317,7 @@ func (s *Server) allocatePort() error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
-	port, err := s.lab.pickPort()
+	port, err := s.lab.pickPort(s.host)
 	if err != nil {
 		return fmt.Errorf("lab: find a free port: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +43,9 @@ func TestTopologiesStartAndAnswer(t *testing.T) {
 			SentinelUsername: "watcher", SentinelPassword: "watcher-secret"}},
 		{"tls", Config{Replicas: 1, Sentinels: 3, TLS: true, Proxy: true}},
 		{"tls-client-auth", Config{Replicas: 1, TLS: true, TLSClientAuth: true}},
+		{"partitions", Config{Replicas: 1, Sentinels: 3, Partitions: true}},
+		{"partitions-tls-password", Config{Replicas: 1, Sentinels: 3, Partitions: true, TLS: true,
+			Password: "data-secret", SentinelPassword: "sentinel-secret"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -333,33 +337,64 @@ func TestFailoverMovesMasterAndSentinelsAgree(t *testing.T) {
 }
 
 func TestSentinelKillAndRestart(t *testing.T) {
-	ctx := testkit.Context(t, 30*time.Second)
-	l := New(t, Sentinel(1))
-	s := l.Sentinels()[0]
-	if err := s.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.MasterAddr(ctx); err == nil {
-		t.Fatal("a killed sentinel answered")
-	}
-	if m, err := l.Master(ctx); err != nil || m != l.Node(0) {
-		t.Fatalf("Master() with one sentinel down = %v, %v", m, err)
-	}
-	if err := s.Restart(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if addr, err := s.MasterAddr(ctx); err != nil || addr != l.Node(0).Addr() {
-		t.Fatalf("restarted sentinel names %q, %v", addr, err)
-	}
-	// Events from the restarted sentinel are still recorded.
-	since := time.Now()
-	if err := l.Node(1).Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.WaitEvent(ctx, since, func(ev SentinelEvent) bool {
-		return ev.Sentinel == s.Addr() && ev.Type == "+sdown"
-	}); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"plain", Sentinel(1)},
+		// The sentinels sit behind proxies: a killed one's refuses
+		// connections, and the restarted sentinel keeps its own address
+		// and announcements from the config it rewrote.
+		{"partitions", Config{Replicas: 1, Sentinels: DefaultSentinels, Partitions: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testkit.Context(t, 30*time.Second)
+			l := New(t, tc.cfg)
+			s := l.Sentinels()[0]
+			if err := s.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.MasterAddr(ctx); err == nil {
+				t.Fatal("a killed sentinel answered")
+			}
+			if _, err := net.DialTimeout("tcp", s.Addr(), time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("dial a killed sentinel at %s: %v, want connection refused", s.Addr(), err)
+			}
+			if m, err := l.Master(ctx); err != nil || m != l.Node(0) {
+				t.Fatalf("Master() with one sentinel down = %v, %v", m, err)
+			}
+			if err := s.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if addr, err := s.MasterAddr(ctx); err != nil || addr != l.Node(0).Addr() {
+				t.Fatalf("restarted sentinel names %q, %v", addr, err)
+			}
+			if len(l.Sentinels()) > 1 {
+				if err := l.WaitSettled(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := poll(ctx, "the restarted sentinel's peers to list it", func() error {
+					for _, peer := range l.Sentinels() {
+						if err := peer.checkPeers(ctx, l.Sentinels()); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Events from the restarted sentinel are still recorded.
+			since := time.Now()
+			if err := l.Node(1).Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.WaitEvent(ctx, since, func(ev SentinelEvent) bool {
+				return ev.Sentinel == s.Addr() && ev.Type == "+sdown"
+			}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -501,14 +536,14 @@ func TestStartAgainWhenAPortIsTaken(t *testing.T) {
 	// Attempt 1: node0 (pick 1) finds its port taken. Attempt 2 (picks
 	// 3-4 for the nodes, 5-7 for the sentinels): sentinel0 does. Attempt
 	// 3 gets free ports.
-	pick := func() (int, error) {
+	pick := func(host netip.Addr) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		picks++
 		if picks == 1 || picks == 5 {
 			return taken, nil
 		}
-		return freePort()
+		return freePort(host)
 	}
 	l, err := startWith(ctx, Config{Replicas: 1, Sentinels: 3}, pick)
 	if err != nil {
@@ -556,7 +591,7 @@ func TestStartGivesUpOnATakenPort(t *testing.T) {
 	taken := takenPort(t)
 	picks := 0
 	dir := t.TempDir()
-	_, err := startWith(ctx, Config{Dir: dir}, func() (int, error) { picks++; return taken, nil })
+	_, err := startWith(ctx, Config{Dir: dir}, func(netip.Addr) (int, error) { picks++; return taken, nil })
 	if !errors.Is(err, errPortInUse) || picks != maxStartAttempts {
 		t.Fatalf("Start with every port taken: %v after %d picks; want the port-in-use error after %d", err, picks, maxStartAttempts)
 	}

@@ -18,7 +18,8 @@ import (
 
 // Node is a data node: a redis-server that starts as the master or as a
 // replica. When the lab runs with proxies, Addr is the proxy's address and
-// the node announces it, so it is also the address Sentinel hands out.
+// the node announces it, so it is also the address Sentinel hands out. A
+// Node is an Endpoint.
 type Node struct {
 	*Server
 	index int
@@ -178,7 +179,15 @@ func (l *Lab) renderNodeConfig(n *Node, masterAddr string) string {
 	nc := c.node(n.index)
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	line("bind 127.0.0.1")
+	line("bind %s", n.host)
+	if c.Partitions {
+		// Redis 7.0 connects to its master from the address the kernel
+		// picks (127.0.0.1 on loopback), not from its bind address, unless
+		// told: the master's proxy must see the replica's own address.
+		line("bind-source-addr %s", n.host)
+		line("repl-ping-replica-period 1")
+		line("repl-timeout %d", max(1, int(DefaultPartitionReplTimeout.Seconds())))
+	}
 	if c.TLS {
 		line("port 0")
 		line("tls-port %d", n.port)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,8 +16,9 @@ import (
 
 // Proxy is a TCP relay that can add latency to, black-hole or reset the
 // traffic between clients and one upstream server. The lab puts one in front
-// of every data node; it is exported so tests can put one in front of
-// anything else.
+// of every data node (and, with Config.Partitions, of every sentinel, where
+// it also enforces Lab.Partition by the clients' addresses); it is exported
+// so tests can put one in front of anything else.
 //
 // Latency is a round-trip figure: half of it delays each chunk travelling to
 // the upstream, half each chunk travelling back. Chunks are delayed from the
@@ -27,6 +29,17 @@ import (
 type Proxy struct {
 	latency    atomic.Int64 // round-trip delay in nanoseconds
 	blackholed atomic.Bool
+	// cut is the lab's partition as this proxy enforces it: which client
+	// addresses are cut off from the endpoint behind it, and how; nil when
+	// none is. It is an immutable snapshot, replaced whole by setCut, so
+	// the check on every accepted connection and every chunk is one atomic
+	// load (and, while a partition is on, a map lookup): no lock on the
+	// hot path.
+	cut atomic.Pointer[cutSet]
+	// sourceBound: dial the upstream from the client's own loopback
+	// address, so that the server (CLIENT LIST, its log) sees who is
+	// talking, not the proxy. Set before the first connection.
+	sourceBound bool
 
 	mu       sync.Mutex
 	upstream string
@@ -50,6 +63,12 @@ type Proxy struct {
 // NewProxy listens on listen (use "127.0.0.1:0" for a free port) and relays
 // each accepted connection to upstream.
 func NewProxy(listen, upstream string) (*Proxy, error) {
+	return newProxy(listen, upstream, false)
+}
+
+// newProxy is NewProxy; sourceBound makes it dial the upstream from each
+// client's own address (the lab's proxies with Config.Partitions).
+func newProxy(listen, upstream string, sourceBound bool) (*Proxy, error) {
 	if errPlatform != nil {
 		return nil, errPlatform
 	}
@@ -57,7 +76,7 @@ func NewProxy(listen, upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: proxy for %s: listen on %s: %w", upstream, listen, err)
 	}
-	p := &Proxy{upstream: upstream, conns: map[*proxyConn]struct{}{}}
+	p := &Proxy{upstream: upstream, conns: map[*proxyConn]struct{}{}, sourceBound: sourceBound}
 	p.delay = &delayQueue{proxy: p}
 	p.startListener(ln)
 	return p, nil
@@ -212,7 +231,7 @@ func (p *Proxy) acceptLoop(ln net.Listener) {
 			}
 			return // listener closed
 		}
-		c := &proxyConn{proxy: p, client: client, aborted: make(chan struct{})}
+		c := &proxyConn{proxy: p, client: client, src: remoteIP(client), aborted: make(chan struct{})}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -238,12 +257,30 @@ func (p *Proxy) noteLoss() {
 	p.mu.Unlock()
 }
 
+// remoteIP is the address a connection comes from (the zero Addr when it
+// is not TCP).
+func remoteIP(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
 // proxyConn relays one client connection. It owns four goroutines: a
 // reader and a writer per direction (the writer only works when a write
 // would block; delayed chunks are written by the proxy's delay queue).
 type proxyConn struct {
 	proxy  *Proxy
 	client net.Conn
+	src    netip.Addr // the client's address: who is talking, for partitions
+
+	// held: accepted while a Drop partition cut its source off, so never
+	// dialled upstream; it only swallows what the client sends until the
+	// partition is lifted, which resets it.
+	held atomic.Bool
+	// cutLoss: a Drop partition swallowed bytes of this connection, so its
+	// streams are out of step and lifting the partition resets it.
+	cutLoss atomic.Bool
 
 	mu       sync.Mutex
 	upstream net.Conn // nil until dialled
@@ -257,6 +294,23 @@ func (c *proxyConn) run() {
 	defer c.proxy.forget(c)
 	defer c.closeBoth()
 
+	switch c.proxy.cutMode(c.src) {
+	case Refuse:
+		c.abort() // a reset at once, as a firewall's reject would
+		return
+	case Drop:
+		// Nothing gets through: the upstream never sees the connection.
+		// setCut resets it when the partition is lifted; checking again
+		// after marking it held closes the race with that reset (one of
+		// the two sees the other's write).
+		c.held.Store(true)
+		if c.proxy.cutMode(c.src) != Drop {
+			c.abort()
+			return
+		}
+		c.discardClient()
+		return
+	}
 	if c.proxy.BlackHoled() {
 		// Accept and never answer: hold the connection and discard what the
 		// client sends until the black hole ends (Restore resets us) or the
@@ -266,6 +320,9 @@ func (c *proxyConn) run() {
 		return
 	}
 	d := net.Dialer{Timeout: 2 * time.Second}
+	if c.proxy.sourceBound && c.src.IsLoopback() {
+		d.LocalAddr = &net.TCPAddr{IP: c.src.AsSlice()}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
@@ -387,6 +444,12 @@ func (d *direction) send(it *item) bool {
 		c.proxy.noteLoss()
 		return true
 	}
+	// A partition cuts the end of the stream too: a FIN or a reset does
+	// not cross a real one either. A swallowed end leaves the relay
+	// waiting for the abort that lifting the partition brings.
+	if c.cutOff() {
+		return !c.isAborted()
+	}
 	it.due = it.read
 	if it.data != nil {
 		it.due = it.read.Add(c.proxy.Latency() / 2)
@@ -462,7 +525,9 @@ func (d *direction) deliver(it *item) {
 func (d *direction) settled(it *item) bool {
 	switch {
 	case it.data == nil:
-		d.end(it)
+		if !d.c.cutOff() { // else swallowed, as in send
+			d.end(it)
+		}
 	case d.dropped():
 		d.written()
 	default:
@@ -472,7 +537,8 @@ func (d *direction) settled(it *item) bool {
 }
 
 // dropped reports whether a chunk due now must not be written: the
-// connection was aborted or the proxy is black-holed.
+// connection was aborted, the proxy is black-holed or a partition cuts the
+// connection off.
 func (d *direction) dropped() bool {
 	select {
 	case <-d.c.aborted:
@@ -483,7 +549,7 @@ func (d *direction) dropped() bool {
 		d.c.proxy.noteLoss()
 		return true
 	}
-	return false
+	return d.c.cutOff()
 }
 
 // tryWrite writes what dst takes without blocking.
@@ -570,6 +636,44 @@ func (d *direction) writeBacklog() {
 			}
 			d.written()
 		}
+	}
+}
+
+// cutOff reports whether a chunk of the connection (or the end of one of
+// its streams) must not pass because a partition cuts its source off:
+// under Refuse the connection is reset (a partition applied while the
+// chunk was on its way), under Drop the chunk is swallowed and the
+// connection marked as having lost bytes.
+func (c *proxyConn) cutOff() bool {
+	switch c.proxy.cutMode(c.src) {
+	case Refuse:
+		c.abort()
+		return true
+	case Drop:
+		c.cutLoss.Store(true)
+		// The partition may have been lifted since the check above, after
+		// setCut looked at cutLoss: then nobody else will reset the
+		// connection that just lost a chunk.
+		if c.proxy.cutMode(c.src) != Drop {
+			c.abort()
+		}
+		return true
+	}
+	if c.cutLoss.Load() {
+		// Lifted, and setCut has not reset it yet: nothing may pass after
+		// the gap, or the server would read a stream with a hole in it.
+		c.abort()
+		return true
+	}
+	return false
+}
+
+func (c *proxyConn) isAborted() bool {
+	select {
+	case <-c.aborted:
+		return true
+	default:
+		return false
 	}
 }
 

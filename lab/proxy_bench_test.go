@@ -5,6 +5,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime/metrics"
 	"slices"
@@ -208,4 +209,38 @@ func (h histogram) pct(q int) time.Duration {
 		}
 	}
 	return 0
+}
+
+// BenchmarkProxyCutCheck is the partition check the proxy makes on every
+// accepted connection and every chunk: with no partition (one atomic
+// load), and with one on whose cut set the source is or is not (a map
+// lookup on top). It must stay negligible next to a chunk's relay (tens of
+// microseconds, BenchmarkProxyPrecision).
+//
+//	go test -run '^$' -bench ProxyCutCheck ./lab/
+func BenchmarkProxyCutCheck(b *testing.B) {
+	src := netip.MustParseAddr("127.0.0.3")
+	from := map[netip.Addr]struct{}{}
+	for i := 4; i < 10; i++ {
+		from[netip.AddrFrom4([4]byte{127, 0, 0, byte(i)})] = struct{}{}
+	}
+	for _, tc := range []struct {
+		name string
+		cut  *cutSet
+		want CutMode
+	}{
+		{"none", nil, 0},
+		{"partitioned-passes", &cutSet{mode: Drop, from: from}, 0},
+		{"partitioned-cut", &cutSet{mode: Drop, from: map[netip.Addr]struct{}{src: {}}}, Drop},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := &Proxy{}
+			p.cut.Store(tc.cut)
+			for b.Loop() {
+				if p.cutMode(src) != tc.want {
+					b.Fatal("wrong mode")
+				}
+			}
+		})
+	}
 }

@@ -18,15 +18,35 @@ import (
 	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
-// SentinelNode is one redis-sentinel process.
+// SentinelNode is one redis-sentinel process. It is an Endpoint.
 type SentinelNode struct {
 	*Server
 	index int
 	myID  string
+	proxy *Proxy // nil unless the lab runs with Config.Partitions
 }
 
-// Addr is the sentinel's address.
-func (s *SentinelNode) Addr() string { return s.DirectAddr() }
+// Addr is the sentinel's address: its proxy's with Config.Partitions (the
+// sentinel announces it to its peers), else its own.
+func (s *SentinelNode) Addr() string {
+	if s.proxy != nil {
+		return s.proxy.Addr()
+	}
+	return s.DirectAddr()
+}
+
+// Proxy is the sentinel's proxy, or nil when the lab runs without
+// Config.Partitions.
+func (s *SentinelNode) Proxy() *Proxy { return s.proxy }
+
+// Kill stops the sentinel with SIGKILL. Its proxy, if any, stops listening
+// too, so clients get "connection refused" as from a dead sentinel.
+func (s *SentinelNode) Kill() error {
+	if s.proxy != nil {
+		s.proxy.Suspend()
+	}
+	return s.Server.Kill()
+}
 
 // Index is the sentinel's position in Lab.Sentinels.
 func (s *SentinelNode) Index() int { return s.index }
@@ -36,6 +56,11 @@ func (s *SentinelNode) Index() int { return s.index }
 func (s *SentinelNode) Restart(ctx context.Context) error {
 	if err := s.Server.Restart(ctx); err != nil {
 		return err
+	}
+	if s.proxy != nil {
+		if err := s.proxy.Resume(); err != nil {
+			return err
+		}
 	}
 	return s.applyTiming(ctx)
 }
@@ -74,7 +99,17 @@ func (l *Lab) renderSentinelConfig(s *SentinelNode, master *Node, replicas []*No
 	c := l.cfg
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	line("bind 127.0.0.1")
+	line("bind %s", s.host)
+	if s.proxy != nil {
+		// Sentinel 7.0 connects from the kernel's choice of address, not
+		// its bind address, unless told (verified: CLIENT LIST on the
+		// master shows 127.0.0.1 without this line). Peers and clients
+		// reach it through its proxy, which it announces in its hellos.
+		line("bind-source-addr %s", s.host)
+		host, port, _ := net.SplitHostPort(s.proxy.Addr())
+		line("sentinel announce-ip %s", host)
+		line("sentinel announce-port %s", port)
+	}
 	if c.TLS {
 		line("port 0")
 		line("tls-port %d", s.port)
@@ -117,7 +152,8 @@ func (l *Lab) renderSentinelConfig(s *SentinelNode, master *Node, replicas []*No
 	}
 	for _, peer := range l.sentinels {
 		if peer != s {
-			line("sentinel known-sentinel %s 127.0.0.1 %d %s", name, peer.port, peer.myID)
+			ph, pp, _ := net.SplitHostPort(peer.Addr())
+			line("sentinel known-sentinel %s %s %s %s", name, ph, pp, peer.myID)
 		}
 	}
 	for _, extra := range c.SentinelExtraConfig {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,10 @@ type Server struct {
 	binary string
 	dir    string
 	conf   string // path of the config file
-	port   int    // the port the process listens on
+	// host is the loopback address the process binds and, with
+	// Config.Partitions, connects from: 127.0.0.1, or its own.
+	host netip.Addr
+	port int // the port the process listens on
 
 	username, password string // credentials for the lab's admin client
 
@@ -50,7 +54,17 @@ func (s *Server) Name() string { return s.name }
 
 // DirectAddr is the address the process itself listens on, bypassing any
 // proxy.
-func (s *Server) DirectAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *Server) DirectAddr() string {
+	return netip.AddrPortFrom(s.host, uint16(s.port)).String()
+}
+
+// IP is the loopback address the process listens on and, when the lab runs
+// with Config.Partitions, its own address in the lab: the one its
+// connections come from and its proxy listens on (see Endpoint). Without
+// Partitions every server's is 127.0.0.1.
+func (s *Server) IP() netip.Addr { return s.host }
+
+func (s *Server) endpointLab() *Lab { return s.lab }
 
 // Dir is the server's working directory (config, log).
 func (s *Server) Dir() string { return s.dir }
@@ -279,11 +293,11 @@ func (p *process) kill() error {
 	}
 }
 
-// freePort asks the kernel for a free loopback port. Another process can
-// take it before the server binds it; Start detects that and starts the
-// whole topology again on fresh ports.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// freePort asks the kernel for a port free on the loopback address host.
+// Another process can take it before the server binds it; Start detects
+// that and starts the whole topology again on fresh ports.
+func freePort(host netip.Addr) (int, error) {
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(host, 0).String())
 	if err != nil {
 		return 0, err
 	}

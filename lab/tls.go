@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,7 +19,8 @@ import (
 
 // TLSFiles are the PEM files of a lab's throwaway certificate authority and
 // of the one certificate every server (and the lab's own clients) present.
-// The certificate is valid for 127.0.0.1, ::1 and localhost, for server and
+// The certificate is valid for 127.0.0.1, ::1 and localhost (and, in a lab
+// with Config.Partitions, for every server's own address), for server and
 // client authentication, for one day.
 type TLSFiles struct {
 	CAFile   string // the CA certificate clients must trust
@@ -49,7 +51,10 @@ func (f TLSFiles) ClientConfig() (*tls.Config, error) {
 }
 
 // GenerateTLS writes a fresh CA and a certificate signed by it into dir.
-func GenerateTLS(dir string) (TLSFiles, error) {
+func GenerateTLS(dir string) (TLSFiles, error) { return generateTLS(dir, nil) }
+
+// generateTLS is GenerateTLS with a certificate also valid for hosts.
+func generateTLS(dir string, hosts []netip.Addr) (TLSFiles, error) {
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -77,6 +82,12 @@ func GenerateTLS(dir string) (TLSFiles, error) {
 	if err != nil {
 		return TLSFiles{}, err
 	}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	for _, h := range hosts {
+		if h != netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
+			ips = append(ips, h.AsSlice())
+		}
+	}
 	template := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: "localhost"},
@@ -84,7 +95,7 @@ func GenerateTLS(dir string) (TLSFiles, error) {
 		NotAfter:     now.Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses:  ips,
 		DNSNames:     []string{"localhost"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, template, caCert, &key.PublicKey, caKey)
