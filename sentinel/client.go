@@ -56,11 +56,16 @@ type Client struct {
 	refreshDone   chan refreshResult
 	switchDone    chan switchResult
 	promotionDone chan promotionResult
+	pollDone      chan pollResult
 
 	// evicts are the replicas to evict, drained by the topology goroutine
 	// (evictSig wakes it).
 	evictMu sync.Mutex
 	evicts  map[string]struct{}
+
+	// durableKick is when a refused durable write last asked for a refresh
+	// (Unix nanoseconds; see recheckDurable).
+	durableKick atomic.Int64
 
 	mu           sync.Mutex
 	pendingRound chan struct{}
@@ -97,6 +102,7 @@ func NewClient(opts Options) (*Client, error) {
 		refreshDone:   make(chan refreshResult),
 		switchDone:    make(chan switchResult),
 		promotionDone: make(chan promotionResult),
+		pollDone:      make(chan pollResult),
 		topo:          newTopoState(),
 	}
 	if c.selector == nil {
@@ -340,29 +346,46 @@ func (c *Client) noMasterError(cause error) error {
 	return fmt.Errorf("sentinel: the master of %q is not known yet", c.opts.MasterName)
 }
 
-// writableSnapshot returns a snapshot whose master may take writes: while a
-// failover is under way, it waits for the new master (up to FailoverHold).
+// writableSnapshot returns a snapshot whose master may take writes: while
+// writes are held (a failover under way, or the master cut off from the
+// sentinels), it waits for that to end, up to FailoverHold.
 func (c *Client) writableSnapshot(ctx context.Context) (*snapshot, error) {
 	snap, err := c.current(ctx)
-	if err != nil || !snap.fenced {
+	if err != nil || !snap.held() {
 		return snap, err
 	}
 	c.stats.writesHeld.Add(1)
+	began := time.Now()
 	timer := time.NewTimer(c.opts.FailoverHold)
 	defer timer.Stop()
-	for snap.fenced {
+	for snap.held() {
 		select {
 		case <-snap.superseded:
 			snap = c.snap.Load()
 		case <-timer.C:
-			return nil, ErrFailoverInProgress
+			return nil, c.heldError(snap, began, nil)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (%v)", ErrFailoverInProgress, ctx.Err())
+			return nil, c.heldError(snap, began, ctx.Err())
 		case <-c.ctx.Done():
 			return nil, ErrClosed
 		}
 	}
 	return snap, nil
+}
+
+// heldError is the error of a write that waited while writes were held.
+func (c *Client) heldError(snap *snapshot, began time.Time, cause error) *WriteHeldError {
+	e := &WriteHeldError{MasterName: c.opts.MasterName, Master: snap.masterAddr(), Candidate: snap.candidate,
+		Waited: time.Since(began), Cause: cause}
+	switch {
+	case snap.fenced && snap.candidate != "":
+		e.Reason = "a failover to " + snap.candidate + " is under way"
+	case snap.isolated != "":
+		e.Reason = "the master is cut off: " + snap.isolated
+	default:
+		e.Reason = "a failover is under way"
+	}
+	return e
 }
 
 // resolveAfter returns a snapshot newer than seen: at once if the topology
@@ -602,7 +625,7 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	}
 	notExecuted := c.provablyNotExecuted(cmd, cmds, err)
 	next, rerr := c.resolveAfter(ctx, snap)
-	if rerr == nil && next.fenced {
+	if rerr == nil && next.held() {
 		next, rerr = c.writableSnapshot(ctx)
 	}
 	if rerr != nil || next.master == snap.master {

@@ -754,3 +754,115 @@ func TestFirstReplicaReadOfANewClient(t *testing.T) {
 		}
 	}
 }
+
+// The fault DurablePromotable does not cover, and DurableEveryKnownReplica
+// does: a replica that was down while writes were confirmed restarts with
+// its older data while the master and the other replica are lost, and
+// Sentinel promotes it. The default scope stopped counting it once
+// Sentinel flagged it down, so the writes confirmed then are lost; what it
+// promises (every write confirmed while that replica was counted survives)
+// holds. The strict scope refused durable writes while it was down, and
+// loses nothing.
+func TestDurableScopesWhenADownReplicaComesBackStale(t *testing.T) {
+	ctx := testkit.Context(t, 120*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, ExtraConfig: []string{"appendonly yes", "appendfsync always"}})
+	master, stale, other := l.Node(0), l.Node(1), l.Node(2)
+	durable := func(scope DurableScope) func(*Options) {
+		return func(o *Options) {
+			o.Durable, o.DurableScope, o.DurableTimeout = true, scope, 300*time.Millisecond
+			o.RefreshInterval = 100 * time.Millisecond
+		}
+	}
+	def, _ := newTestClient(t, l, durable(DurablePromotable))
+	strict, _ := newTestClient(t, l, durable(DurableEveryKnownReplica))
+	both := []string{stale.Addr(), other.Addr()}
+	slices.Sort(both)
+	for _, c := range []*Client{def, strict} {
+		testkit.WaitFor(t, 10*time.Second, "both replicas counted", func() bool { return slices.Equal(c.Stats().DurableReplicas, both) })
+	}
+	acked := map[*Client]int{}
+	write := func(c *Client, key string, n int) (refused int) {
+		for range n {
+			err := c.Incr(ctx, key).Err()
+			var nde *NotDurableError
+			switch {
+			case err == nil:
+				acked[c]++
+			case errors.As(err, &nde):
+				refused++
+			default:
+				t.Fatalf("durable INCR %s: %v", key, err)
+			}
+		}
+		return refused
+	}
+	write(def, "def", 50)
+	write(strict, "strict", 50)
+	if acked[def] != 50 || acked[strict] != 50 {
+		t.Fatalf("with every replica up: %d and %d of 50 durable writes acknowledged", acked[def], acked[strict])
+	}
+	before := acked[def]
+
+	if err := stale.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 15*time.Second, "every sentinel to flag the killed replica s_down", func() bool {
+		for _, s := range l.Sentinels() {
+			rows, err := s.Replicas(ctx)
+			if err != nil {
+				return false
+			}
+			for _, r := range rows {
+				if net.JoinHostPort(r["ip"], r["port"]) == stale.Addr() && !strings.Contains(r["flags"], "s_down") {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	testkit.WaitFor(t, 10*time.Second, "the default scope to stop counting it", func() bool {
+		return slices.Equal(def.Stats().DurableReplicas, []string{other.Addr()})
+	})
+	if got := strict.Stats().DurableReplicas; !slices.Equal(got, both) {
+		t.Fatalf("the strict scope counts %v with a replica down, want %v", got, both)
+	}
+	if refused := write(def, "def", 50); refused != 0 {
+		t.Fatalf("default scope, a replica down and not counted: %d of 50 durable writes refused", refused)
+	}
+	if refused := write(strict, "strict", 50); refused != 50 {
+		t.Fatalf("strict scope, a known replica down: %d of 50 durable writes refused, want all", refused)
+	}
+
+	// The master and the up-to-date replica are lost; the stale one comes
+	// back before Sentinel decides, and is the only one it can promote.
+	if err := errors.Join(master.Kill(), other.Kill()); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 60*time.Second, "Sentinel to promote the stale replica", func() bool {
+		addr, err := l.Sentinels()[0].MasterAddr(ctx)
+		if err != nil || addr != stale.Addr() {
+			return false
+		}
+		r, err := stale.Role(ctx)
+		return err == nil && r.Role == "master"
+	})
+	get := func(key string) int {
+		v, err := stale.Do(ctx, "GET", key).Int()
+		if err != nil {
+			t.Fatalf("GET %s on the promoted replica: %v", key, err)
+		}
+		return v
+	}
+	if got := get("strict"); got != acked[strict] {
+		t.Errorf("strict scope: %d durable writes acknowledged, %d on the promoted replica", acked[strict], got)
+	}
+	got := get("def")
+	if got < before {
+		t.Errorf("default scope: %d writes confirmed while the replica was counted, only %d on it", before, got)
+	}
+	t.Logf("default scope: %d durable writes acknowledged, %d on the promoted replica (%d confirmed while it was down and not counted are lost); strict scope: %d acknowledged, %d on it",
+		acked[def], got, acked[def]-got, acked[strict], get("strict"))
+}

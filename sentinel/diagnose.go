@@ -426,11 +426,16 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	c.sentinels = newSentinelSet(&c.opts)
 	defer c.nodes.closeAll()
 	defer c.sentinels.close()
-	healthy, _, _, err := c.healthyReplicas(ctx, d.Sentinel, 0)
+	scan := c.scanReplicas(ctx, d.Master)
+	healthy := scan.healthy
 	switch {
-	case err != nil:
+	case !scan.answered():
+		var errs []error
+		for _, v := range scan.views {
+			errs = append(errs, fmt.Errorf("%s: %w", v.sentinel, v.err))
+		}
 		step.Took = time.Since(start)
-		step.Detail = fmt.Sprintf("replicas unknown (%v): read-only work uses the master", err)
+		step.Detail = fmt.Sprintf("replicas unknown (%v): read-only work uses the master", errors.Join(errs...))
 		return step
 	case len(healthy) == 0:
 		step.Took = time.Since(start)

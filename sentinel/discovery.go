@@ -93,6 +93,8 @@ type masterReport struct {
 	// lets a replica's link to the master be down that much longer before
 	// the replica may no longer be promoted.
 	sDownMillis int64
+	// rtt is how long ROLE on the master took (set by discover).
+	rtt time.Duration
 }
 
 var errUnknownMaster = errors.New("does not monitor a master by that name")
@@ -195,6 +197,7 @@ func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (
 func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) error) (found masterReport, attempts []SentinelAttempt, complete bool) {
 	type verification struct {
 		role redisinfo.Role
+		rtt  time.Duration
 		err  error
 	}
 	verified := map[string]verification{} // several sentinels usually name the same node
@@ -212,10 +215,12 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 		if err == nil {
 			v, seen := verified[rep.addr]
 			if !seen {
+				began := time.Now()
 				v.role, v.err = c.verifyMaster(ctx, rep.addr)
+				v.rtt = time.Since(began)
 				verified[rep.addr] = v
 			}
-			err = v.err
+			err, rep.rtt = v.err, v.rtt
 			for _, r := range v.role.Replicas {
 				rep.connected = append(rep.connected, r.Addr)
 			}
@@ -259,63 +264,175 @@ type replicaReport struct {
 	offset int64
 }
 
-// healthyReplicas asks the sentinel for the master's replicas, drops the
-// ones it flags s_down, o_down or disconnected or whose link to the master
-// is down, and keeps those that ROLE confirms as replicas with a connected
-// link. The checks run in parallel, each bounded. claimMaster lists the
-// replicas whose ROLE says master: a promotion Sentinel has not announced
-// yet, or the old master awaiting demotion. promotable lists the replicas
-// the sentinel could promote (see promotableReplicas; masterSDownMillis is
-// the master's s-down-time in that sentinel's view), whether or not the
-// client reaches them.
-func (c *Client) healthyReplicas(ctx context.Context, sentinel string, masterSDownMillis int64) (healthy []replicaReport, claimMaster, promotable []string, err error) {
-	client := c.sentinels.client(sentinel)
-	if client == nil {
-		return nil, nil, nil, ErrClosed
-	}
-	qctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
-	rows, err := redisinfo.ParseTable(client.Do(qctx, "SENTINEL", "REPLICAS", c.opts.MasterName))
-	cancel()
-	if err != nil {
-		return nil, nil, nil, describeSentinelError(err, c.opts.SentinelTimeout)
-	}
-	promotable = promotableReplicas(rows, masterSDownMillis)
-	var candidates []string
-	for _, r := range rows {
-		flags := r["flags"]
-		if redisinfo.HasFlag(flags, "s_down") || redisinfo.HasFlag(flags, "o_down") ||
-			redisinfo.HasFlag(flags, "disconnected") || r["master-link-status"] == "err" {
-			continue
-		}
-		candidates = append(candidates, redisinfo.Addr(r))
-	}
-	found := make([]replicaReport, len(candidates))
-	masters := make([]bool, len(candidates))
+// sentinelView is one sentinel's answer, in a refresh, about the master's
+// replicas: SENTINEL REPLICAS, with the master it names and how long it
+// has seen that master subjectively down (SENTINEL MASTER).
+type sentinelView struct {
+	sentinel    string
+	master      string
+	sDownMillis int64
+	rows        []map[string]string
+	err         error
+}
+
+// replicaScan is what a refresh learned about the replicas from every
+// sentinel and from ROLE on each replica.
+type replicaScan struct {
+	views []sentinelView
+	// healthy are the replicas reads may use: ROLE says a replica with a
+	// connected link, a sentinel naming the master reports it healthy, and
+	// none flags it down.
+	healthy []replicaReport
+	// verified are the replicas ROLE confirms as replicas with a connected
+	// link, whatever the sentinels say.
+	verified []string
+	// claims are the listed replicas whose ROLE says master: a promotion
+	// Sentinel has not announced yet, or a former master awaiting its
+	// demotion.
+	claims []string
+	// rtt is how long ROLE took on each replica that answered.
+	rtt map[string]time.Duration
+}
+
+// answered reports whether at least one sentinel listed the replicas.
+func (s replicaScan) answered() bool {
+	return slices.ContainsFunc(s.views, func(v sentinelView) bool { return v.err == nil })
+}
+
+// scanReplicas asks every known sentinel, in parallel and each bounded by
+// SentinelTimeout, for its view of the master's replicas, then checks ROLE
+// on every replica any of them lists that they do not all flag down (in
+// parallel, each bounded by ProbeTimeout).
+//
+// Every sentinel, not only the one that named the master: any of them may
+// lead the next failover, and one sentinel's view can be wrong for a
+// moment. A sentinel just restarted lists every replica disconnected
+// until it has reconnected; had the client counted durable writes, or
+// looked for a replica answering ROLE master, on that view alone, it would
+// have missed the replica another sentinel was promoting.
+func (c *Client) scanReplicas(ctx context.Context, master string) replicaScan {
+	sentinels := c.sentinels.list()
+	scan := replicaScan{views: make([]sentinelView, len(sentinels))}
 	var wg sync.WaitGroup
+	for i, s := range sentinels {
+		wg.Go(func() { scan.views[i] = c.askReplicas(ctx, s) })
+	}
+	wg.Wait()
+
+	// The replicas to check: every one listed, unless every sentinel that
+	// lists it flags it down (ROLE on a dead node costs a dial per refresh,
+	// and its answer could not change anything).
+	listed, down := map[string]int{}, map[string]int{}
+	var order []string
+	for _, v := range scan.views {
+		for _, r := range v.rows {
+			addr := redisinfo.Addr(r)
+			if addr == master || addr == "" {
+				continue
+			}
+			if listed[addr] == 0 {
+				order = append(order, addr)
+			}
+			listed[addr]++
+			if redisinfo.HasFlag(r["flags"], "s_down") || redisinfo.HasFlag(r["flags"], "o_down") {
+				down[addr]++
+			}
+		}
+	}
+	candidates := slices.DeleteFunc(order, func(a string) bool { return down[a] == listed[a] })
+	roles := make([]redisinfo.Role, len(candidates))
+	errs := make([]error, len(candidates))
+	rtts := make([]time.Duration, len(candidates))
 	for i, addr := range candidates {
 		wg.Go(func() {
 			rctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
 			defer cancel()
-			role, err := c.nodes.get(addr).role(rctx)
-			switch {
-			case err != nil:
-			case role.Role == "slave" && role.LinkState == "connected":
-				found[i] = replicaReport{addr: addr, offset: role.Offset}
-			case role.Role == "master":
-				masters[i] = true
-			}
+			began := time.Now()
+			roles[i], errs[i] = c.nodes.get(addr).role(rctx)
+			rtts[i] = time.Since(began)
 		})
 	}
 	wg.Wait()
-	for i, r := range found {
-		if r.addr != "" {
-			healthy = append(healthy, r)
+	scan.rtt = make(map[string]time.Duration, len(candidates))
+	for i, addr := range candidates {
+		if errs[i] == nil {
+			scan.rtt[addr] = rtts[i]
 		}
-		if masters[i] {
-			claimMaster = append(claimMaster, candidates[i])
+		switch {
+		case errs[i] != nil:
+		case roles[i].Role == "slave" && roles[i].LinkState == "connected":
+			scan.verified = append(scan.verified, addr)
+			if readable(scan.views, master, addr) {
+				scan.healthy = append(scan.healthy, replicaReport{addr: addr, offset: roles[i].Offset})
+			}
+		case roles[i].Role == "master":
+			scan.claims = append(scan.claims, addr)
 		}
 	}
-	return healthy, claimMaster, promotable, nil
+	return scan
+}
+
+// readable reports whether reads may use addr, as far as the sentinels
+// naming master say: one of them reports it healthy (not s_down, o_down or
+// disconnected, its link to the master up), and none flags it down.
+func readable(views []sentinelView, master, addr string) bool {
+	ok := false
+	for _, v := range views {
+		if v.err != nil || (v.master != "" && v.master != master) {
+			continue
+		}
+		for _, r := range v.rows {
+			if redisinfo.Addr(r) != addr {
+				continue
+			}
+			flags := r["flags"]
+			if redisinfo.HasFlag(flags, "s_down") || redisinfo.HasFlag(flags, "o_down") {
+				return false
+			}
+			if !redisinfo.HasFlag(flags, "disconnected") && r["master-link-status"] != "err" {
+				ok = true
+			}
+		}
+	}
+	return ok
+}
+
+// askReplicas asks one sentinel, in one round trip, which master it names
+// (and how long it has seen it down) and which replicas it knows.
+func (c *Client) askReplicas(ctx context.Context, sentinel string) sentinelView {
+	v := sentinelView{sentinel: sentinel}
+	client := c.sentinels.client(sentinel)
+	if client == nil {
+		v.err = ErrClosed
+		return v
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+	defer cancel()
+	var masterCmd, replicasCmd *redis.Cmd
+	_, _ = client.Pipelined(qctx, func(p redis.Pipeliner) error {
+		masterCmd = p.Do(qctx, "SENTINEL", "MASTER", c.opts.MasterName)
+		replicasCmd = p.Do(qctx, "SENTINEL", "REPLICAS", c.opts.MasterName)
+		return nil
+	})
+	// A sentinel user not allowed SENTINEL MASTER still lists the
+	// replicas: its view counts, naming no master ("" matches any).
+	fields, err := redisinfo.ParseFields(masterCmd)
+	switch {
+	case err == nil:
+		v.master = net.JoinHostPort(fields["ip"], fields["port"])
+		if redisinfo.HasFlag(fields["flags"], "s_down") {
+			if ms, perr := strconv.ParseInt(fields["s-down-time"], 10, 64); perr == nil && ms > 0 {
+				v.sDownMillis = ms
+			}
+		}
+	case !redis.IsPermissionError(err):
+		v.err = describeSentinelError(err, c.opts.SentinelTimeout)
+		return v
+	}
+	if v.rows, err = redisinfo.ParseTable(replicasCmd); err != nil {
+		v.err = describeSentinelError(err, c.opts.SentinelTimeout)
+	}
+	return v
 }
 
 // promotableReplicas returns the rows of SENTINEL REPLICAS that Sentinel
@@ -347,20 +464,11 @@ func promotableReplicas(rows []map[string]string, masterSDownMillis int64) []str
 	return out
 }
 
-// durableReplicas returns the replicas a durable write on master must be
-// confirmed by, sorted: every replica the master lists as connected (ROLE),
-// every replica Sentinel could promote (promotable), and every replica the
-// client verified itself, once each, the master left out. WAIT counts
-// acknowledgements, not names, so the count must be the size of this
-// union: with any smaller count, the replicas still attached to the old
-// master after a promotion could meet it without the one promoted. With
-// the whole union, WAIT succeeds only if every replica the master has
-// connected confirmed the write, and only if every promotable replica is
-// among them. A replica listed under two spellings is counted twice, which
-// makes durable writes fail, never succeed wrongly.
-func durableReplicas(master string, connected, promotable, verified []string) []string {
+// durableReplicas returns the union of lists, once each, sorted, the
+// master and empty addresses left out (see durableSet).
+func durableReplicas(master string, lists ...[]string) []string {
 	var out []string
-	for _, list := range [][]string{connected, promotable, verified} {
+	for _, list := range lists {
 		for _, addr := range list {
 			if addr != master && addr != "" && !slices.Contains(out, addr) {
 				out = append(out, addr)
@@ -369,6 +477,61 @@ func durableReplicas(master string, connected, promotable, verified []string) []
 	}
 	slices.Sort(out)
 	return out
+}
+
+// knownReplicas returns every replica of a SENTINEL REPLICAS table that
+// Sentinel could ever promote: all of them, down or not, but those with
+// replica-priority 0 (DurableEveryKnownReplica).
+func knownReplicas(rows []map[string]string) []string {
+	var out []string
+	for _, r := range rows {
+		if r["slave-priority"] == "0" || r["replica-priority"] == "0" {
+			continue
+		}
+		out = append(out, redisinfo.Addr(r))
+	}
+	return out
+}
+
+// durableSet returns the replicas a durable write on master must be
+// confirmed by, sorted:
+//
+//   - every replica the master lists as connected (ROLE): WAIT counts
+//     their acknowledgements, so one left out could stand in for a
+//     replica that did not confirm;
+//   - every replica any sentinel could promote (promotableReplicas of
+//     each sentinel's view; with DurableEveryKnownReplica, every replica
+//     any sentinel knows, down or not): any sentinel may lead the next
+//     failover;
+//   - every replica the client verified with ROLE, and every listed
+//     replica whose ROLE says master (a promotion under way: it cannot
+//     confirm, so durable writes fail, as they must);
+//
+// once each, the master left out. WAIT counts acknowledgements, not
+// names, so the count must be the size of this union: with any smaller
+// count, the replicas still attached to the old master after a promotion
+// could meet it without the one promoted. With the whole union, WAIT
+// succeeds only if every replica the master has connected confirmed the
+// write, and only if every counted replica is among them. A replica listed
+// under two spellings is counted twice, which makes durable writes fail,
+// never succeed wrongly. When no sentinel listed the replicas, the
+// replicas counted before (prev) stay counted rather than fewer.
+func durableSet(scope DurableScope, master string, connected []string, scan replicaScan, prev []string) []string {
+	lists := [][]string{connected, scan.verified, scan.claims}
+	for _, v := range scan.views {
+		if v.err != nil {
+			continue
+		}
+		if scope == DurableEveryKnownReplica {
+			lists = append(lists, knownReplicas(v.rows))
+		} else {
+			lists = append(lists, promotableReplicas(v.rows, v.sDownMillis))
+		}
+	}
+	if !scan.answered() {
+		lists = append(lists, prev)
+	}
+	return durableReplicas(master, lists...)
 }
 
 // learnSentinels adds the peers the sentinel knows of and returns the new

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,6 +27,15 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 	required := len(snap.durable)
 	if required == 0 {
 		return &NotDurableError{Master: n.addr, Timeout: c.opts.DurableTimeout, NotSent: true}
+	}
+	if len(snap.unconfirmable) > 0 {
+		// WAIT cannot count these replicas: run, the write could not be
+		// confirmed and would be left executed but not durable. Refused
+		// unsent instead; a refresh soon tells whether they are back.
+		c.recheckDurable()
+		c.stats.writesNotDurable.Add(1)
+		return &NotDurableError{Master: n.addr, Required: required, Replicas: slices.Clone(snap.durable),
+			Unconfirmable: slices.Clone(snap.unconfirmable), Timeout: c.opts.DurableTimeout, NotSent: true}
 	}
 	wait := redis.NewIntCmd(ctx, "wait", required, c.opts.DurableTimeout.Milliseconds())
 	n.acquire()
@@ -66,6 +76,23 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 		return &NotDurableError{Master: n.addr, Required: required, Acked: acked, Replicas: slices.Clone(snap.durable), Timeout: c.opts.DurableTimeout}
 	}
 	return reply
+}
+
+// durableRecheck is how often, at most, a durable write refused because a
+// counted replica could not confirm it asks for a topology refresh: soon
+// enough that durable writes resume within a fraction of a second of the
+// replica's return, without a refresh per refused write.
+const durableRecheck = 200 * time.Millisecond
+
+// recheckDurable asks for a refresh unless one was asked for within
+// durableRecheck.
+func (c *Client) recheckDurable() {
+	now := time.Now().UnixNano()
+	last := c.durableKick.Load()
+	if now-last < int64(durableRecheck) || !c.durableKick.CompareAndSwap(last, now) {
+		return
+	}
+	c.kick()
 }
 
 // firstErr is the error go-redis reports for the work: the command's, or

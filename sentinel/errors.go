@@ -44,6 +44,38 @@ var (
 	ErrUnsupported = errors.New("sentinel: not supported by the routed client")
 )
 
+// WriteHeldError reports a write that was not sent because writes to the
+// master were held, for Options.FailoverHold or until the caller's context
+// ended (Cause): a failover was under way (Candidate is the replica being
+// promoted), or the master was cut off from the sentinels that were about
+// to replace it. Re-running it is safe. It matches ErrFailoverInProgress.
+type WriteHeldError struct {
+	MasterName string
+	// Master is the master writes were held from.
+	Master    string
+	Candidate string
+	// Reason says why writes were held.
+	Reason string
+	Waited time.Duration
+	// Cause is the caller's context error when that ended the wait.
+	Cause error
+}
+
+func (e *WriteHeldError) Error() string {
+	msg := fmt.Sprintf("sentinel: write to %q held for %v and not sent (re-running it is safe): %s (master %s)",
+		e.MasterName, e.Waited.Round(time.Millisecond), e.Reason, e.Master)
+	if e.Cause != nil {
+		msg += "; " + e.Cause.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrFailoverInProgress) true.
+func (e *WriteHeldError) Is(target error) bool { return target == ErrFailoverInProgress }
+
+// Unwrap returns the caller's context error, if that ended the wait.
+func (e *WriteHeldError) Unwrap() error { return e.Cause }
+
 // NoReplicaError reports that a read under ReadFrom Replica found no
 // replica that may serve it, and why for each replica the client knows.
 // ReadFrom Replica never reads the master (ReplicaPreferred would have);
@@ -160,12 +192,22 @@ type NotDurableError struct {
 	Replicas []string
 	Timeout  time.Duration
 	Cause    error // set when WAIT itself failed
-	// NotSent is true when the master had no replica to confirm the write,
-	// so it was refused before it was sent (re-running it later is safe).
+	// Unconfirmable are the counted replicas the master did not list as
+	// connected at the last topology refresh (WAIT cannot count them): a
+	// replica down, resynchronising, or promoted; after a failover, the
+	// old master until Sentinel has made it a replica of the new one.
+	Unconfirmable []string
+	// NotSent is true when the write was refused before it was sent
+	// (re-running it later is safe): the master had no replica to confirm
+	// it, or some counted replica could not confirm it (Unconfirmable).
 	NotSent bool
 }
 
 func (e *NotDurableError) Error() string {
+	if e.NotSent && len(e.Unconfirmable) > 0 {
+		return fmt.Sprintf("sentinel: durable write refused: %d replicas %v must confirm it, and %v cannot (not connected to the master %s at the last topology refresh; it was not sent: re-running later is safe)",
+			e.Required, e.Replicas, e.Unconfirmable, e.Master)
+	}
 	if e.NotSent {
 		return fmt.Sprintf("sentinel: durable write refused: %s has no replica to confirm it (it was not sent: re-running later is safe)", e.Master)
 	}

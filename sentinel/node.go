@@ -23,8 +23,13 @@ import (
 // still running on it return, so idle connections to the old node close
 // at once and busy ones when released.
 type node struct {
-	addr     string
-	client   *redis.Client
+	addr   string
+	client *redis.Client
+	// ctl runs the client's own commands on the node (ROLE, the
+	// replication probe): a small pool of its own, without the caller's
+	// hooks, so the client's checks neither queue behind the caller's
+	// traffic nor show up in it.
+	ctl      *redis.Client
 	counts   *nodeCounts // shared by every client of this address
 	inflight atomic.Int64
 	retired  atomic.Bool
@@ -53,14 +58,26 @@ func (n *node) retire() {
 	}
 }
 
-func (n *node) close() { n.once.Do(func() { _ = n.client.Close() }) }
+func (n *node) close() {
+	n.once.Do(func() {
+		_ = n.client.Close()
+		_ = n.ctl.Close()
+	})
+}
+
+// control is the node's client for the client's own commands.
+func (n *node) control() *redis.Client { return n.ctl }
 
 // role runs ROLE on the node.
 func (n *node) role(ctx context.Context) (redisinfo.Role, error) {
 	n.acquire()
 	defer n.release()
-	return redisinfo.ParseRole(n.client.Do(ctx, "ROLE"))
+	return redisinfo.ParseRole(n.ctl.Do(ctx, "ROLE"))
 }
+
+// controlPoolSize is the connection pool of a node's control client: a
+// refresh, a promotion check and a replication probe can overlap.
+const controlPoolSize = 3
 
 // nodeSet owns every node client, one per address. Only the topology
 // goroutine adds and retires nodes; the hot path reads them from the
@@ -92,6 +109,9 @@ func (s *nodeSet) get(addr string) *node {
 	}
 	n := &node{addr: addr, counts: counts}
 	n.client = redis.NewClient(s.opts.nodeOptions(addr, dialer(s.opts)))
+	ctl := s.opts.nodeOptions(addr, dialer(s.opts))
+	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = controlPoolSize, 0, controlPoolSize
+	n.ctl = redis.NewClient(ctl)
 	if s.closed {
 		// The client is closing: hand out a closed node (its calls fail
 		// with ErrClosed) rather than one nobody would close.

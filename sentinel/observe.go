@@ -45,6 +45,14 @@ const (
 	// EventDiscovered: a topology refresh found the master (Master, named
 	// by Sentinel) in Duration (discovery and ROLE verification).
 	EventDiscovered
+	// EventMasterIsolated: writes are held because Master is cut off from
+	// the sentinels that will replace it (Reason says what the sentinels
+	// and the replication probe saw); see Options.SentinelPollInterval.
+	EventMasterIsolated
+	// EventIsolationEnded: writes held for an isolated master resume
+	// (Reason says why; Duration is how long they were held). When the
+	// sentinels replaced the master instead, EventMasterChanged says so.
+	EventIsolationEnded
 )
 
 var eventNames = map[EventKind]string{
@@ -59,6 +67,8 @@ var eventNames = map[EventKind]string{
 	EventSentinelAdded:     "sentinel added",
 	EventDiscoveryFailed:   "discovery failed",
 	EventDiscovered:        "discovered",
+	EventMasterIsolated:    "master isolated",
+	EventIsolationEnded:    "isolation ended",
 }
 
 func (k EventKind) String() string {

@@ -41,6 +41,38 @@ const (
 	Nearest = redisurl.Nearest
 )
 
+// DurableScope says which replicas a durable write must be confirmed by
+// (Options.DurableScope); see the package documentation, "Acknowledged
+// writes that vanish, and durable writes", for what each one promises.
+type DurableScope int
+
+const (
+	// DurablePromotable (the default) counts every replica the master has
+	// connected and every replica some sentinel could promote now (not
+	// flagged down or disconnected, a non-zero priority, its link to the
+	// master not down for too long). A replica that is down when a write
+	// is confirmed is not counted: if it comes back with older data and
+	// is promoted, that write is lost.
+	DurablePromotable DurableScope = iota
+	// DurableEveryKnownReplica counts every replica any sentinel knows,
+	// down or not (all but those with replica-priority 0, which Sentinel
+	// never promotes): durable writes fail while any known replica is
+	// down, and no replica Sentinel knows can be promoted without the
+	// writes it confirmed. A replica that is gone for good is counted
+	// until the sentinels forget it (SENTINEL RESET).
+	DurableEveryKnownReplica
+)
+
+func (s DurableScope) String() string {
+	switch s {
+	case DurablePromotable:
+		return "promotable"
+	case DurableEveryKnownReplica:
+		return "every known replica"
+	}
+	return fmt.Sprintf("DurableScope(%d)", int(s))
+}
+
 // Defaults for the zero fields of Options.
 const (
 	DefaultSentinelPort     = 26379
@@ -52,6 +84,12 @@ const (
 	DefaultRefreshInterval  = 2 * time.Second
 	DefaultFailoverHold     = 3 * time.Second
 	DefaultDurableTimeout   = 1 * time.Second
+	// DefaultSentinelPollInterval is how often every sentinel is asked
+	// SENTINEL MASTER: a quarter of a second catches a master cut off from
+	// the sentinels within about half a second of its replicas' losing it,
+	// at the cost of four small queries per second to each sentinel from
+	// each client.
+	DefaultSentinelPollInterval = 250 * time.Millisecond
 )
 
 // Options configure a Client. Only MasterName and SentinelAddrs are
@@ -107,6 +145,10 @@ type Options struct {
 	// documentation for which replicas and why every one), within
 	// DurableTimeout; a call can override it with WithDurable.
 	Durable bool
+	// DurableScope says which replicas a durable write must reach:
+	// DurablePromotable (the default) or DurableEveryKnownReplica (see
+	// the package documentation for what each promises).
+	DurableScope DurableScope
 	// DurableTimeout bounds the WAIT after each durable write. It must be
 	// shorter than ReadTimeout, which bounds WAIT's reply. Default 1 s, or
 	// half of ReadTimeout when that is shorter.
@@ -139,6 +181,13 @@ type Options struct {
 	// RefreshInterval is how often the topology is checked even without
 	// events (events can be missed). Default 2 s.
 	RefreshInterval time.Duration
+	// SentinelPollInterval is how often the client asks every sentinel
+	// about the master (SENTINEL MASTER), to see a failover whose events
+	// it missed and a master the sentinels cannot reach while the client
+	// can (then it checks whether the master still reaches its replicas,
+	// and holds writes if not: see the package documentation). Default
+	// 250 ms; negative turns polling off.
+	SentinelPollInterval time.Duration
 	// FailoverHold bounds how long a write waits while a failover is under
 	// way (the old master is about to be demoted) for the new master to be
 	// confirmed. After it, the write fails with ErrFailoverInProgress,
@@ -190,6 +239,11 @@ func (o Options) withDefaults() (Options, error) {
 	default:
 		return o, fmt.Errorf("sentinel: unknown ReadFrom %q (want master, replica, replicaPreferred or nearest)", o.ReadFrom)
 	}
+	switch o.DurableScope {
+	case DurablePromotable, DurableEveryKnownReplica:
+	default:
+		return o, fmt.Errorf("sentinel: unknown DurableScope %d (want DurablePromotable or DurableEveryKnownReplica)", int(o.DurableScope))
+	}
 	if o.SentinelTLSConfig == nil {
 		o.SentinelTLSConfig = o.TLSConfig
 	}
@@ -206,6 +260,7 @@ func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.DiscoveryTimeout, DefaultDiscoveryTimeout)
 	setDefault(&o.RefreshInterval, DefaultRefreshInterval)
 	setDefault(&o.FailoverHold, DefaultFailoverHold)
+	setDefault(&o.SentinelPollInterval, DefaultSentinelPollInterval)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

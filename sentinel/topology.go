@@ -23,18 +23,36 @@ type snapshot struct {
 	byAddr       map[string]*node
 
 	// durable lists the replicas a durable write must be confirmed by (see
-	// durableReplicas), sorted; never modified in place.
+	// durableSet), sorted; never modified in place.
 	durable []string
+	// unconfirmable lists the counted replicas the master's ROLE did not
+	// list as connected at the last refresh (nil: not known, as after a
+	// promotion): WAIT cannot count them, so a durable write is refused
+	// before it is sent rather than run without confirmation.
+	unconfirmable []string
+
+	// promotable lists the replicas Sentinel could promote, as far as the
+	// last refresh saw (durableSet with DurablePromotable, whatever the
+	// client's scope): the replication probe asks the master to reach
+	// them all.
+	promotable []string
 
 	// fenced: a failover is under way; writes wait for a newer snapshot.
 	fenced    bool
 	candidate string
+	// isolated, when not empty, says why writes are held for a master cut
+	// off from the sentinels (see isolationDecision); writes wait for a
+	// newer snapshot.
+	isolated string
 
 	// superseded is closed when a newer snapshot replaces this one.
 	superseded chan struct{}
 }
 
 func (s *snapshot) replica(addr string) *node { return s.byAddr[addr] }
+
+// held reports whether writes wait for a newer snapshot.
+func (s *snapshot) held() bool { return s.fenced || s.isolated != "" }
 
 func (s *snapshot) masterAddr() string {
 	if s.master == nil {
@@ -71,6 +89,12 @@ type topoState struct {
 	// failover, and the failover's epoch comes with the next refresh.
 	masterEpoch   int64
 	formerMasters map[string]formerMaster // masters the client left
+	// awaitingDemotion holds the masters the client left that no refresh
+	// has seen as a replica since, each until when: such a node answering
+	// ROLE master is expected (Sentinel demotes it seconds later) and holds
+	// no writes. Once it has been seen as a replica it leaves this set, so
+	// its promotion later holds writes as any replica's does.
+	awaitingDemotion map[string]time.Time
 	// unconfirmed holds replicas that answered ROLE master without any
 	// sentinel naming them (until when the client ignores that).
 	unconfirmed map[string]time.Time
@@ -83,7 +107,16 @@ type topoState struct {
 	refreshing   bool
 	wantRefresh  bool
 	checking     bool // a promotion check is running
+	polling      bool // a sentinel poll is running
 	refreshRound chan struct{}
+	// poll is what the sentinel poll keeps between rounds, the hold of
+	// writes for an isolated master included.
+	poll pollState
+	// rtt holds the smallest recent round trips the client measured to
+	// the master, to each replica and to each sentinel: the poll bounds
+	// the round trips it expects between them with these (see
+	// pollPingSlack).
+	rtt rttEstimates
 }
 
 // formerMaster is a master the client left: at which config epoch, and
@@ -97,7 +130,9 @@ type formerMaster struct {
 }
 
 func newTopoState() topoState {
-	return topoState{knownEpoch: -1, masterEpoch: -1, formerMasters: map[string]formerMaster{}, unconfirmed: map[string]time.Time{}}
+	return topoState{knownEpoch: -1, masterEpoch: -1, formerMasters: map[string]formerMaster{},
+		awaitingDemotion: map[string]time.Time{}, unconfirmed: map[string]time.Time{},
+		rtt: rttEstimates{}}
 }
 
 // masterNamed records that a sentinel named the current master at epoch.
@@ -108,8 +143,25 @@ func (st *topoState) masterNamed(epoch int64) { st.masterEpoch = max(st.masterEp
 func (st *topoState) masterMoved(old string, epoch int64, now time.Time) {
 	if old != "" {
 		st.formerMasters[old] = formerMaster{epoch: st.masterEpoch, left: now}
+		st.awaitingDemotion[old] = now.Add(formerMasterGrace)
 	}
 	st.masterEpoch = epoch
+}
+
+// replicasSeen records the replicas a refresh verified with ROLE: a former
+// master among them has been demoted.
+func (st *topoState) replicasSeen(verified []string) {
+	for _, addr := range verified {
+		delete(st.awaitingDemotion, addr)
+	}
+}
+
+// expectedMaster reports whether addr answering ROLE master is expected: a
+// master the client left that has not been seen as a replica since, within
+// formerMasterGrace of leaving it.
+func (st *topoState) expectedMaster(addr string, now time.Time) bool {
+	until, ok := st.awaitingDemotion[addr]
+	return ok && now.Before(until)
 }
 
 // formerMasterGrace is how long a master the client left is treated as
@@ -130,10 +182,7 @@ type (
 		startMaster string // the master when the refresh started
 		rep         masterReport
 		err         error
-		replicas    []replicaReport
-		claims      []string
-		promotable  []string
-		scanned     bool // the sentinel listed the replicas
+		scan        replicaScan
 		round       chan struct{}
 	}
 	switchResult struct {
@@ -161,6 +210,12 @@ func (c *Client) run() {
 	soon := time.NewTimer(time.Hour)
 	soon.Stop()
 	defer soon.Stop()
+	var pollTick <-chan time.Time // nil: polling is off
+	if c.opts.SentinelPollInterval > 0 && !c.opts.deaf {
+		poll := time.NewTicker(c.opts.SentinelPollInterval)
+		defer poll.Stop()
+		pollTick = poll.C
+	}
 
 	st := &c.topo
 	st.wantRefresh = true // the first discovery, at once
@@ -196,6 +251,10 @@ func (c *Client) run() {
 			for _, addr := range c.takeEvicts() {
 				c.applyEvict(addr)
 			}
+		case <-pollTick:
+			c.startPoll()
+		case res := <-c.pollDone:
+			c.applyPoll(res)
 		case <-promotion.C:
 			c.startPromotionCheck()
 		case res := <-c.promotionDone:
@@ -260,11 +319,11 @@ func (c *Client) startRefreshIfWanted() {
 		res.rep, res.err = c.discover(c.ctx, stale)
 		res.took = time.Since(began)
 		if res.err == nil {
-			var err error
-			res.replicas, res.claims, res.promotable, err = c.healthyReplicas(c.ctx, res.rep.sentinel, res.rep.sDownMillis)
-			res.scanned = err == nil
-			if err != nil {
-				c.log.Debug("replicas unavailable", "sentinel", res.rep.sentinel, "err", err)
+			res.scan = c.scanReplicas(c.ctx, res.rep.addr)
+			for _, v := range res.scan.views {
+				if v.err != nil {
+					c.log.Debug("replicas unavailable", "sentinel", v.sentinel, "err", v.err)
+				}
 			}
 			for _, added := range c.learnSentinels(c.ctx, res.rep.sentinel) {
 				c.emit(Event{Kind: EventSentinelAdded, Sentinel: added})
@@ -315,23 +374,29 @@ func (c *Client) applyRefresh(res refreshResult) {
 	next.master = c.nodes.get(res.rep.addr)
 	next.sentinel = res.rep.sentinel
 	next.replicas = next.replicas[:0]
-	verified := make([]string, 0, len(res.replicas))
-	for _, r := range res.replicas {
+	for _, r := range res.scan.healthy {
 		if r.addr != res.rep.addr {
 			next.replicas = append(next.replicas, c.nodes.get(r.addr))
-			verified = append(verified, r.addr)
 		}
 	}
-	next.durable = durableAfterRefresh(cur.masterAddr(), cur.durable, res, verified)
+	next.durable = durableAfterRefresh(c.opts.DurableScope, cur.masterAddr(), cur.durable, res)
+	next.promotable = durableAfterRefresh(DurablePromotable, cur.masterAddr(), cur.promotable, res)
+	next.unconfirmable = unconfirmable(next.durable, res.rep.connected)
+	st.replicasSeen(res.scan.verified)
+	st.rtt.sample(res.rep.addr, res.rep.rtt)
+	for addr, d := range res.scan.rtt {
+		st.rtt.sample(addr, d)
+	}
 	if cur.masterAddr() != res.rep.addr {
 		next.fenced, next.candidate = false, ""
 		st.fence = nil
+		next.isolated, st.poll = "", pollState{}
 		st.masterMoved(cur.masterAddr(), res.rep.epoch, time.Now())
 	}
 	if changed(cur, next) {
 		c.install(next)
 	}
-	c.detectSplitBrain(res.rep.addr, res.claims)
+	c.detectSplitBrain(res.rep.addr, res.scan.claims)
 }
 
 // staleCheck rejects sentinel answers that are behind what the client
@@ -357,27 +422,40 @@ func (st *topoState) staleCheck(current string, now time.Time) func(masterReport
 }
 
 // durableAfterRefresh is the durable-write replica set after a refresh
-// that found res (see durableReplicas), given the current master and set.
-// When the sentinel did not list the replicas this time, the replicas
-// counted so far stay counted rather than fewer, and after a master change
-// the old master too (Sentinel lists it as a replica it could promote once
-// it is demoted), as promote does.
-func durableAfterRefresh(curMaster string, curDurable []string, res refreshResult, verified []string) []string {
-	promotable := res.promotable
-	if !res.scanned {
-		promotable = slices.Clone(curDurable)
-		if curMaster != "" && curMaster != res.rep.addr {
-			promotable = append(promotable, curMaster)
+// that found res (see durableSet), given the current master and set. When
+// no sentinel listed the replicas this time, the replicas counted so far
+// stay counted rather than fewer, and after a master change the old master
+// too (Sentinel lists it as a replica it could promote once it is
+// demoted), as promote does.
+func durableAfterRefresh(scope DurableScope, curMaster string, curDurable []string, res refreshResult) []string {
+	prev := slices.Clone(curDurable)
+	if curMaster != "" && curMaster != res.rep.addr {
+		prev = append(prev, curMaster)
+	}
+	return durableSet(scope, res.rep.addr, res.rep.connected, res.scan, prev)
+}
+
+// unconfirmable returns the replicas of durable that connected (the
+// master's ROLE list) does not name, never nil.
+func unconfirmable(durable, connected []string) []string {
+	out := []string{}
+	for _, addr := range durable {
+		if !slices.Contains(connected, addr) {
+			out = append(out, addr)
 		}
 	}
-	return durableReplicas(res.rep.addr, res.rep.connected, promotable, verified)
+	return out
 }
 
 func changed(cur, next *snapshot) bool {
-	if cur.master != next.master || cur.fenced != next.fenced || cur.candidate != next.candidate {
+	if cur.master != next.master || cur.fenced != next.fenced || cur.candidate != next.candidate || cur.isolated != next.isolated {
 		return true
 	}
-	return !slices.Equal(cur.replicas, next.replicas) || !slices.Equal(cur.durable, next.durable)
+	if !slices.Equal(cur.promotable, next.promotable) {
+		return true
+	}
+	return !slices.Equal(cur.replicas, next.replicas) || !slices.Equal(cur.durable, next.durable) ||
+		!slices.Equal(cur.unconfirmable, next.unconfirmable) || (cur.unconfirmable == nil) != (next.unconfirmable == nil)
 }
 
 // install swaps in next (built from the current snapshot) and retires the
@@ -438,14 +516,17 @@ func (c *Client) install(next *snapshot) {
 // detectSplitBrain holds writes when a node Sentinel lists as a replica
 // answers ROLE master while the master does too: a promotion the sentinels
 // have not announced yet. The old master is about to be demoted, and what
-// it acknowledges now would be discarded. A former master awaiting its
-// demotion is the expected other case and is ignored.
+// it acknowledges now would be discarded. A master the client left that
+// has not been seen as a replica since is the expected other case (it
+// answers ROLE master until Sentinel demotes it) and is ignored; once it
+// has been a replica, its promotion holds writes like any other's.
 func (c *Client) detectSplitBrain(master string, claims []string) {
 	if c.topo.fence != nil {
 		return
 	}
+	now := time.Now()
 	for _, addr := range claims {
-		if _, former := c.topo.formerMasters[addr]; former || addr == master {
+		if addr == master || c.topo.expectedMaster(addr, now) {
 			continue
 		}
 		if until, ok := c.topo.unconfirmed[addr]; ok && time.Now().Before(until) {
@@ -649,6 +730,7 @@ func (c *Client) promote(addr, sentinel string, epoch int64) {
 	next.master = c.nodes.get(addr)
 	next.sentinel = sentinel
 	next.fenced, next.candidate = false, ""
+	next.isolated, st.poll = "", pollState{}
 	next.replicas = slices.DeleteFunc(next.replicas, func(n *node) bool { return n.addr == addr })
 	// Until the next refresh lists the new master's replicas, durable
 	// writes need the old master's other replicas, which confirm nothing
@@ -657,6 +739,8 @@ func (c *Client) promote(addr, sentinel string, epoch int64) {
 	// switch on, promotable until it is flagged down, while it lacks the
 	// new master's writes until it has been converted and synchronised.
 	next.durable = durableReplicas(addr, nil, cur.durable, []string{cur.masterAddr()})
+	next.unconfirmable = nil // the new master's replicas are not known yet
+	next.promotable = durableReplicas(addr, cur.promotable, []string{cur.masterAddr()})
 	if cur.masterAddr() != addr {
 		st.masterMoved(cur.masterAddr(), epoch, time.Now())
 	}

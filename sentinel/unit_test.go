@@ -304,29 +304,158 @@ func TestDurableReplicas(t *testing.T) {
 	}
 }
 
-// A refresh whose SENTINEL REPLICAS failed never counts fewer replicas
-// than before, and after a master change counts the old master too.
+// A refresh in which no sentinel listed the replicas never counts fewer
+// replicas than before, and after a master change counts the old master
+// too.
 func TestDurableAfterRefresh(t *testing.T) {
 	const old, m2, r3 = "10.0.0.1:1", "10.0.0.1:2", "10.0.0.1:3"
+	listed := replicaScan{views: []sentinelView{{sentinel: "s1", master: m2,
+		rows: []map[string]string{{"ip": "10.0.0.1", "port": "3", "flags": "slave"}}}}}
+	unanswered := replicaScan{views: []sentinelView{{sentinel: "s1", err: errors.New("down")}}}
 	tests := []struct {
 		name string
 		res  refreshResult
 		want []string
 	}{
-		{"scanned: what the sentinel and the master say",
-			refreshResult{rep: masterReport{addr: m2, connected: []string{r3}}, scanned: true, promotable: []string{r3}},
+		{"listed: what the sentinels and the master say",
+			refreshResult{rep: masterReport{addr: m2, connected: []string{r3}}, scan: listed},
 			[]string{r3}},
-		{"not scanned, same master: the replicas counted so far",
-			refreshResult{rep: masterReport{addr: old}},
+		{"not listed, same master: the replicas counted so far",
+			refreshResult{rep: masterReport{addr: old}, scan: unanswered},
 			[]string{m2, r3}},
-		{"not scanned, new master: the ones counted so far and the old master, not the new one",
-			refreshResult{rep: masterReport{addr: m2, connected: []string{r3}}},
+		{"not listed, new master: the ones counted so far and the old master, not the new one",
+			refreshResult{rep: masterReport{addr: m2, connected: []string{r3}}, scan: unanswered},
 			[]string{old, r3}},
 	}
 	for _, tt := range tests {
-		if got := durableAfterRefresh(old, []string{m2, r3}, tt.res, nil); !slices.Equal(got, tt.want) {
+		if got := durableAfterRefresh(DurablePromotable, old, []string{m2, r3}, tt.res); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// The durable set is the union over every sentinel that answered, so one
+// sentinel's view (one just restarted lists every replica disconnected)
+// cannot leave out a replica another could promote; replicas answering
+// ROLE master are counted; DurableEveryKnownReplica counts the down ones.
+func TestDurableSet(t *testing.T) {
+	const master, a, b, c = "10.0.0.1:9", "10.0.0.1:2", "10.0.0.1:3", "10.0.0.1:4"
+	row := func(addr, flags string) map[string]string {
+		host, port, _ := net.SplitHostPort(addr)
+		return map[string]string{"ip": host, "port": port, "flags": flags, "slave-priority": "100",
+			"master-link-down-time": "0", "down-after-milliseconds": "1000"}
+	}
+	view := func(name string, rows ...map[string]string) sentinelView {
+		return sentinelView{sentinel: name, master: master, rows: rows}
+	}
+	prio0 := row(c, "slave")
+	prio0["slave-priority"] = "0"
+	tests := []struct {
+		name      string
+		scope     DurableScope
+		connected []string
+		scan      replicaScan
+		prev      []string
+		want      []string
+	}{
+		{name: "a restarted sentinel sees every replica disconnected; another sees them up",
+			connected: []string{a},
+			scan: replicaScan{views: []sentinelView{
+				view("restarted", row(a, "slave,disconnected"), row(b, "slave,disconnected")),
+				view("s2", row(a, "slave"), row(b, "slave"))}},
+			want: []string{a, b}},
+		{name: "only the restarted sentinel answered: the connected and verified replicas",
+			connected: []string{a},
+			scan: replicaScan{verified: []string{a}, views: []sentinelView{
+				view("restarted", row(a, "slave,disconnected"), row(b, "slave,disconnected")),
+				{sentinel: "s2", err: errors.New("down")}}},
+			want: []string{a}},
+		{name: "a replica answering ROLE master counts: it cannot confirm, so nothing is durable",
+			connected: []string{a},
+			scan:      replicaScan{claims: []string{b}, views: []sentinelView{view("s1", row(a, "slave"))}},
+			want:      []string{a, b}},
+		{name: "down on every sentinel and not connected: not counted by default",
+			connected: []string{a},
+			scan:      replicaScan{views: []sentinelView{view("s1", row(a, "slave"), row(b, "slave,s_down"))}},
+			want:      []string{a}},
+		{name: "down on every sentinel: counted with DurableEveryKnownReplica", scope: DurableEveryKnownReplica,
+			connected: []string{a},
+			scan:      replicaScan{views: []sentinelView{view("s1", row(a, "slave"), row(b, "slave,s_down,disconnected"))}},
+			want:      []string{a, b}},
+		{name: "priority 0 and not connected: never counted", scope: DurableEveryKnownReplica,
+			connected: []string{a},
+			scan:      replicaScan{views: []sentinelView{view("s1", row(a, "slave"), prio0)}},
+			want:      []string{a}},
+		{name: "no sentinel answered: the previous set stays",
+			connected: []string{a},
+			scan:      replicaScan{views: []sentinelView{{sentinel: "s1", err: errors.New("down")}}},
+			prev:      []string{a, b, master},
+			want:      []string{a, b}},
+	}
+	for _, tt := range tests {
+		if got := durableSet(tt.scope, master, tt.connected, tt.scan, tt.prev); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Reads use a replica that a sentinel naming the master reports healthy
+// and none flags down.
+func TestReadable(t *testing.T) {
+	const master, a = "10.0.0.1:9", "10.0.0.1:2"
+	row := func(flags, link string) map[string]string {
+		return map[string]string{"ip": "10.0.0.1", "port": "2", "flags": flags, "master-link-status": link}
+	}
+	tests := []struct {
+		name  string
+		views []sentinelView
+		want  bool
+	}{
+		{"healthy", []sentinelView{{master: master, rows: []map[string]string{row("slave", "ok")}}}, true},
+		{"disconnected on one, healthy on another", []sentinelView{
+			{master: master, rows: []map[string]string{row("slave,disconnected", "ok")}},
+			{master: master, rows: []map[string]string{row("slave", "ok")}}}, true},
+		{"s_down on one", []sentinelView{
+			{master: master, rows: []map[string]string{row("slave,s_down", "ok")}},
+			{master: master, rows: []map[string]string{row("slave", "ok")}}}, false},
+		{"its link down", []sentinelView{{master: master, rows: []map[string]string{row("slave", "err")}}}, false},
+		{"healthy only to a sentinel naming another master", []sentinelView{
+			{master: "10.0.0.1:8", rows: []map[string]string{row("slave", "ok")}}}, false},
+		{"healthy to a sentinel that may not say which master (permissions)", []sentinelView{
+			{rows: []map[string]string{row("slave", "ok")}}}, true},
+		{"not listed", nil, false},
+	}
+	for _, tt := range tests {
+		if got := readable(tt.views, master, a); got != tt.want {
+			t.Errorf("%s: readable = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A master the client left answers ROLE master without holding writes
+// until a refresh sees it as a replica; after that, its promotion holds
+// writes like any replica's (a former master promoted again while the
+// client missed the leader's +selected-slave wrote 60 acknowledged
+// durable writes to the old master).
+func TestFormerMasterHoldsWritesOnceItWasAReplica(t *testing.T) {
+	now := time.Now()
+	st := newTopoState()
+	st.masterMoved("", 1, now)
+	st.masterMoved("A", 2, now) // the client leaves A for B
+	if !st.expectedMaster("A", now) {
+		t.Fatal("A, just left, answering ROLE master: not expected")
+	}
+	st.replicasSeen([]string{"C"})
+	if !st.expectedMaster("A", now) {
+		t.Fatal("a refresh that did not see A as a replica ended its grace")
+	}
+	st.replicasSeen([]string{"A", "C"})
+	if st.expectedMaster("A", now) {
+		t.Fatal("A, seen as a replica since, answering ROLE master is still expected")
+	}
+	st.masterMoved("B", 3, now) // and the client leaves B
+	if !st.expectedMaster("B", now) || st.expectedMaster("B", now.Add(formerMasterGrace)) {
+		t.Fatal("B's grace is not formerMasterGrace")
 	}
 }
 
