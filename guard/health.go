@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // Defaults of HealthConfig and MonitorConfig.
@@ -287,7 +289,14 @@ func (m *Monitor) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		r, err := m.checker.Check(ctx)
+		var r Report
+		var err error
+		if perr := safe.Call(func() { r, err = m.checker.Check(ctx) }); perr != nil {
+			// A reply go-redis could not handle: the check says nothing
+			// this round; the next one runs at the next interval.
+			t.Reset(m.interval)
+			continue
+		}
 		if err != nil {
 			return // ctx ended: Close was called
 		}
@@ -295,7 +304,10 @@ func (m *Monitor) run(ctx context.Context) {
 		m.last = r
 		m.mu.Unlock()
 		if m.onReport != nil {
-			m.onReport(r)
+			// The caller's OnReport panicking must not end the process
+			// from a goroutine the caller cannot protect: the monitor
+			// goes on.
+			_ = safe.Call(func() { m.onReport(r) })
 		}
 		t.Reset(m.interval)
 	}

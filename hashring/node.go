@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // Node is a member of a ring: it keeps its replicas on the ring while
@@ -436,7 +438,11 @@ func (n *Node) loop(r *run) {
 		case <-msgs:
 			// Another node changed the ring: read it. The deadline
 			// does not move; only a heartbeat and a read renew it.
-			snap, err := n.st.read(r.ctx)
+			var snap *Snapshot
+			var err error
+			if perr := safe.Call(func() { snap, err = n.st.read(r.ctx) }); perr != nil {
+				err = perr // a reply go-redis could not handle: a failed read
+			}
 			if err != nil {
 				r.readFailed = true
 				n.recover(r, "read", err)
@@ -446,7 +452,12 @@ func (n *Node) loop(r *run) {
 		case err := <-errs:
 			n.recover(r, "subscription", err)
 		case <-timer.C:
-			if step, err := n.renew(r); err != nil {
+			var step string
+			var err error
+			if perr := safe.Call(func() { step, err = n.renew(r) }); perr != nil {
+				step, err = "heartbeat", perr
+			}
+			if err != nil {
 				n.recover(r, step, err)
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // store is the Redis side of a ring: one key that is both the ZSET of
@@ -176,8 +178,15 @@ func (s *store) subscribe(ctx context.Context, timeout time.Duration) (*subscrip
 func (sub *subscription) receive() {
 	defer close(sub.done)
 	for {
-		msg, err := sub.ps.Receive(context.Background())
+		var msg any
+		var err error
+		if perr := safe.Call(func() { msg, err = sub.ps.Receive(context.Background()) }); perr != nil {
+			err = perr
+		}
 		if err != nil {
+			// A panic (a reply go-redis could not handle) ends the
+			// subscription like a failed connection: the node subscribes
+			// again.
 			sub.errs <- err
 			return
 		}

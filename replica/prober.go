@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // registry holds the shared probers, one per deployment (master name and
@@ -195,18 +198,35 @@ func (p *prober) run(ctx context.Context) {
 	defer close(p.done)
 	ticker := time.NewTicker(p.interval)
 	defer ticker.Stop()
-	p.probeRound(ctx)
+	p.safeRound(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			p.probeRound(ctx)
+			p.safeRound(ctx)
 		case <-p.kick:
 			if p.hasUnprobed() {
-				p.probeRound(ctx)
+				p.safeRound(ctx)
 			}
 		}
+	}
+}
+
+// safeRound is probeRound, a panic in it (a reply the parsing code could
+// not handle, or a bug) reported and the round given up: the next one
+// comes at the next interval.
+func (p *prober) safeRound(ctx context.Context) {
+	if err := safe.Call(func() { p.probeRound(ctx) }); err != nil {
+		p.reportPanic("a probe round", err)
+	}
+}
+
+// reportPanic logs a panic recovered from the prober's work.
+func (p *prober) reportPanic(what string, err error) {
+	var pe *safe.PanicError
+	if errors.As(err, &pe) {
+		p.log.Error("replica: internal panic recovered", "in", what, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
 }
 
@@ -273,7 +293,9 @@ func (p *prober) client(addr string) *redis.Client {
 	if opt.ClientName != "" {
 		opt.ClientName += "-probe"
 	}
-	c := redis.NewClient(opt)
+	// Probe replies are bounded: nothing a node sends the prober may
+	// crash the process or make it allocate without bound.
+	c := redis.NewClient(redisopt.Guarded(opt))
 	p.clients[addr] = c
 	return c
 }
@@ -333,7 +355,12 @@ func (p *prober) probeRound(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, addr := range all {
 		asMaster, asReplica := slices.Contains(masters, addr), slices.Contains(replicas, addr)
-		wg.Go(func() { results[i] = p.probeNode(ctx, addr, asMaster, asReplica) })
+		wg.Go(func() {
+			if err := safe.Call(func() { results[i] = p.probeNode(ctx, addr, asMaster, asReplica) }); err != nil {
+				p.reportPanic("probing "+addr, err)
+				results[i] = probeResult{at: time.Now(), err: err} // counts as a failed probe
+			}
+		})
 	}
 	wg.Wait()
 	if ctx.Err() != nil {

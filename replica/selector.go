@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/redisurl"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // Errors of Selector methods.
@@ -449,7 +451,11 @@ func (s *Selector) deliver() {
 			evict(addr)
 		}
 		if n.event != nil {
-			observe(*n.event)
+			// A panicking Observer is the caller's bug, but it must not end
+			// the process from a goroutine the caller cannot protect.
+			if err := safe.Call(func() { observe(*n.event) }); err != nil {
+				s.log.Error("replica: the Observer panicked", "master_name", s.env.MasterName, "err", err)
+			}
 		}
 	}
 }

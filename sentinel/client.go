@@ -2,6 +2,7 @@ package sentinel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -582,15 +583,15 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 		// The caller already waited its read timeout: check the topology
 		// in the background and return now (a slow node is not re-run).
 		c.kick()
-		return err
+		return c.nodeError(snap, n, false, cmd, cmds, err)
 	}
 	next, rerr := c.resolveAfter(ctx, snap)
 	if rerr != nil {
-		return err
+		return c.nodeError(snap, n, false, cmd, cmds, err)
 	}
 	n2, done2, terr := c.target(ctx, next, true, rf)
 	if terr != nil {
-		return err
+		return c.nodeError(snap, n, false, cmd, cmds, err)
 	}
 	c.stats.readsRetried.Add(1)
 	c.emit(Event{Kind: EventReadRetried, Master: n.addr, Err: err})
@@ -600,7 +601,36 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 	if done2 != nil {
 		done2()
 	}
+	if err != nil && c.failureSignal(ctx, cmd, cmds, err) {
+		return c.nodeError(next, n2, false, cmd, cmds, err)
+	}
 	return err
+}
+
+// nodeError returns err, the failure of work on node n of snap, as a
+// *NodeError, set on the commands too, when it is no answer from the
+// server: a connection not made or lost, or a timeout. Replies (and
+// errors already typed) are returned as they are.
+func (c *Client) nodeError(snap *snapshot, n *node, write bool, cmd redis.Cmder, cmds []redis.Cmder, err error) error {
+	wrap := func(err error) error {
+		var ne *NodeError
+		if err == nil || failure.Reply(err) || !failure.Signal(err) || errors.As(err, &ne) {
+			return err
+		}
+		role := "replica"
+		if n == snap.master {
+			role = "master"
+		}
+		return &NodeError{MasterName: c.opts.MasterName, Addr: n.addr, Role: role, Write: write,
+			MayHaveExecuted: !failure.NotExecuted(err), Err: err}
+	}
+	if cmd != nil {
+		cmd.SetErr(wrap(cmd.Err()))
+	}
+	for _, q := range cmds {
+		q.SetErr(wrap(q.Err()))
+	}
+	return wrap(err)
 }
 
 // write runs work that writes on the master, holding it while a failover
@@ -621,7 +651,7 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 		// A timeout alone never re-runs a write, and the caller already
 		// waited: check the topology in the background and return now.
 		c.kick()
-		return err
+		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
 	notExecuted := c.provablyNotExecuted(cmd, cmds, err)
 	next, rerr := c.resolveAfter(ctx, snap)
@@ -629,13 +659,18 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 		next, rerr = c.writableSnapshot(ctx)
 	}
 	if rerr != nil || next.master == snap.master {
-		return err // no master change: the error stands as it is
+		// No master change: the error stands, said of the master.
+		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
 	if notExecuted && !c.opts.StrictWrites {
 		c.stats.writesRerun.Add(1)
 		c.emit(Event{Kind: EventWriteRerun, Master: next.master.addr, OldMaster: snap.master.addr, Err: err})
 		routing.SetErrs(cmd, cmds, nil)
-		return c.writeOn(ctx, next, cmd, cmds, durable)
+		err = c.writeOn(ctx, next, cmd, cmds, durable)
+		if err != nil && c.failureSignal(ctx, cmd, cmds, err) {
+			return c.nodeError(next, next.master, true, cmd, cmds, err)
+		}
+		return err
 	}
 	mce := &MasterChangedError{
 		MasterName:      c.opts.MasterName,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // sentinelSet is the known sentinels in asking order, with a client each.
@@ -29,9 +30,18 @@ type sentinelSet struct {
 func newSentinelSet(opts *Options) *sentinelSet {
 	s := &sentinelSet{opts: opts, clients: map[string]*redis.Client{}}
 	for _, a := range opts.SentinelAddrs {
-		s.add(a)
+		s.addConfigured(a)
 	}
 	return s
+}
+
+func (s *sentinelSet) addConfigured(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[addr]; !ok {
+		s.order = append(s.order, addr)
+		s.clients[addr] = redis.NewClient(s.opts.sentinelOptions(addr, true))
+	}
 }
 
 func (s *sentinelSet) list() []string {
@@ -46,15 +56,16 @@ func (s *sentinelSet) client(addr string) *redis.Client {
 	return s.clients[addr]
 }
 
-// add appends a sentinel; it reports whether it was new.
+// add appends a learned sentinel; it reports whether it was new, and
+// adds none past Options.MaxSentinels.
 func (s *sentinelSet) add(addr string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.clients[addr]; ok {
+	if _, ok := s.clients[addr]; ok || len(s.order) >= s.opts.MaxSentinels {
 		return false
 	}
 	s.order = append(s.order, addr)
-	s.clients[addr] = redis.NewClient(s.opts.sentinelOptions(addr))
+	s.clients[addr] = redis.NewClient(s.opts.sentinelOptions(addr, false))
 	return true
 }
 
@@ -114,7 +125,9 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 	fields, err := redisinfo.ParseFields(client.Do(ctx, "SENTINEL", "MASTER", c.opts.MasterName))
 	switch {
 	case err == nil:
-		rep.addr = net.JoinHostPort(fields["ip"], fields["port"])
+		if rep.addr, err = c.opts.replyAddr(addr, "master", fields["ip"], fields["port"]); err != nil {
+			return rep, skipped(SkipBadAddress, err)
+		}
 		if e, perr := strconv.ParseInt(fields["config-epoch"], 10, 64); perr == nil {
 			rep.epoch = e
 		}
@@ -139,7 +152,9 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 		if len(v) != 2 {
 			return rep, skipped(SkipUnknownMaster, errUnknownMaster)
 		}
-		rep.addr = net.JoinHostPort(v[0], v[1])
+		if rep.addr, err = c.opts.replyAddr(addr, "master", v[0], v[1]); err != nil {
+			return rep, skipped(SkipBadAddress, err)
+		}
 		return rep, nil
 	case strings.Contains(err.Error(), "No such master"):
 		return rep, skipped(SkipUnknownMaster, errUnknownMaster)
@@ -222,7 +237,16 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 			}
 			err, rep.rtt = v.err, v.rtt
 			for _, r := range v.role.Replicas {
-				rep.connected = append(rep.connected, r.Addr)
+				// The master's ROLE gives its replicas as they announce
+				// themselves: mapped like the sentinels' addresses, so
+				// that both name a replica alike. One the client would
+				// not dial still counts (WAIT counts it): it is kept as
+				// given, never dialled from this list.
+				a, aerr := c.opts.splitReplyAddr(rep.addr, "replica", r.Addr)
+				if aerr != nil {
+					a = r.Addr
+				}
+				rep.connected = append(rep.connected, a)
 			}
 		}
 		if err != nil {
@@ -266,12 +290,15 @@ type replicaReport struct {
 
 // sentinelView is one sentinel's answer, in a refresh, about the master's
 // replicas: SENTINEL REPLICAS, with the master it names and how long it
-// has seen that master subjectively down (SENTINEL MASTER).
+// has seen that master subjectively down (SENTINEL MASTER), and the other
+// sentinels it knows (SENTINEL SENTINELS). Addresses are validated and
+// mapped (cleanRows).
 type sentinelView struct {
 	sentinel    string
 	master      string
 	sDownMillis int64
 	rows        []map[string]string
+	peers       []map[string]string
 	err         error
 }
 
@@ -315,7 +342,11 @@ func (c *Client) scanReplicas(ctx context.Context, master string) replicaScan {
 	scan := replicaScan{views: make([]sentinelView, len(sentinels))}
 	var wg sync.WaitGroup
 	for i, s := range sentinels {
-		wg.Go(func() { scan.views[i] = c.askReplicas(ctx, s) })
+		wg.Go(func() {
+			if err := safe.Call(func() { scan.views[i] = c.askReplicas(ctx, s) }); err != nil {
+				scan.views[i] = sentinelView{sentinel: s, err: c.recovered("SENTINEL REPLICAS on "+s, err)}
+			}
+		})
 	}
 	wg.Wait()
 
@@ -327,7 +358,7 @@ func (c *Client) scanReplicas(ctx context.Context, master string) replicaScan {
 	for _, v := range scan.views {
 		for _, r := range v.rows {
 			addr := redisinfo.Addr(r)
-			if addr == master || addr == "" {
+			if addr == master || refusedRow(r) {
 				continue
 			}
 			if listed[addr] == 0 {
@@ -348,7 +379,9 @@ func (c *Client) scanReplicas(ctx context.Context, master string) replicaScan {
 			rctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
 			defer cancel()
 			began := time.Now()
-			roles[i], errs[i] = c.nodes.get(addr).role(rctx)
+			if err := safe.Call(func() { roles[i], errs[i] = c.nodes.get(addr).role(rctx) }); err != nil {
+				errs[i] = c.recovered("ROLE on "+addr, err)
+			}
 			rtts[i] = time.Since(began)
 		})
 	}
@@ -382,7 +415,7 @@ func readable(views []sentinelView, master, addr string) bool {
 			continue
 		}
 		for _, r := range v.rows {
-			if redisinfo.Addr(r) != addr {
+			if redisinfo.Addr(r) != addr || refusedRow(r) {
 				continue
 			}
 			flags := r["flags"]
@@ -408,10 +441,11 @@ func (c *Client) askReplicas(ctx context.Context, sentinel string) sentinelView 
 	}
 	qctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
 	defer cancel()
-	var masterCmd, replicasCmd *redis.Cmd
+	var masterCmd, replicasCmd, peersCmd *redis.Cmd
 	_, _ = client.Pipelined(qctx, func(p redis.Pipeliner) error {
 		masterCmd = p.Do(qctx, "SENTINEL", "MASTER", c.opts.MasterName)
 		replicasCmd = p.Do(qctx, "SENTINEL", "REPLICAS", c.opts.MasterName)
+		peersCmd = p.Do(qctx, "SENTINEL", "SENTINELS", c.opts.MasterName)
 		return nil
 	})
 	// A sentinel user not allowed SENTINEL MASTER still lists the
@@ -419,7 +453,10 @@ func (c *Client) askReplicas(ctx context.Context, sentinel string) sentinelView 
 	fields, err := redisinfo.ParseFields(masterCmd)
 	switch {
 	case err == nil:
-		v.master = net.JoinHostPort(fields["ip"], fields["port"])
+		if v.master, err = c.opts.replyAddr(sentinel, "master", fields["ip"], fields["port"]); err != nil {
+			v.err = err
+			return v
+		}
 		if redisinfo.HasFlag(fields["flags"], "s_down") {
 			if ms, perr := strconv.ParseInt(fields["s-down-time"], 10, 64); perr == nil && ms > 0 {
 				v.sDownMillis = ms
@@ -431,6 +468,17 @@ func (c *Client) askReplicas(ctx context.Context, sentinel string) sentinelView 
 	}
 	if v.rows, err = redisinfo.ParseTable(replicasCmd); err != nil {
 		v.err = describeSentinelError(err, c.opts.SentinelTimeout)
+		return v
+	}
+	var refused []error
+	v.rows, refused = c.opts.cleanRows(sentinel, "replica", v.rows, true)
+	if peers, err := redisinfo.ParseTable(peersCmd); err == nil {
+		var bad []error
+		v.peers, bad = c.opts.cleanRows(sentinel, "sentinel", peers, false)
+		refused = append(refused, bad...)
+	}
+	for _, err := range refused {
+		c.log.Warn("address refused", "err", err)
 	}
 	return v
 }
@@ -534,27 +582,48 @@ func durableSet(scope DurableScope, master string, connected []string, scan repl
 	return durableReplicas(master, lists...)
 }
 
-// learnSentinels adds the peers the sentinel knows of and returns the new
-// ones.
-func (c *Client) learnSentinels(ctx context.Context, sentinel string) []string {
-	client := c.sentinels.client(sentinel)
-	if client == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
-	defer cancel()
-	rows, err := redisinfo.ParseTable(client.Do(ctx, "SENTINEL", "SENTINELS", c.opts.MasterName))
-	if err != nil {
-		return nil
-	}
+// learnSentinels adds the peers the sentinels list in views and returns
+// the new ones (see peersToLearn).
+func (c *Client) learnSentinels(views []sentinelView) []string {
 	var added []string
-	for _, r := range rows {
-		if redisinfo.HasFlag(r["flags"], "s_down") || redisinfo.HasFlag(r["flags"], "disconnected") {
-			continue
-		}
-		if addr := redisinfo.Addr(r); c.sentinels.add(addr) {
+	for _, addr := range peersToLearn(views) {
+		if c.sentinels.add(addr) {
 			added = append(added, addr)
 		}
 	}
 	return added
+}
+
+// peersToLearn returns, in the order first listed, the sentinels that more
+// than half of the sentinels that answered list as a peer they can reach
+// (not s_down or disconnected). With one answer, that one decides; with
+// more, no single sentinel can make the client dial addresses of its own
+// (a sentinel listing a thousand fake peers, each of which the client would
+// subscribe to, with the sentinel password).
+func peersToLearn(views []sentinelView) []string {
+	answered := 0
+	count := map[string]int{}
+	var order []string
+	for _, v := range views {
+		if v.err != nil {
+			continue
+		}
+		answered++
+		seen := map[string]bool{}
+		for _, r := range v.peers {
+			if redisinfo.HasFlag(r["flags"], "s_down") || redisinfo.HasFlag(r["flags"], "disconnected") {
+				continue
+			}
+			addr := redisinfo.Addr(r)
+			if seen[addr] {
+				continue
+			}
+			seen[addr] = true
+			if count[addr] == 0 {
+				order = append(order, addr)
+			}
+			count[addr]++
+		}
+	}
+	return slices.DeleteFunc(order, func(addr string) bool { return count[addr]*2 <= answered })
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/replica"
 )
 
@@ -43,6 +44,53 @@ var (
 	// cannot offer (the auto-pipeliners bypass per-command routing).
 	ErrUnsupported = errors.New("sentinel: not supported by the routed client")
 )
+
+// NodeError reports work that failed on a data node without an answer
+// from it: the connection could not be made, was lost, or timed out. The
+// server's own replies (WRONGTYPE, READONLY, a missing key) are returned
+// as go-redis returns them, never as a NodeError. It unwraps to the
+// underlying error (io.EOF, a *net.OpError, ...), and reports Timeout as
+// that error does, so checks written for go-redis's errors keep working.
+type NodeError struct {
+	MasterName string
+	// Addr is the node the work ran on; Role is "master" or "replica".
+	Addr, Role string
+	// Write says whether the work writes (per the classifier).
+	Write bool
+	// MayHaveExecuted is false only when the work provably did not run:
+	// the connection was never made, or nothing was sent. A read that may
+	// have run is harmless; a write that may have run must be checked for
+	// before it is re-run.
+	MayHaveExecuted bool
+	Err             error
+}
+
+func (e *NodeError) Error() string {
+	what := "read"
+	if e.Write {
+		what = "write"
+	}
+	var outcome string
+	switch {
+	case !e.MayHaveExecuted:
+		outcome = "it was not sent: re-running it is safe"
+	case e.Write:
+		outcome = "it may have executed: check before re-running it"
+	default:
+		outcome = "it may have run: re-running a read is safe"
+	}
+	return fmt.Sprintf("sentinel: %s on %s %s of %q failed: %s (%s)", what, e.Role, e.Addr, e.MasterName,
+		failure.BriefErr(e.Err), outcome)
+}
+
+// Unwrap returns the underlying error.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// Timeout reports whether the underlying error is a timeout (net.Error).
+func (e *NodeError) Timeout() bool { return failure.Timeout(e.Err) }
+
+// Temporary is false: the node may be gone (net.Error).
+func (e *NodeError) Temporary() bool { return false }
 
 // WriteHeldError reports a write that was not sent because writes to the
 // master were held, for Options.FailoverHold or until the caller's context
@@ -168,7 +216,7 @@ func (e *MasterChangedError) Error() string {
 		b.WriteString("; the command writes and strict mode forbids retries (it did not execute: re-running is safe)")
 	}
 	if e.Cause != nil {
-		fmt.Fprintf(&b, "; cause: %v", e.Cause)
+		fmt.Fprintf(&b, "; cause: %s", failure.BriefErr(e.Cause))
 	}
 	return b.String()
 }
@@ -214,7 +262,7 @@ func (e *NotDurableError) Error() string {
 	msg := fmt.Sprintf("sentinel: write on %s not confirmed durable: %d of %d replicas %v acknowledged within %v (it may have executed: check before re-running)",
 		e.Master, e.Acked, e.Required, e.Replicas, e.Timeout)
 	if e.Cause != nil {
-		msg += "; cause: " + e.Cause.Error()
+		msg += "; cause: " + failure.BriefErr(e.Cause)
 	}
 	return msg
 }
@@ -255,6 +303,7 @@ const (
 	SkipStale         SkipReason = "stale"          // an older config epoch than one already seen
 	SkipRoleMismatch  SkipReason = "role mismatch"  // the node it named is not a master
 	SkipUnverified    SkipReason = "unverified"     // the node it named did not answer ROLE
+	SkipBadAddress    SkipReason = "bad address"    // it named an address the client will not dial (*AddressError)
 	SkipOther         SkipReason = "error"
 )
 
@@ -264,7 +313,7 @@ type skipError struct {
 	err    error
 }
 
-func (e *skipError) Error() string { return e.err.Error() }
+func (e *skipError) Error() string { return failure.BriefErr(e.err) }
 func (e *skipError) Unwrap() error { return e.err }
 
 func skipped(reason SkipReason, err error) error { return &skipError{reason: reason, err: err} }
@@ -289,7 +338,7 @@ func (e *DiscoveryError) Error() string {
 		fmt.Fprintf(&b, " (%v)", e.Cause)
 	}
 	for _, a := range e.Attempts {
-		fmt.Fprintf(&b, "; %s: %v", a.Sentinel, a.Err)
+		fmt.Fprintf(&b, "; %s: %s", a.Sentinel, failure.BriefErr(a.Err))
 	}
 	return b.String()
 }
@@ -316,5 +365,5 @@ type RoleMismatchError struct {
 }
 
 func (e *RoleMismatchError) Error() string {
-	return fmt.Sprintf("named %s, but ROLE there says %q (a stale answer, mid-failover?)", e.Addr, e.Role)
+	return fmt.Sprintf("named %s, but ROLE there says %q (a stale answer, mid-failover?)", e.Addr, failure.Brief(e.Role))
 }

@@ -2,7 +2,6 @@ package sentinel
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/routing"
@@ -111,7 +109,9 @@ func (s *nodeSet) get(addr string) *node {
 	n.client = redis.NewClient(s.opts.nodeOptions(addr, dialer(s.opts)))
 	ctl := s.opts.nodeOptions(addr, dialer(s.opts))
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = controlPoolSize, 0, controlPoolSize
-	n.ctl = redis.NewClient(ctl)
+	// The client's own commands' replies are bounded; the caller's are
+	// theirs (a LRANGE may rightly return millions of elements).
+	n.ctl = redis.NewClient(redisopt.Guarded(ctl))
 	if s.closed {
 		// The client is closing: hand out a closed node (its calls fail
 		// with ErrClosed) rather than one nobody would close.
@@ -201,22 +201,12 @@ func (s *nodeSet) closeAll() {
 	}
 }
 
-// dialer connects to data nodes (with TLS when configured) and marks every
+// dialer connects to data nodes (with TLS when configured), refuses a
+// peer outside AllowedNetworks before anything is sent, and marks every
 // failure as a *failure.DialError.
 func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: opts.DialTimeout}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, &failure.DialError{Addr: addr, Err: err}
-		}
-		if opts.TLSConfig != nil {
-			tc, err := redisopt.Handshake(ctx, conn, opts.TLSConfig, addr)
-			if err != nil {
-				return nil, &failure.DialError{Addr: addr, Err: fmt.Errorf("TLS: %w", err)}
-			}
-			return tc, nil
-		}
-		return conn, nil
+		return opts.dialWith(ctx, d, network, addr, opts.TLSConfig, true)
 	}
 }

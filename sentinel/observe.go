@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // EventKind names what an Event reports.
@@ -133,7 +135,11 @@ func (c *Client) emit(ev Event) {
 		ev.Time = time.Now()
 	}
 	ev.MasterName = c.opts.MasterName
-	c.opts.Observer(ev)
+	// A panicking Observer must not take the topology goroutine (or the
+	// process) with it.
+	if err := safe.Call(func() { c.opts.Observer(ev) }); err != nil {
+		c.log.Error("the Observer panicked", "event", ev.Kind.String(), "err", err)
+	}
 }
 
 // Stats are counters since the client was created, and the current

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -84,6 +85,9 @@ const (
 	DefaultRefreshInterval  = 2 * time.Second
 	DefaultFailoverHold     = 3 * time.Second
 	DefaultDurableTimeout   = 1 * time.Second
+	// DefaultMaxSentinels is the default of Options.MaxSentinels:
+	// deployments run three or five sentinels.
+	DefaultMaxSentinels = 10
 	// DefaultSentinelPollInterval is how often every sentinel is asked
 	// SENTINEL MASTER: a quarter of a second catches a master cut off from
 	// the sentinels within about half a second of its replicas' losing it,
@@ -168,6 +172,26 @@ type Options struct {
 	MaxIdleConns int
 	PoolTimeout  time.Duration
 
+	// MaxSentinels bounds how many sentinels the client knows: the ones in
+	// SentinelAddrs and those it learns from them (SENTINEL SENTINELS),
+	// each of which it subscribes to and asks in discovery. A peer is
+	// learned only when most of the sentinels that answered list it, so
+	// one sentinel cannot fill the set with addresses of its own. Default
+	// DefaultMaxSentinels, and never fewer than len(SentinelAddrs).
+	MaxSentinels int
+	// AllowedNetworks, when set, are the only networks the client
+	// connects to: an address a sentinel names outside them (a master, a
+	// replica, another sentinel) is refused with an *AddressError, and a
+	// host name that resolves outside them is refused when dialled, before
+	// any credential is sent. The configured SentinelAddrs are always
+	// allowed. See the package documentation for the trust model.
+	AllowedNetworks []netip.Prefix
+	// MapAddr, when set, is given every address a sentinel or a ROLE reply
+	// names ("host:port", validated) and returns the address to dial
+	// instead: for NAT and port forwarding, where servers announce
+	// addresses the client cannot reach. An error refuses the address.
+	MapAddr func(addr string) (string, error)
+
 	// SentinelTimeout bounds each question to one sentinel, so a slow
 	// sentinel is skipped rather than waited for. Default 0.5 s.
 	SentinelTimeout time.Duration
@@ -247,6 +271,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SentinelTLSConfig == nil {
 		o.SentinelTLSConfig = o.TLSConfig
 	}
+	if o.MaxSentinels == 0 {
+		o.MaxSentinels = DefaultMaxSentinels
+	}
+	o.MaxSentinels = max(o.MaxSentinels, len(o.SentinelAddrs))
+	for _, p := range o.AllowedNetworks {
+		if !p.IsValid() {
+			return o, fmt.Errorf("sentinel: AllowedNetworks holds an invalid prefix %v", p)
+		}
+	}
 	if o.Classifier == nil {
 		o.Classifier = classify.New()
 	}
@@ -324,10 +357,14 @@ func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, networ
 	return opt
 }
 
-// sentinelOptions are the go-redis options of the client for one sentinel.
-func (o *Options) sentinelOptions(addr string) *redis.Options {
-	return redisopt.Inner(&redis.Options{
+// sentinelOptions are the go-redis options of the client for one sentinel
+// (configured: one of SentinelAddrs, rather than learned). Its replies are
+// bounded (redisopt.Guarded): nothing a sentinel sends may crash the
+// process or make it allocate without bound.
+func (o *Options) sentinelOptions(addr string, configured bool) *redis.Options {
+	return redisopt.Guarded(redisopt.Inner(&redis.Options{
 		Addr:         addr,
+		Dialer:       o.sentinelDialer(configured),
 		Username:     o.SentinelUsername,
 		Password:     o.SentinelPassword,
 		TLSConfig:    o.SentinelTLSConfig,
@@ -335,7 +372,7 @@ func (o *Options) sentinelOptions(addr string) *redis.Options {
 		ReadTimeout:  o.SentinelTimeout,
 		WriteTimeout: o.SentinelTimeout,
 		PoolSize:     2,
-	})
+	}))
 }
 
 type ctxKey int

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // The sentinel poll. Every SentinelPollInterval the topology goroutine
@@ -320,48 +321,67 @@ func (c *Client) startPoll() {
 		defer c.wg.Done()
 		res := pollResult{master: master, masterRTT: masterRTT, took: map[string]time.Duration{},
 			replicas: make(map[string]roleSample, len(promotable))}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		wg.Go(func() { res.views = c.askMasters(c.ctx) })
-		for _, addr := range append([]string{master}, promotable...) {
-			wg.Go(func() {
-				ctx, cancel := context.WithTimeout(c.ctx, c.opts.ProbeTimeout)
-				defer cancel()
-				var s roleSample
-				s.role, s.err = c.nodes.get(addr).role(ctx)
-				s.at = time.Now()
-				mu.Lock()
-				defer mu.Unlock()
-				if addr == master {
-					res.role = s
-				} else {
-					res.replicas[addr] = s
-				}
-			})
-		}
-		wg.Wait()
-		for i, v := range res.views {
-			res.took[v.sentinel] = v.rtt
-			if est := sentinelRTT[v.sentinel]; est > 0 && v.err == nil {
-				res.views[i].rtt = min(v.rtt, est)
-			}
-		}
-		for _, v := range res.views {
-			if v.cannotReach(master, masterRTT) && len(promotable) > 0 {
-				res.probe = c.probeReplication(c.ctx, master, len(promotable), masterRTT+replicaRTT)
-				break
-			}
-		}
-		for _, v := range res.views {
-			if v.err == nil && v.addr == master && redisinfo.HasFlag(v.flags, "failover_in_progress") {
-				if addr := c.promotedReplica(c.ctx, v.sentinel); addr != "" {
-					res.promoted, res.leader = addr, v.sentinel
-					break
-				}
-			}
+		if err := safe.Call(func() { c.pollRound(&res, promotable, masterRTT, replicaRTT, sentinelRTT) }); err != nil {
+			// Nothing of this round is trusted: it only keeps the next
+			// rounds going.
+			_ = c.recovered("a sentinel poll", err)
+			res = pollResult{master: master}
 		}
 		post(c, c.pollDone, res)
 	}()
+}
+
+// pollRound does the work of one poll round (see startPoll) into res.
+func (c *Client) pollRound(res *pollResult, promotable []string, masterRTT, replicaRTT time.Duration, sentinelRTT map[string]time.Duration) {
+	master := res.master
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Go(func() { res.views = c.askMasters(c.ctx) })
+	for _, addr := range append([]string{master}, promotable...) {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(c.ctx, c.opts.ProbeTimeout)
+			defer cancel()
+			var s roleSample
+			if err := safe.Call(func() { s.role, s.err = c.nodes.get(addr).role(ctx) }); err != nil {
+				s.err = c.recovered("ROLE on "+addr, err)
+			}
+			if s.role.MasterAddr != "" {
+				// As the sentinels' addresses are: mapped.
+				if m, err := c.opts.splitReplyAddr(addr, "master", s.role.MasterAddr); err == nil {
+					s.role.MasterAddr = m
+				}
+			}
+			s.at = time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			if addr == master {
+				res.role = s
+			} else {
+				res.replicas[addr] = s
+			}
+		})
+	}
+	wg.Wait()
+	for i, v := range res.views {
+		res.took[v.sentinel] = v.rtt
+		if est := sentinelRTT[v.sentinel]; est > 0 && v.err == nil {
+			res.views[i].rtt = min(v.rtt, est)
+		}
+	}
+	for _, v := range res.views {
+		if v.cannotReach(master, masterRTT) && len(promotable) > 0 {
+			res.probe = c.probeReplication(c.ctx, master, len(promotable), masterRTT+replicaRTT)
+			break
+		}
+	}
+	for _, v := range res.views {
+		if v.err == nil && v.addr == master && redisinfo.HasFlag(v.flags, "failover_in_progress") {
+			if addr := c.promotedReplica(c.ctx, v.sentinel); addr != "" {
+				res.promoted, res.leader = addr, v.sentinel
+				break
+			}
+		}
+	}
 }
 
 // askMasters asks every known sentinel SENTINEL MASTER, in parallel.
@@ -370,7 +390,11 @@ func (c *Client) askMasters(ctx context.Context) []masterView {
 	views := make([]masterView, len(sentinels))
 	var wg sync.WaitGroup
 	for i, s := range sentinels {
-		wg.Go(func() { views[i] = c.askMaster(ctx, s) })
+		wg.Go(func() {
+			if err := safe.Call(func() { views[i] = c.askMaster(ctx, s) }); err != nil {
+				views[i] = masterView{sentinel: s, epoch: -1, err: c.recovered("SENTINEL MASTER on "+s, err)}
+			}
+		})
 	}
 	wg.Wait()
 	return views
@@ -393,6 +417,11 @@ func (c *Client) askMaster(ctx context.Context, sentinel string) masterView {
 	}
 	v = parseMasterView(sentinel, fields)
 	v.rtt = time.Since(began)
+	if v.addr != "" {
+		if v.addr, err = c.opts.splitReplyAddr(sentinel, "master", v.addr); err != nil {
+			v.err = err
+		}
+	}
 	return v
 }
 
@@ -465,6 +494,7 @@ func (c *Client) promotedReplica(ctx context.Context, sentinel string) string {
 	if err != nil {
 		return ""
 	}
+	rows, _ = c.opts.cleanRows(sentinel, "replica", rows, false)
 	i := slices.IndexFunc(rows, func(r map[string]string) bool { return redisinfo.HasFlag(r["flags"], "promoted") })
 	if i < 0 {
 		return ""

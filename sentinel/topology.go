@@ -7,6 +7,9 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/redisinfo"
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // snapshot is an immutable routing table: the master's client, the healthy
@@ -196,12 +199,36 @@ type (
 	}
 )
 
+// recovered reports a panic recovered from the client's own work (what
+// went wrong, by what) and returns it as the error of that work, which then
+// counts as failed: a server sent a reply the parsing code could not
+// handle, or there is a bug. nil stays nil.
+func (c *Client) recovered(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *safe.PanicError
+	if errors.As(err, &pe) {
+		c.log.Error("internal panic recovered", "in", what, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+	return fmt.Errorf("sentinel: %s failed: %w", what, err)
+}
+
 // run is the topology goroutine. It alone changes the routing snapshot; it
 // never waits on the network itself: refreshes, +switch-master checks and
 // promotion polls run in worker goroutines that post their results back,
-// so a black-holed node cannot stall the reaction to a failover.
+// so a black-holed node cannot stall the reaction to a failover. A panic
+// in it (a bug) is reported and the loop goes on.
 func (c *Client) run() {
 	defer c.wg.Done()
+	for c.ctx.Err() == nil {
+		_ = c.recovered("the topology goroutine", safe.Call(c.loop))
+	}
+}
+
+// loop is the topology goroutine's loop; it returns when the client
+// closes.
+func (c *Client) loop() {
 	refresh := time.NewTicker(c.opts.RefreshInterval)
 	defer refresh.Stop()
 	promotion := time.NewTicker(time.Hour)
@@ -316,20 +343,25 @@ func (c *Client) startRefreshIfWanted() {
 		defer c.wg.Done()
 		res := refreshResult{startMaster: cur.masterAddr(), round: round}
 		began := time.Now()
-		res.rep, res.err = c.discover(c.ctx, stale)
-		res.took = time.Since(began)
-		if res.err == nil {
-			res.scan = c.scanReplicas(c.ctx, res.rep.addr)
-			for _, v := range res.scan.views {
-				if v.err != nil {
-					c.log.Debug("replicas unavailable", "sentinel", v.sentinel, "err", v.err)
+		perr := safe.Call(func() {
+			res.rep, res.err = c.discover(c.ctx, stale)
+			res.took = time.Since(began)
+			if res.err == nil {
+				res.scan = c.scanReplicas(c.ctx, res.rep.addr)
+				for _, v := range res.scan.views {
+					if v.err != nil {
+						c.log.Debug("replicas unavailable", "sentinel", v.sentinel, "err", v.err)
+					}
+				}
+				for _, added := range c.learnSentinels(res.scan.views) {
+					c.emit(Event{Kind: EventSentinelAdded, Sentinel: added})
+					c.log.Info("sentinel learned", "sentinel", added)
+					c.startWatcher(added)
 				}
 			}
-			for _, added := range c.learnSentinels(c.ctx, res.rep.sentinel) {
-				c.emit(Event{Kind: EventSentinelAdded, Sentinel: added})
-				c.log.Info("sentinel learned", "sentinel", added)
-				c.startWatcher(added)
-			}
+		})
+		if perr != nil {
+			res.err = c.recovered("a topology refresh", perr)
 		}
 		post(c, c.refreshDone, res)
 	}()
@@ -629,7 +661,11 @@ func (c *Client) startPromotionCheck() {
 	go func() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.ctx, 250*time.Millisecond)
-		role, err := n.role(ctx)
+		var role redisinfo.Role
+		var err error
+		if perr := safe.Call(func() { role, err = n.role(ctx) }); perr != nil {
+			err = c.recovered("a promotion check", perr)
+		}
 		cancel()
 		post(c, c.promotionDone, promotionResult{candidate: n.addr, isMaster: err == nil && role.Role == "master"})
 	}()
@@ -643,17 +679,22 @@ func (c *Client) startSwitchCheck(addr, sentinel string) {
 	go func() {
 		defer c.wg.Done()
 		res := switchResult{addr: addr, sentinel: sentinel}
-		rep, err := c.askSentinel(c.ctx, sentinel)
-		switch {
-		case err != nil:
-			res.err = err
-		case rep.addr != addr:
-			res.err = fmt.Errorf("sentinel %s now names %s", sentinel, rep.addr)
-		default:
-			res.epoch = rep.epoch
-			if res.err = stale(rep); res.err == nil {
-				_, res.err = c.verifyMaster(c.ctx, addr)
+		perr := safe.Call(func() {
+			rep, err := c.askSentinel(c.ctx, sentinel)
+			switch {
+			case err != nil:
+				res.err = err
+			case rep.addr != addr:
+				res.err = fmt.Errorf("sentinel %s now names %s", sentinel, rep.addr)
+			default:
+				res.epoch = rep.epoch
+				if res.err = stale(rep); res.err == nil {
+					_, res.err = c.verifyMaster(c.ctx, addr)
+				}
 			}
+		})
+		if perr != nil {
+			res.err = c.recovered("a +switch-master check", perr)
 		}
 		post(c, c.switchDone, res)
 	}()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // sentinelEvent is one message a sentinel published about our master.
@@ -54,9 +56,27 @@ func parseEvent(sentinel, channel, payload, name string) (sentinelEvent, bool) {
 // watchSentinel subscribes to every event channel of one sentinel and hands
 // the events about our master to the topology goroutine, until the client
 // closes. Subscriptions are re-made after errors; a quiet connection is
-// checked with PING so that a sentinel that came back is heard again.
+// checked with PING so that a sentinel that came back is heard again. A
+// panic while reading (a reply the parser could not handle) is reported,
+// and the subscription is made again on a new connection.
 func (c *Client) watchSentinel(addr string) {
 	defer c.wg.Done()
+	for c.ctx.Err() == nil {
+		err := safe.Call(func() { c.watchOnce(addr) })
+		if err == nil {
+			return
+		}
+		_ = c.recovered("watching sentinel "+addr, err)
+		select {
+		case <-c.ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// watchOnce is watchSentinel on one subscription: it returns when the
+// client closes (or panics).
+func (c *Client) watchOnce(addr string) {
 	client := c.sentinels.client(addr)
 	if client == nil {
 		return
@@ -94,7 +114,7 @@ func (c *Client) watchSentinel(addr string) {
 			continue
 		}
 		ev, ours := parseEvent(addr, m.Channel, m.Payload, c.opts.MasterName)
-		if !ours {
+		if !ours || !c.mapEvent(&ev) {
 			continue
 		}
 		select {
@@ -104,6 +124,24 @@ func (c *Client) watchSentinel(addr string) {
 			c.kick()
 		}
 	}
+}
+
+// mapEvent validates and maps the addresses of an event (see replyAddr)
+// and reports whether it is kept: an event naming an address the client
+// will not dial is dropped, and logged.
+func (c *Client) mapEvent(ev *sentinelEvent) bool {
+	for _, a := range []*string{&ev.instance, &ev.oldMaster} {
+		if *a == "" {
+			continue
+		}
+		mapped, err := c.opts.splitReplyAddr(ev.sentinel, ev.kind, *a)
+		if err != nil {
+			c.log.Warn("sentinel event dropped", "err", err)
+			return false
+		}
+		*a = mapped
+	}
+	return true
 }
 
 func (c *Client) trackPubSub(ps *redis.PubSub) {

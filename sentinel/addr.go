@@ -1,0 +1,238 @@
+package sentinel
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/redisopt"
+)
+
+// The trust model. The client dials whatever address a sentinel names
+// (the master, the replicas, the other sentinels) and sends the data
+// nodes' credentials to the nodes and the sentinel credentials to the
+// sentinels: a sentinel that lies, or one an attacker controls, can
+// redirect traffic and collect credentials. Three things bound that:
+//
+//   - Every address in a reply is validated before it is dialled (a host
+//     of the characters a host name or an IP address has, a port from 1 to
+//     65535); a malformed one is refused with an *AddressError naming the
+//     server and the reply, and never dialled.
+//   - Options.AllowedNetworks, when set, is the only place the client
+//     connects to: an address outside it is refused the same way, and a
+//     host name is checked once resolved, when dialled, before anything
+//     is sent on the connection. The configured SentinelAddrs are always
+//     allowed.
+//   - Options.MapAddr translates announced addresses (for NAT or port
+//     forwarding) and may refuse them.
+//
+// TLS with verification (TLSConfig, SentinelTLSConfig) is what proves a
+// node is the one it claims to be; the policy only bounds where the
+// client goes.
+
+// AddressError reports an address in a server's reply that the client
+// refused to dial: malformed, outside Options.AllowedNetworks, or refused
+// by Options.MapAddr.
+type AddressError struct {
+	// Source is the server whose reply named it (a sentinel or a node).
+	Source string
+	// Field is what the address was for: "master", "replica",
+	// "sentinel", or the event that carried it.
+	Field string
+	// Reply is the address as the reply gave it (cut to failure.MaxBrief).
+	Reply  string
+	Reason string
+}
+
+func (e *AddressError) Error() string {
+	return fmt.Sprintf("sentinel: %s named %s %q, which the client will not dial: %s", e.Source, e.Field, e.Reply, e.Reason)
+}
+
+// checkHostPort validates the host and port of an address a reply gave
+// and returns "host:port". A host is at most 253 bytes of letters, digits,
+// '.', '-', '_' and ':' (an IPv6 address; brackets are not part of it in
+// Redis's replies); a port is a decimal number from 1 to 65535.
+func checkHostPort(host, port string) (string, error) {
+	switch {
+	case host == "":
+		return "", fmt.Errorf("no host")
+	case len(host) > 253:
+		return "", fmt.Errorf("a host of %d bytes", len(host))
+	}
+	for i := 0; i < len(host); i++ {
+		switch b := host[i]; {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '.', b == '-', b == '_', b == ':', b == '%':
+		default:
+			return "", fmt.Errorf("a host with the byte %q", b)
+		}
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 || strconv.Itoa(p) != port {
+		return "", fmt.Errorf("port %q (want 1 to 65535)", failure.Brief(port))
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// replyAddr validates, maps (Options.MapAddr) and checks against
+// Options.AllowedNetworks an address source's reply gave for field, and
+// returns the address to dial.
+func (o *Options) replyAddr(source, field, host, port string) (string, error) {
+	refuse := func(reason string) error {
+		return &AddressError{Source: source, Field: field, Reply: failure.Brief(net.JoinHostPort(host, port)), Reason: reason}
+	}
+	addr, err := checkHostPort(host, port)
+	if err != nil {
+		return "", refuse(err.Error())
+	}
+	if o.MapAddr != nil {
+		mapped, err := o.MapAddr(addr)
+		if err != nil {
+			return "", refuse("MapAddr refused it: " + failure.BriefErr(err))
+		}
+		h, p, err := net.SplitHostPort(mapped)
+		if err == nil {
+			mapped, err = checkHostPort(h, p)
+		}
+		if err != nil {
+			return "", refuse(fmt.Sprintf("MapAddr mapped it to %q: %v", failure.Brief(mapped), err))
+		}
+		addr = mapped
+	}
+	if !o.allowedAddr(addr) {
+		return "", refuse("outside Options.AllowedNetworks")
+	}
+	return addr, nil
+}
+
+// splitReplyAddr is replyAddr of a "host:port" string.
+func (o *Options) splitReplyAddr(source, field, hostport string) (string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		i := strings.LastIndexByte(hostport, ':')
+		if i < 0 {
+			return "", &AddressError{Source: source, Field: field, Reply: failure.Brief(hostport), Reason: "not host:port"}
+		}
+		host, port = hostport[:i], hostport[i+1:]
+	}
+	return o.replyAddr(source, field, host, port)
+}
+
+// allowedAddr reports whether AllowedNetworks allows addr ("host:port"): a
+// host name is allowed here and checked when dialled (allowedConn).
+func (o *Options) allowedAddr(addr string) bool {
+	if len(o.AllowedNetworks) == 0 {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return true // a host name: checked once resolved
+	}
+	return o.allowedIP(ip)
+}
+
+func (o *Options) allowedIP(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range o.AllowedNetworks {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedConn checks a new connection's peer against AllowedNetworks,
+// before anything is sent on it (AUTH comes later): nil, or an error that
+// names the address dialled and the one reached.
+func (o *Options) allowedConn(conn net.Conn, addr string) error {
+	if len(o.AllowedNetworks) == 0 {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(conn.RemoteAddr().String())
+	if err == nil && o.allowedIP(ap.Addr()) {
+		return nil
+	}
+	return &AddressError{Source: "the resolver", Field: "address", Reply: addr,
+		Reason: fmt.Sprintf("it resolved to %s, outside Options.AllowedNetworks", conn.RemoteAddr())}
+}
+
+// dialWith connects with d, checks the peer against AllowedNetworks when
+// check is set, and runs the TLS handshake when tlsConfig is set. Every
+// failure is a *failure.DialError: nothing was sent.
+func (o *Options) dialWith(ctx context.Context, d *net.Dialer, network, addr string, tlsConfig *tls.Config, check bool) (net.Conn, error) {
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, &failure.DialError{Addr: addr, Err: err}
+	}
+	if check {
+		if err := o.allowedConn(conn, addr); err != nil {
+			_ = conn.Close()
+			return nil, &failure.DialError{Addr: addr, Err: err}
+		}
+	}
+	if tlsConfig == nil {
+		return conn, nil
+	}
+	tc, err := redisopt.Handshake(ctx, conn, tlsConfig, addr)
+	if err != nil {
+		return nil, &failure.DialError{Addr: addr, Err: fmt.Errorf("TLS: %w", err)}
+	}
+	return tc, nil
+}
+
+// sentinelDialer dials a sentinel (TLS with SentinelTLSConfig), refusing a
+// learned one whose address resolves outside AllowedNetworks; the
+// configured ones are the caller's own choice and always allowed.
+func (o *Options) sentinelDialer(configured bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: o.SentinelTimeout}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return o.dialWith(ctx, d, network, addr, o.SentinelTLSConfig, !configured)
+	}
+}
+
+// refusedField marks, in a row of a SENTINEL table, an address the client
+// will not dial (see cleanRows).
+const refusedField = "rediskit-refused"
+
+// cleanRows validates and maps the address of every row of a SENTINEL
+// table from source (see replyAddr), and returns the rows with "ip" and
+// "port" set to the address to dial, and the errors of the refused ones.
+// A refused row is kept, as given and marked (refusedField), when
+// keepRefused is set: such a replica is never dialled, but still counted
+// for durable writes (Sentinel could promote it whatever the client makes
+// of its address); otherwise it is dropped.
+func (o *Options) cleanRows(source, field string, rows []map[string]string, keepRefused bool) ([]map[string]string, []error) {
+	var refused []error
+	kept := rows[:0:0]
+	for _, r := range rows {
+		addr, err := o.replyAddr(source, field, r["ip"], r["port"])
+		if err != nil {
+			refused = append(refused, err)
+			if keepRefused {
+				r = maps.Clone(r)
+				r[refusedField] = "1"
+				kept = append(kept, r)
+			}
+			continue
+		}
+		host, port, _ := net.SplitHostPort(addr)
+		if host != r["ip"] || port != r["port"] {
+			r = maps.Clone(r)
+			r["ip"], r["port"] = host, port
+		}
+		kept = append(kept, r)
+	}
+	return kept, refused
+}
+
+// refusedRow reports whether cleanRows marked r refused.
+func refusedRow(r map[string]string) bool { return r[refusedField] != "" }
