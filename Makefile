@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 14m
 FUZZTIME  ?= 30s
 FUZZFLAGS ?=
 
-.PHONY: all redis test vet demo bench fuzz
+.PHONY: all redis test vet demo bench fuzz faults
 
 all: test
 
@@ -47,6 +47,15 @@ test: redis vet
 demo: redis
 	$(GO) build -o bin/rediskit ./cmd/rediskit
 	bin/rediskit demo
+
+# The random fault test for longer than make test runs it (20 s): kills,
+# pauses, black holes, partitions, sentinel restarts and failovers under
+# writers in every mode. FAULT_SEED replays a run (the test prints its seed);
+# FAULT_DURATION sets how long faults are injected.
+FAULT_DURATION ?= 10m
+faults: redis
+	REDISKIT_FAULT_DURATION=$(FAULT_DURATION) $(if $(FAULT_SEED),REDISKIT_FAULT_SEED=$(FAULT_SEED)) \
+		$(GO) test -race -count=1 -timeout 60m -run '^TestRandomFaults$$' -v ./sentinel/
 
 # Benchmarks compare rediskit with plain go-redis in the same run; see
 # BENCHMARKS.md for the method and the figures.

@@ -45,6 +45,13 @@
 //	    role mismatch, unverified, error.
 //	rediskit.sentinel.failovers          counter {failover} rediskit.master_name
 //	    Failovers the client saw begin (writes held until the new master).
+//	rediskit.sentinel.isolations         counter {hold}     rediskit.master_name
+//	    Times writes were held for a master cut off from the sentinels and
+//	    its replicas (sentinel.EventMasterIsolated).
+//	rediskit.sentinel.isolation.held     histogram s        rediskit.master_name
+//	    How long such a hold lasted when it ended without a new master
+//	    (sentinel.EventIsolationEnded); a new master counts as a master
+//	    change instead.
 //
 // The client's calls per node, and the replica election (RegisterSentinel,
 // which also reports the RTT table of the client's *replica.Selector;

@@ -55,6 +55,8 @@ type Metrics struct {
 	writesRerun       metric.Int64Counter
 	sentinelsSkipped  metric.Int64Counter
 	failovers         metric.Int64Counter
+	isolations        metric.Int64Counter
+	isolationHeld     metric.Float64Histogram
 
 	// multidb
 	dbSwitches           metric.Int64Counter
@@ -97,6 +99,8 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Sentinel answers not used during discovery, by reason.")
 	m.failovers = counter("rediskit.sentinel.failovers", "{failover}",
 		"Failovers the client saw begin (writes held until the new master was confirmed).")
+	m.isolations = counter("rediskit.sentinel.isolations", "{hold}",
+		"Times writes were held for a master cut off from the sentinels and its replicas.")
 	m.elections = counter("rediskit.replica.elections", "{election}",
 		"Changes of the replica election, by reason.")
 	m.dbSwitches = counter("rediskit.multidb.switches", "{switch}",
@@ -122,6 +126,11 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithUnit("s"),
 		metric.WithDescription("Time to find and verify the master (asking sentinels in order, ROLE)."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+	errs = append(errs, err)
+	m.isolationHeld, err = m.meter.Float64Histogram("rediskit.sentinel.isolation.held",
+		metric.WithUnit("s"),
+		metric.WithDescription("How long writes were held for a master cut off, when the hold ended without a new master."),
+		metric.WithExplicitBucketBoundaries(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("rediskitotel: create instruments: %w", err)

@@ -479,3 +479,20 @@ func TestReplicaElectionMetrics(t *testing.T) {
 		t.Fatalf("elected after the swap: %v", got["rediskit.replica.elected"])
 	}
 }
+
+// Writes held for a master cut off show as a hold, and its length when it
+// ended without a new master.
+func TestSentinelIsolationMetrics(t *testing.T) {
+	m, reader := newMetrics(t)
+	observe := m.SentinelObserver(nil)
+	observe(sentinel.Event{Kind: sentinel.EventMasterIsolated, MasterName: "mymaster", Master: "10.0.0.1:6379", Reason: "cut off"})
+	observe(sentinel.Event{Kind: sentinel.EventIsolationEnded, MasterName: "mymaster", Master: "10.0.0.1:6379", Duration: 250 * time.Millisecond})
+	got := collect(t, reader)
+	name := AttrMasterName.String("mymaster")
+	if n := sum(got["rediskit.sentinel.isolations"], name); n != 1 {
+		t.Fatalf("isolations: %v", n)
+	}
+	if n := sum(got["rediskit.sentinel.isolation.held"], name); n != 1 {
+		t.Fatalf("isolation holds recorded: %v (%v)", n, got["rediskit.sentinel.isolation.held"])
+	}
+}

@@ -51,5 +51,9 @@ func (m *Metrics) recordSentinel(ev sentinel.Event) {
 			AttrReason.String(ev.Reason), attribute.String("rediskit.sentinel", ev.Sentinel)))
 	case sentinel.EventFailoverStarted:
 		m.failovers.Add(background, 1, metric.WithAttributes(redisSystem, name))
+	case sentinel.EventMasterIsolated:
+		m.isolations.Add(background, 1, metric.WithAttributes(redisSystem, name))
+	case sentinel.EventIsolationEnded:
+		m.isolationHeld.Record(background, ev.Duration.Seconds(), metric.WithAttributes(redisSystem, name))
 	}
 }

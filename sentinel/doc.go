@@ -34,8 +34,41 @@
 // sentinel that leads a failover announces +switch-master about a second
 // after the others, and it is the only one that announces the replica it
 // promotes, before promoting it. Events are hints: nothing is switched
-// before ROLE confirms it. The topology is also re-checked every
-// RefreshInterval, because events can be missed.
+// before ROLE confirms it. Because events can be missed (a sentinel that
+// restarted a second ago is not subscribed to yet), the topology is also
+// re-checked every RefreshInterval, asking every sentinel (SENTINEL
+// MASTER, REPLICAS and SENTINELS, one round trip each), and every
+// SentinelPollInterval (250 ms) every sentinel is asked SENTINEL MASTER:
+// a leader whose flags say failover_in_progress, and whose SENTINEL
+// REPLICAS flags a replica promoted, holds writes as +selected-slave does.
+//
+// Further sentinels are learned from SENTINEL SENTINELS: a peer is learned
+// only when most of the sentinels that answered list it, and never past
+// MaxSentinels (10), so one sentinel cannot make the client dial (and send
+// the sentinel password to) addresses of its own.
+//
+// # What the client trusts
+//
+// The client dials whatever address a sentinel names and sends the data
+// nodes' credentials there: a sentinel that lies, or one an attacker
+// controls, can redirect traffic and collect credentials. Every address in
+// a reply (SENTINEL tables, ROLE, events) is validated before it is
+// dialled, and a malformed one (an empty host, a port out of range) is
+// refused with an *AddressError that names the server and what it said.
+// AllowedNetworks, when set, is the only place the client connects to (a
+// host name is checked once resolved, before anything is sent); MapAddr
+// translates announced addresses, for NAT and port forwarding. TLS with
+// verification is what proves a node is the one it claims to be.
+//
+// Nothing a sentinel, or a data node answering the client's own commands
+// (ROLE, the probes), sends may crash the process or make it allocate
+// without bound: replies on those connections are checked before go-redis
+// parses them (a line over 64 KiB, a string over 16 MiB, an aggregate of
+// over 65,536 elements, a reply of over a million elements or 32 MiB, or
+// one go-redis cannot read, closes the connection as a bad server's), and
+// a panic in any goroutine the client owns is recovered and reported. The
+// caller's own commands are not bounded: a LRANGE may rightly return
+// millions of elements.
 //
 // # Failovers
 //
@@ -52,7 +85,41 @@
 // otherwise, after FailoverHold, goes on writing to the master the
 // sentinels name. Writes that waited are then sent to the new master: they
 // never reached the old one. Connections to the old master are closed: idle ones
-// at once, busy ones when their command returns; none is reused.
+// at once, busy ones when their command returns; none is reused. A write
+// that waited FailoverHold (or until its context ended) fails with a
+// *WriteHeldError (errors.Is ErrFailoverInProgress), unsent: re-running it
+// is safe.
+//
+// # A master cut off
+//
+// When the master is cut off from the sentinels and its replicas while the
+// client still reaches it, Sentinel promotes a replica and everything the
+// old master acknowledges meanwhile is lost when the partition heals. The
+// sentinel poll sees it coming, and holds writes (as in a failover, up to
+// FailoverHold each, failing with a *WriteHeldError) at the first sign
+// that the replicas do not receive the master's writes while Sentinel may
+// act on it:
+//
+//   - every replica Sentinel could promote stopped advancing between two
+//     polls while the master was ahead of it, or lost its link (ROLE on
+//     the master and on each, every poll); or
+//   - a sentinel cannot reach the master (a PING of its pending longer
+//     than a round trip between them can take, which the client bounds
+//     by its own round trips to each; or the master flagged down or
+//     disconnected), and the master cannot get a write confirmed by all
+//     of them (PUBLISH and WAIT, on a channel of its own).
+//
+// Until a quorum of sentinels cannot reach the master, such a hold is a
+// suspicion: it ends as soon as that quorum has had a PING answered by
+// the master since the hold began (they still reach it, so no failover
+// comes and nothing is lost), once per episode. Once the quorum cannot
+// reach it either, the hold lasts until the sentinels replace the master
+// (writes go to the new one) or reach it again. EventMasterIsolated and
+// EventIsolationEnded report it. Against go-redis's NewFailoverClient in
+// the same partition, this loses 0.10-0.14 times as many acknowledged
+// writes (BENCHMARKS.md); durable writes lose none. SentinelPollInterval
+// (negative: off) sets the pace; each poll is a SENTINEL MASTER to every
+// sentinel and a ROLE to the master and each replica.
 //
 // A call that fails with a sign that the master may have moved (a
 // connection refused or dropped, READONLY, MASTERDOWN, LOADING) triggers
@@ -74,7 +141,11 @@
 //     may have executed. The client already points at the new master;
 //     whether to re-run is the caller's decision. A timeout alone never
 //     re-runs a write.
-//   - If the master did not change, the original error is returned.
+//   - If the master did not change, the error is returned: a failure with
+//     no answer from the node (a connection not made or lost, a timeout)
+//     as a *NodeError that names the node and whether the work may have
+//     run, and unwraps to what go-redis reported; a reply from the server
+//     (WRONGTYPE, redis.Nil, ...) as go-redis returns it.
 //
 // The data-node clients run with go-redis retries off (MaxRetries -1,
 // DialerRetries 1): this package alone decides what is re-run.
@@ -87,16 +158,22 @@
 // WithDurable per call) every write is followed, on the same connection, by
 // WAIT within DurableTimeout; the call succeeds only if WAIT counts as many
 // confirmations as there are replicas in this union, and otherwise fails
-// with a *NotDurableError (it may have executed):
+// with a *NotDurableError:
 //
 //   - every replica the master's ROLE lists as connected (the ones it
 //     streams to; WAIT counts their acknowledgements);
-//   - every replica Sentinel could promote: those SENTINEL REPLICAS does not
-//     flag s_down, o_down or disconnected, with a replica-priority other
-//     than 0 and a master link down for at most ten times
-//     down-after-milliseconds, plus how long the sentinel has seen the
-//     master down (Sentinel's own rules for choosing);
-//   - every replica the client verified itself (ROLE).
+//   - every replica any sentinel could promote (DurablePromotable, the
+//     default): those its SENTINEL REPLICAS does not flag s_down, o_down
+//     or disconnected, with a replica-priority other than 0 and a master
+//     link down for at most ten times down-after-milliseconds, plus how
+//     long the sentinel has seen the master down (Sentinel's own rules for
+//     choosing). Every sentinel, because any may lead the next failover,
+//     and one's view can be wrong for a moment (one just restarted lists
+//     every replica disconnected). With DurableEveryKnownReplica: every
+//     replica any sentinel knows, down or not (but priority 0);
+//   - every replica the client verified itself (ROLE), and every listed
+//     replica whose ROLE says master (a promotion under way: it cannot
+//     confirm, so nothing is durable, as it must not be).
 //
 // Reachable or not from the client: a replica the client cannot reach,
 // which Sentinel and the master can, still counts. Why the whole union:
@@ -105,26 +182,50 @@
 // reconfigures them. Any smaller count can be met by those replicas without
 // the promoted one, and the write is then lost with the old master. With
 // the union, WAIT succeeds only if every connected replica confirmed, and
-// it can succeed at all only if every replica Sentinel could promote is
-// connected; the promoted replica, gone from the old master, can never be
-// one of them. So an acknowledged durable write is on every replica
-// Sentinel could promote, as of the last topology refresh (RefreshInterval;
-// the lists come from it, so no round trip is added to the write; a replica
-// that attached to the master since is not counted until the next one).
+// it can succeed at all only if every counted replica is connected; the
+// promoted replica, gone from the old master, can never be one of them.
+// When the last refresh found a counted replica not connected to the
+// master, a durable write is refused before it is sent (a *NotDurableError
+// with NotSent and Unconfirmable: re-running it later is safe) rather than
+// run and left unconfirmed, and a refresh is asked for at once.
+//
+// What is promised, exactly. A durable write acknowledged was received by
+// every replica counted as of the last topology refresh (RefreshInterval;
+// the lists come from it, so no round trip is added to the write; a
+// replica that attached to the master since is not counted until the next
+// one). With DurablePromotable it can still be lost when Sentinel later
+// promotes a replica that was not counted when it was confirmed: one that
+// was down then (crashed, or flagged down or disconnected by every
+// sentinel), comes back with older data, and is promoted because the
+// replicas that had the write are gone too (two failures). With
+// DurableEveryKnownReplica that cannot happen to a replica any sentinel
+// knew: durable writes fail while any of them is down. A replica the
+// sentinels learn of only later (a new one added from an old backup and
+// promoted before it synchronised) is outside both promises.
 //
 // Stats.DurableReplicas and NotDurableError.Replicas list the replicas
 // counted. What it costs: one replica round trip per write (see
 // BENCHMARKS.md). Durable writes fail while a counted replica cannot
-// confirm: one that crashed, until Sentinel flags it s_down
-// (down-after-milliseconds); one that hangs, until the master also drops
-// it (repl-timeout, 60 s by default), because it could wake and confirm in
-// place of the replica being promoted; one that is resynchronising, until
-// it is in sync. After a failover, Sentinel lists the old master as a
-// replica of the new one, and durable writes count it: if it is still
-// running, they fail until Sentinel has turned it into a replica and it
-// has synchronised (seconds; until then Sentinel could promote it, without
-// the new master's writes); if it is gone, until a refresh finds it
-// flagged down or disconnected. A replica reported under two different
+// confirm: one that crashed, until every sentinel flags it down
+// (down-after-milliseconds; with DurableEveryKnownReplica, until it is
+// back); one that hangs, until the master also drops it (repl-timeout, 60
+// s by default), because it could wake and confirm in place of the
+// replica being promoted; one that is resynchronising, until it is in
+// sync. After a failover, Sentinel lists the old master as a replica of
+// the new one, and durable writes count it: if it is still running, they
+// fail until Sentinel has turned it into a replica and it has synchronised
+// (until then Sentinel could promote it, without the new master's writes:
+// Sentinel's choice does not look at the role a replica reports); if it
+// is gone, until a refresh finds it flagged down or disconnected. Sentinel
+// turns it into a replica at the first INFO it sends it four publish
+// periods after the switch: with Redis's own timings (info-period 10 s,
+// publish-period 2 s) durable writes fail for about 11 s after every
+// failover (11.2 s converted, 11.8 s to the first durable write, in
+// BENCHMARKS.md), with the lab's 3.3 s. No client can shorten that safely:
+// only that conversion makes the old master unpromotable, and a client
+// running REPLICAOF on it would race Sentinel. An operator who knows the
+// failover is done can run REPLICAOF <new master> on the old master,
+// which is what Sentinel will do. A replica reported under two different
 // addresses is counted twice, which fails every durable write rather than
 // let one through: this happens when replicas announce a hostname
 // (replica-announce-ip) that the master's ROLE reports as given while
@@ -185,7 +286,8 @@
 // # Observing
 //
 // Options.Observer receives every Event (master changed, replicas changed,
-// failover started, read retried, write re-run or refused, sentinel skipped);
+// failover started, master isolated, read retried, write re-run or
+// refused, sentinel skipped);
 // Stats returns counters and the current topology; Options.Logger receives
 // records. Diagnose returns a staged trace of the path to the master for a
 // person to read.
