@@ -206,7 +206,12 @@ func askSentinelStep(ctx context.Context, opts *Options, addr string) (Step, str
 		}
 		return step, ""
 	}
-	named := net.JoinHostPort(v[0], v[1])
+	named, err := opts.replyAddr(addr, "master", v[0], v[1])
+	if err != nil {
+		step.Err = &StageError{Stage: step.Stage, Server: addr, Err: err}
+		step.Detail = fmt.Sprintf("sentinel %s skipped: %v", addr, err)
+		return step, ""
+	}
 	step.Detail = fmt.Sprintf("sentinel %s named %s as the master of %q", addr, named, opts.MasterName)
 	return step, named
 }

@@ -116,8 +116,8 @@
 // reach it either, the hold lasts until the sentinels replace the master
 // (writes go to the new one) or reach it again. EventMasterIsolated and
 // EventIsolationEnded report it. Against go-redis's NewFailoverClient in
-// the same partition, this loses 0.10-0.14 times as many acknowledged
-// writes (BENCHMARKS.md); durable writes lose none. SentinelPollInterval
+// the same partition, this loses about a tenth as many acknowledged
+// writes (0.09-0.15 in BENCHMARKS.md); durable writes lose none. SentinelPollInterval
 // (negative: off) sets the pace; each poll is a SENTINEL MASTER to every
 // sentinel and a ROLE to the master and each replica.
 //
@@ -220,8 +220,7 @@
 // turns it into a replica at the first INFO it sends it four publish
 // periods after the switch: with Redis's own timings (info-period 10 s,
 // publish-period 2 s) durable writes fail for about 11 s after every
-// failover (11.2 s converted, 11.8 s to the first durable write, in
-// BENCHMARKS.md), with the lab's 3.3 s. No client can shorten that safely:
+// failover (11.1-11.8 s in BENCHMARKS.md), with the lab's 3.2-3.3 s. No client can shorten that safely:
 // only that conversion makes the old master unpromotable, and a client
 // running REPLICAOF on it would race Sentinel. An operator who knows the
 // failover is done can run REPLICAOF <new master> on the old master,
