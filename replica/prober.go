@@ -17,6 +17,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 
 	"github.com/rediskit/rediskit/internal/safe"
 )
@@ -295,7 +296,7 @@ func (p *prober) client(addr string) *redis.Client {
 	}
 	// Probe replies are bounded: nothing a node sends the prober may
 	// crash the process or make it allocate without bound.
-	c := redis.NewClient(redisopt.Guarded(opt))
+	c := redis.NewClient(respguard.Guard(opt))
 	p.clients[addr] = c
 	return c
 }

@@ -1,7 +1,6 @@
 package sentinel
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,109 +22,17 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// fakeServer is a hostile or broken server for the tests of what the
-// client does with replies no Redis sends: it reads RESP commands and
-// answers each with what reply returns (raw RESP; "" closes the
-// connection). HELLO gets an error, so go-redis goes on in RESP2.
-type fakeServer struct {
-	ln    net.Listener
-	reply func(args []string) string
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-}
-
-func newFakeServer(t *testing.T, reply func(args []string) string) *fakeServer {
+// newFakeServer is a testkit.FakeServer answering each command with what
+// reply returns, for the tests of what the client does with replies no
+// Redis sends. HELLO gets an error, so go-redis goes on in RESP2.
+func newFakeServer(t *testing.T, reply func(args []string) string) *testkit.FakeServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeServer{ln: ln, reply: reply, conns: map[net.Conn]struct{}{}}
-	f.wg.Add(1)
-	go f.accept()
-	t.Cleanup(f.close)
-	return f
-}
-
-func (f *fakeServer) addr() string { return f.ln.Addr().String() }
-
-func (f *fakeServer) accept() {
-	defer f.wg.Done()
-	for {
-		c, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		f.mu.Lock()
-		f.conns[c] = struct{}{}
-		f.mu.Unlock()
-		f.wg.Add(1)
-		go f.serve(c)
-	}
-}
-
-func (f *fakeServer) serve(c net.Conn) {
-	defer f.wg.Done()
-	defer c.Close()
-	r := bufio.NewReader(c)
-	for {
-		args, err := readCommand(r)
-		if err != nil {
-			return
-		}
-		var out string
+	return testkit.NewFakeServer(t, func(_ *testkit.FakeSession, args []string) string {
 		if strings.EqualFold(args[0], "HELLO") {
-			out = "-ERR unknown command 'HELLO'\r\n"
-		} else {
-			out = f.reply(args)
+			return "-ERR unknown command 'HELLO'\r\n"
 		}
-		if out == "" {
-			return
-		}
-		if _, err := io.WriteString(c, out); err != nil {
-			return
-		}
-	}
-}
-
-func (f *fakeServer) close() {
-	_ = f.ln.Close()
-	f.mu.Lock()
-	for c := range f.conns {
-		_ = c.Close()
-	}
-	f.mu.Unlock()
-	f.wg.Wait()
-}
-
-// readCommand reads one RESP array of bulk strings.
-func readCommand(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
-	if err != nil || n < 1 {
-		return nil, fmt.Errorf("not a command: %q", line)
-	}
-	args := make([]string, n)
-	for i := range args {
-		hdr, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(hdr, "$")))
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		args[i] = string(buf[:size])
-	}
-	return args, nil
+		return reply(args)
+	})
 }
 
 // respFields writes field/value pairs as a RESP2 array of bulk strings.
@@ -177,7 +83,7 @@ func TestHostileSentinelReplies(t *testing.T) {
 				})
 				var before runtime.MemStats
 				runtime.ReadMemStats(&before)
-				c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.addr()},
+				c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()},
 					DiscoveryTimeout: 300 * time.Millisecond, SentinelTimeout: 300 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
@@ -190,8 +96,8 @@ func TestHostileSentinelReplies(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%s to %s: PING answered", tt.reply[:min(len(tt.reply), 20)], cmd)
 				}
-				if cmd == "SENTINEL" && !strings.Contains(err.Error(), f.addr()) {
-					t.Errorf("the error does not name the bad sentinel %s: %v", f.addr(), err)
+				if cmd == "SENTINEL" && !strings.Contains(err.Error(), f.Addr()) {
+					t.Errorf("the error does not name the bad sentinel %s: %v", f.Addr(), err)
 				}
 				if cmd == "SENTINEL" && len(err.Error()) > 4096 {
 					t.Errorf("a %d-byte error", len(err.Error()))
@@ -240,7 +146,7 @@ func TestMalformedAddressesAreNotDialled(t *testing.T) {
 				return "-ERR no\r\n"
 			})
 			var dials atomic.Int32
-			c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.addr()},
+			c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()},
 				DiscoveryTimeout: 300 * time.Millisecond, SentinelPollInterval: -1,
 				NodeOptions: func(o *redis.Options) {
 					next := o.Dialer
@@ -257,12 +163,12 @@ func TestMalformedAddressesAreNotDialled(t *testing.T) {
 			defer cancel()
 			err = c.Set(ctx, "k", "v", 0).Err()
 			var de *DiscoveryError
-			if !errors.As(err, &de) || !strings.Contains(err.Error(), f.addr()) {
-				t.Fatalf("SET: %v; want a DiscoveryError naming %s", err, f.addr())
+			if !errors.As(err, &de) || !strings.Contains(err.Error(), f.Addr()) {
+				t.Fatalf("SET: %v; want a DiscoveryError naming %s", err, f.Addr())
 			}
 			var ae *AddressError
-			if tt.want != "" && (!errors.As(err, &ae) || ae.Source != f.addr() || !strings.Contains(ae.Reason, tt.want)) {
-				t.Fatalf("SET: %v; want an AddressError from %s saying %q", err, f.addr(), tt.want)
+			if tt.want != "" && (!errors.As(err, &ae) || ae.Source != f.Addr() || !strings.Contains(ae.Reason, tt.want)) {
+				t.Fatalf("SET: %v; want an AddressError from %s saying %q", err, f.Addr(), tt.want)
 			}
 			if n := dials.Load(); n != 0 {
 				t.Fatalf("%d data-node dials to what the sentinel named", n)
@@ -366,7 +272,7 @@ func TestSentinelFloodIsBounded(t *testing.T) {
 	})
 	t.Run("with the real sentinels", func(t *testing.T) {
 		c, _ := newTestClient(t, l, func(o *Options) {
-			o.SentinelAddrs = append([]string{flood.addr()}, l.SentinelAddrs()...)
+			o.SentinelAddrs = append([]string{flood.Addr()}, l.SentinelAddrs()...)
 		})
 		began := time.Now()
 		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
@@ -380,7 +286,7 @@ func TestSentinelFloodIsBounded(t *testing.T) {
 		t.Logf("SET in %v", time.Since(began))
 	})
 	t.Run("alone", func(t *testing.T) {
-		c, _ := newTestClient(t, l, func(o *Options) { o.SentinelAddrs = []string{flood.addr()} })
+		c, _ := newTestClient(t, l, func(o *Options) { o.SentinelAddrs = []string{flood.Addr()} })
 		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +316,7 @@ func TestLongServerErrorIsCut(t *testing.T) {
 	}{{50_000, "truncated"}, {100_000, "the limit is"}} {
 		long := strings.Repeat("e", tt.size)
 		f := newFakeServer(t, func(args []string) string { return "-ERR " + long + "\r\n" })
-		c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.addr()}, DiscoveryTimeout: 200 * time.Millisecond})
+		c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, DiscoveryTimeout: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

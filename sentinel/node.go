@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
-	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
@@ -111,7 +111,7 @@ func (s *nodeSet) get(addr string) *node {
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = controlPoolSize, 0, controlPoolSize
 	// The client's own commands' replies are bounded; the caller's are
 	// theirs (a LRANGE may rightly return millions of elements).
-	n.ctl = redis.NewClient(redisopt.Guarded(ctl))
+	n.ctl = redis.NewClient(respguard.Guard(ctl))
 	if s.closed {
 		// The client is closing: hand out a closed node (its calls fail
 		// with ErrClosed) rather than one nobody would close.

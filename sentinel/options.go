@@ -15,6 +15,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/redisurl"
 )
 
@@ -362,7 +363,7 @@ func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, networ
 // bounded (redisopt.Guarded): nothing a sentinel sends may crash the
 // process or make it allocate without bound.
 func (o *Options) sentinelOptions(addr string, configured bool) *redis.Options {
-	return redisopt.Guarded(redisopt.Inner(&redis.Options{
+	return respguard.Guard(redisopt.Inner(&redis.Options{
 		Addr:         addr,
 		Dialer:       o.sentinelDialer(configured),
 		Username:     o.SentinelUsername,

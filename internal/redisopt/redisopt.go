@@ -8,12 +8,9 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
-
-	"github.com/rediskit/rediskit/internal/respguard"
 )
 
 // Inner sets, on o, the settings every inner go-redis client of rediskit
@@ -53,32 +50,4 @@ func Handshake(ctx context.Context, conn net.Conn, cfg *tls.Config, addr string)
 		return nil, err
 	}
 	return tc, nil
-}
-
-// Guarded makes o's connections bounded by package respguard (its default
-// Limits), and returns o: for the connections rediskit opens for itself
-// (to sentinels; its ROLE checks and probes of data nodes), whose replies
-// a hostile or broken server could otherwise make the process allocate
-// without bound, or crash it, in a goroutine the application cannot
-// protect. It keeps o's Dialer, or dials as go-redis would: o.DialTimeout
-// (go-redis's 5 s when zero), TLS with o.TLSConfig.
-func Guarded(o *redis.Options) *redis.Options {
-	dial := o.Dialer
-	if dial == nil {
-		timeout := o.DialTimeout
-		if timeout == 0 {
-			timeout = 5 * time.Second
-		}
-		d := &net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
-		tlsConfig := o.TLSConfig
-		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := d.DialContext(ctx, network, addr)
-			if err != nil || tlsConfig == nil {
-				return conn, err
-			}
-			return Handshake(ctx, conn, tlsConfig, addr)
-		}
-	}
-	o.Dialer = respguard.WrapDialer(dial, respguard.Limits{})
-	return o
 }

@@ -2,6 +2,7 @@ package respguard
 
 import (
 	"context"
+	"github.com/rediskit/rediskit/internal/testkit"
 	"net"
 	"testing"
 	"time"
@@ -69,10 +70,10 @@ func BenchmarkRead(b *testing.B) {
 // the guarded client, "go-redis" the plain one; throughput-ratio is plain
 // time / guarded time, 1 meaning no cost).
 func BenchmarkGoRedis(b *testing.B) {
-	srv := startServer(b, normal)
-	plain := redis.NewClient(redisopt.Inner(&redis.Options{Addr: srv.addr(), PoolSize: benchcmp.Workers}))
+	srv := testkit.NewFakeServer(b, normal)
+	plain := redis.NewClient(redisopt.Inner(&redis.Options{Addr: srv.Addr(), PoolSize: benchcmp.Workers}))
 	defer plain.Close()
-	guarded := redis.NewClient(redisopt.Inner(&redis.Options{Addr: srv.addr(), PoolSize: benchcmp.Workers, Dialer: WrapDialer(nil, Limits{})}))
+	guarded := redis.NewClient(redisopt.Inner(&redis.Options{Addr: srv.Addr(), PoolSize: benchcmp.Workers, Dialer: WrapDialer(nil, Limits{})}))
 	defer guarded.Close()
 	probe := func(ctx context.Context, c redis.UniversalClient) error {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

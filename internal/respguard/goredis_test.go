@@ -1,11 +1,9 @@
 package respguard
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"strconv"
@@ -21,135 +19,6 @@ import (
 	"github.com/rediskit/rediskit/internal/testkit"
 )
 
-// fakeServer is a tiny RESP server on 127.0.0.1: it reads commands and
-// writes what handle returns for each (nothing: no reply). Connections stay
-// open until the client closes them or the test ends.
-type fakeServer struct {
-	ln     net.Listener
-	handle func(s *session, cmd []string) string
-	done   chan struct{} // closed when the server stops
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-}
-
-// session is one client connection's state.
-type session struct {
-	resp3 bool
-	// later writes text on the connection after d, unprompted, unless the
-	// server stops first.
-	later func(d time.Duration, text string)
-}
-
-func startServer(t testing.TB, handle func(s *session, cmd []string) string) *fakeServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &fakeServer{ln: ln, handle: handle, done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
-	s.wg.Go(s.accept)
-	t.Cleanup(s.close)
-	return s
-}
-
-func (s *fakeServer) addr() string { return s.ln.Addr().String() }
-
-func (s *fakeServer) accept() {
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Go(func() { s.serve(c) })
-	}
-}
-
-func (s *fakeServer) serve(c net.Conn) {
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		c.Close()
-	}()
-	rd := bufio.NewReader(c)
-	// Written through a buffer, so that the server's writes allocate
-	// nothing (io.WriteString on a net.Conn would copy each reply): the
-	// tests count the process's allocations.
-	wr := bufio.NewWriterSize(c, 32<<10)
-	sess := &session{later: func(d time.Duration, text string) {
-		s.wg.Go(func() {
-			select {
-			case <-time.After(d):
-				_, _ = io.WriteString(c, text)
-			case <-s.done:
-			}
-		})
-	}}
-	for {
-		cmd, err := readCommand(rd)
-		if err != nil {
-			return
-		}
-		if reply := s.handle(sess, cmd); reply != "" {
-			if _, err := wr.WriteString(reply); err != nil {
-				return
-			}
-			if err := wr.Flush(); err != nil {
-				return
-			}
-		}
-	}
-}
-
-// close stops the server: the listener, every connection, every goroutine.
-func (s *fakeServer) close() {
-	close(s.done)
-	s.ln.Close()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
-// readCommand reads one command as go-redis sends it: an array of bulk
-// strings.
-func readCommand(rd *bufio.Reader) ([]string, error) {
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if !strings.HasPrefix(line, "*") {
-		return nil, fmt.Errorf("not a command: %q", line)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-	if err != nil || n < 1 || n > 1024 {
-		return nil, fmt.Errorf("bad command length %q", line)
-	}
-	cmd := make([]string, n)
-	for i := range cmd {
-		h, err := rd.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(h, "$")))
-		if err != nil || size < 0 || size > 1<<20 {
-			return nil, fmt.Errorf("bad argument header %q", h)
-		}
-		b := make([]byte, size+2)
-		if _, err := io.ReadFull(rd, b); err != nil {
-			return nil, err
-		}
-		cmd[i] = string(b[:size])
-	}
-	return cmd, nil
-}
-
 // The replies of normal traffic.
 var (
 	testInfo         = infoText()
@@ -158,17 +27,17 @@ var (
 
 // normal answers as a Redis 7 server would, in RESP2 or RESP3 as HELLO
 // chose.
-func normal(s *session, cmd []string) string {
+func normal(s *testkit.FakeSession, cmd []string) string {
 	switch strings.ToUpper(cmd[0]) {
 	case "HELLO":
 		if len(cmd) > 1 {
-			s.resp3 = cmd[1] == "3"
+			s.RESP3 = cmd[1] == "3"
 		}
 		proto := "2"
-		if s.resp3 {
+		if s.RESP3 {
 			proto = "3"
 		}
-		return mapOf(!s.resp3, bulk("server"), bulk("redis"), bulk("version"), bulk("7.0.15"), bulk("proto"), ":"+proto+"\r\n",
+		return mapOf(!s.RESP3, bulk("server"), bulk("redis"), bulk("version"), bulk("7.0.15"), bulk("proto"), ":"+proto+"\r\n",
 			bulk("id"), ":7\r\n", bulk("mode"), bulk("standalone"), bulk("role"), bulk("master"), bulk("modules"), "*0\r\n")
 	case "PING":
 		return "+PONG\r\n"
@@ -186,10 +55,10 @@ func normal(s *session, cmd []string) string {
 		return agg('*', bulk("master"), ":123456789\r\n",
 			agg('*', agg('*', bulk("10.0.0.2"), bulk("6379"), bulk("123456789")), agg('*', bulk("10.0.0.3"), bulk("6379"), bulk("123456700"))))
 	case "CONFIG":
-		return mapOf(!s.resp3, bulk("maxmemory"), bulk("0"), bulk("maxmemory-policy"), bulk("noeviction"), bulk("appendonly"), bulk("no"))
+		return mapOf(!s.RESP3, bulk("maxmemory"), bulk("0"), bulk("maxmemory-policy"), bulk("noeviction"), bulk("appendonly"), bulk("no"))
 	case "SUBSCRIBE":
 		push := byte('*')
-		if s.resp3 {
+		if s.RESP3 {
 			push = '>'
 		}
 		var out strings.Builder
@@ -220,11 +89,11 @@ func client(addr string, protocol int, lim Limits) *redis.Client {
 }
 
 func TestGoRedisNormalTraffic(t *testing.T) {
-	srv := startServer(t, normal)
+	srv := testkit.NewFakeServer(t, normal)
 	for _, protocol := range []int{3, 2} {
 		t.Run("RESP"+strconv.Itoa(protocol), func(t *testing.T) {
 			ctx := testkit.Context(t, 20*time.Second)
-			c := client(srv.addr(), protocol, Limits{})
+			c := client(srv.Addr(), protocol, Limits{})
 			defer c.Close()
 			if got, err := c.Ping(ctx).Result(); err != nil || got != "PONG" {
 				t.Fatalf("PING: %q, %v", got, err)
@@ -305,7 +174,7 @@ func TestGoRedisHostile(t *testing.T) {
 		for _, when := range []string{"HELLO", "PING"} {
 			for _, protocol := range []int{3, 2} {
 				t.Run(fmt.Sprintf("%s/answering %s/RESP%d", h.name, when, protocol), func(t *testing.T) {
-					srv := startServer(t, func(s *session, cmd []string) string {
+					srv := testkit.NewFakeServer(t, func(s *testkit.FakeSession, cmd []string) string {
 						if strings.EqualFold(cmd[0], when) {
 							return h.reply
 						}
@@ -316,7 +185,7 @@ func TestGoRedisHostile(t *testing.T) {
 					var before, after runtime.MemStats
 					runtime.ReadMemStats(&before)
 
-					c := client(srv.addr(), protocol, Limits{})
+					c := client(srv.Addr(), protocol, Limits{})
 					began := time.Now()
 					err := c.Do(ctx, "PING").Err()
 					took := time.Since(began)
@@ -329,8 +198,8 @@ func TestGoRedisHostile(t *testing.T) {
 					if le == nil || le.What != h.what {
 						t.Fatalf("PING: %v; want a %s *LimitError", err, h.what)
 					}
-					if le.Addr != srv.addr() {
-						t.Errorf("LimitError.Addr %q, want the address dialled, %q", le.Addr, srv.addr())
+					if le.Addr != srv.Addr() {
+						t.Errorf("LimitError.Addr %q, want the address dialled, %q", le.Addr, srv.Addr())
 					}
 					if !failure.Network(err) || failure.Timeout(err) || !failure.Signal(err) {
 						t.Errorf("%v: Network %v, Timeout %v, Signal %v; want a network error, not a timeout",
@@ -356,14 +225,14 @@ func TestGoRedisHostile(t *testing.T) {
 // TestGoRedisPushFlood sends pub/sub pushes whose count is hostile on a
 // subscribed connection: ReceiveMessage fails with the *LimitError.
 func TestGoRedisPushFlood(t *testing.T) {
-	srv := startServer(t, func(s *session, cmd []string) string {
+	srv := testkit.NewFakeServer(t, func(s *testkit.FakeSession, cmd []string) string {
 		if strings.EqualFold(cmd[0], "SUBSCRIBE") {
 			return normal(s, cmd) + ">2147483647\r\n"
 		}
 		return normal(s, cmd)
 	})
 	ctx := testkit.Context(t, 20*time.Second)
-	c := client(srv.addr(), 3, Limits{})
+	c := client(srv.Addr(), 3, Limits{})
 	defer c.Close()
 	ps := c.Subscribe(ctx, "ch")
 	defer ps.Close()
@@ -426,14 +295,14 @@ func TestAllocationBound(t *testing.T) {
 	}
 	for _, sh := range shapes {
 		t.Run(sh.name, func(t *testing.T) {
-			srv := startServer(t, func(s *session, cmd []string) string {
+			srv := testkit.NewFakeServer(t, func(s *testkit.FakeSession, cmd []string) string {
 				if cmd[0] == "BIG" {
 					return sh.reply
 				}
 				return normal(s, cmd)
 			})
 			ctx := testkit.Context(t, time.Minute)
-			c := client(srv.addr(), 3, lim)
+			c := client(srv.Addr(), 3, lim)
 			defer c.Close()
 			if err := c.Ping(ctx).Err(); err != nil {
 				t.Fatal(err)
@@ -471,14 +340,14 @@ func TestAllocationBound(t *testing.T) {
 // block for as long as the server keeps the line incomplete (forever).
 func TestGoRedisIdlePartialLine(t *testing.T) {
 	var once sync.Once
-	srv := startServer(t, func(s *session, cmd []string) string {
+	srv := testkit.NewFakeServer(t, func(s *testkit.FakeSession, cmd []string) string {
 		if strings.EqualFold(cmd[0], "PING") {
-			once.Do(func() { s.later(50*time.Millisecond, "+PART") })
+			once.Do(func() { s.Later(50*time.Millisecond, "+PART") })
 		}
 		return normal(s, cmd)
 	})
 	ctx := testkit.Context(t, 20*time.Second)
-	c := client(srv.addr(), 3, Limits{})
+	c := client(srv.Addr(), 3, Limits{})
 	defer c.Close()
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
