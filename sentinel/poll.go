@@ -174,8 +174,9 @@ type isolationHold struct {
 // held because the master is about to be replaced while it still answers
 // the client, and returns the hold (nil: none). cur is the current hold;
 // cleared says that the sentinels already vouched for the master during
-// this episode of suspicion (no new suspect hold until it ends, which the
-// second result reports).
+// this episode (no new hold on suspicion until the replicas are seen
+// receiving the stream again, which ends it), and the second result is the
+// new value.
 //
 // A write the master acknowledges is lost when Sentinel promotes a
 // replica that did not receive it. That needs two things: the sentinels
@@ -229,10 +230,19 @@ func isolationDecision(cur *isolationHold, cleared bool, in isolationInput) (*is
 	}
 	probeFailed := in.probe.ran && in.probe.err == nil && !in.probe.noPerm && in.probe.acked < in.probe.want
 	notReceiving := in.stall.all() || probeFailed
+	// The episode the sentinels vouched for lasts until the replicas are
+	// seen receiving again: a watched one that did not stall, or a probe
+	// they all confirmed. Replicas whose links went down are not watched,
+	// and do not end it.
+	receiving := (in.stall.watched > 0 && in.stall.stalled < in.stall.watched) ||
+		(in.probe.ran && in.probe.err == nil && !in.probe.noPerm && in.probe.acked >= in.probe.want)
+	if receiving {
+		cleared = false
+	}
 	suspicion := (len(signs) > 0 && probeFailed) || in.stall.all()
 	confirmed := len(signs) >= quorum && (notReceiving || in.probe.noPerm)
 	if !suspicion && !confirmed {
-		return nil, false
+		return nil, cleared
 	}
 	reason := describeIsolation(signs, in.probe, in.stall)
 	switch {
@@ -533,7 +543,11 @@ func (c *Client) applyPoll(res pollResult) {
 	watches := make(map[string]replicaWatch, len(res.replicas))
 	for addr, s := range res.replicas {
 		if s.err != nil || res.role.err != nil || res.role.role.Role != "master" {
-			continue // not answered: neither watched nor forgotten
+			// Not answered: forgotten. A replica the client cannot see
+			// is not watched, and one that comes back (restarted,
+			// resynchronising) is watched again once linked, not taken
+			// for one that lost its link.
+			continue
 		}
 		bound := st.rtt.get(res.master) + st.rtt.get(addr) + pollPingSlack
 		w, watched, stalled := watchStream(p.replicas[addr], s.at, res.role.role.Offset, s.role, res.master, bound)
@@ -543,11 +557,6 @@ func (c *Client) applyPoll(res pollResult) {
 		}
 		if stalled {
 			stall.stalled++
-		}
-	}
-	for addr, w := range p.replicas {
-		if _, ok := watches[addr]; !ok && slices.Contains(cur.promotable, addr) {
-			watches[addr] = w // unanswered this round: remembered as it was
 		}
 	}
 	p.replicas = watches
