@@ -153,8 +153,11 @@ type Stats struct {
 	// Sentinel could promote, including ones this client cannot reach.
 	DurableReplicas []string
 	Sentinels       []string // known sentinels, in asking order
-	// FailoverInProgress is true while writes are held.
+	// FailoverInProgress is true while writes are held for a failover.
 	FailoverInProgress bool
+	// MasterIsolated, when not empty, says why writes are held for a
+	// master cut off from the sentinels and its replicas.
+	MasterIsolated string
 	// Nodes counts the calls sent to each address (reads by the node that
 	// served them, writes on the masters), sorted by address.
 	Nodes []NodeStats
@@ -205,6 +208,7 @@ func (c *Client) Stats() Stats {
 		st.Replicas = slices.Clone(snap.replicaAddrs)
 		st.DurableReplicas = slices.Clone(snap.durable)
 		st.FailoverInProgress = snap.fenced
+		st.MasterIsolated = snap.isolated
 	}
 	return st
 }
