@@ -53,14 +53,43 @@
 //
 // # Failures seen in traffic
 //
-// Every call's outcome is counted for the database that ran it. Two rules
-// trip the breaker:
+// Every call's outcome is counted for the database that ran it, by failure
+// event, not by failed call. One event (a proxy or the server resetting
+// its connections, a network hiccup, a server stalled by a fork or a slow
+// command) fails every call in flight at once: that is one sign the
+// database may be down, not one per call. The rule:
 //
-//   - the fast path: ConsecutiveFailures (default 3) failures in a row;
+//   - the first failure seen begins an event, and counts;
+//   - a failure of a call that started before the current event began
+//     (its first failure was seen) belongs to it and is not counted again:
+//     the call was in flight when the event hit (Stats: CoalescedFailures);
+//   - a failure of a call that started at or after that moment begins the
+//     next event, and counts;
+//   - a success ends a run of failures, whenever its call started.
+//
+// Two rules trip the breaker, on those counts:
+//
+//   - the fast path: ConsecutiveFailures (default 3) failure events in a
+//     row;
 //   - the rate path: within the last FailureWindow (default 2 s), at least
-//     MinFailures (default 10) failures that are at least
-//     FailureRateThreshold (default 10 %) of the calls. (redis-py's
-//     minimum is 1,000, for busy services; the window slides in tenths.)
+//     MinFailures (default 10) failure events that are at least
+//     FailureRateThreshold (default 10 %) of the calls (the window counts
+//     an event as one failed call, and the failures it coalesced not at
+//     all). (redis-py's minimum is 1,000, for busy services; the window
+//     slides in tenths.)
+//
+// So one reset counts once, however many calls it fails, and moves no
+// traffic; those calls get their error as it is. A database that is really
+// down also fails the calls started after each event, and each such round
+// is another event. A success ends the run even when its call was in
+// flight as the event began: a reply is the database answering, and a
+// proxy that resets its connections one by one fails, meanwhile, calls on
+// those it has not reached yet, while the others keep succeeding. The rule
+// has no window or constant of its own: which calls belong to an event
+// follows from when they started, whatever they take (a microsecond, or a
+// blocking command's seconds) and however late a loaded machine delivers
+// their errors. A breaker that closes starts its counts afresh; failures
+// of calls in flight across its closing belong to what opened it.
 //
 // Only connection errors (refused, reset, EOF) and timeouts are failures.
 // A reply is not, even an error reply: WRONGTYPE or a missing key says the
@@ -71,11 +100,18 @@
 // one than the client's ReadTimeout, or by the health checks. Nor are
 // client-side refusals (a closed client, a full pool) counted.
 //
-// A dead database is usually found within milliseconds under load: a
-// killed server refuses connections and resets the pooled ones, and the
-// third failure trips. The calls that failed before that get their error
-// as it is. See BENCHMARKS.md for the time from a kill to the first call
-// served by the next database.
+// A dead database is found within milliseconds under load: a killed server
+// resets the pooled connections (one event: the calls in flight) and
+// refuses new ones at once (an event per round of calls), and the third
+// event trips. A stalled one takes ConsecutiveFailures rounds of timeouts,
+// about ConsecutiveFailures times the database client's ReadTimeout (1.5 s
+// with 500 ms). Counting failed calls instead would trip on the first
+// round whenever three calls are in flight, that is on any stall longer
+// than one timeout, a fork's or a slow command's included. A
+// ConsecutiveFailures of 2 finds a stall in two timeouts, and one event
+// still never trips it. The calls that failed before the trip get their
+// error as it is. See BENCHMARKS.md for the time from a kill to the first
+// call served by the next database.
 //
 // # Health checks
 //

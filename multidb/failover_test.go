@@ -99,6 +99,7 @@ func TestKillActiveUnderLoad(t *testing.T) {
 			t.Error(err)
 		}
 	}, func() bool { return c.Active() == "db1" }, time.Second)
+	st := stateOf(c, "db0")
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +146,9 @@ func TestKillActiveUnderLoad(t *testing.T) {
 		t.Fatal("no call was served by db1")
 	}
 	detection := firstOnDB1.Sub(killed)
-	t.Logf("kill → first success on db1: %v (first failed call → first success: %v); %d ops: %d writes acknowledged, %d refused as DatabaseChanged, %d other write errors, %d failed reads",
-		detection.Round(100*time.Microsecond), firstOnDB1.Sub(firstErr).Round(100*time.Microsecond), len(ops), acked, writesChanged, writesFailed, readsFailed)
+	t.Logf("kill → first success on db1: %v (first failed call → first success: %v); %d ops: %d writes acknowledged, %d refused as DatabaseChanged, %d other write errors, %d failed reads; db0: %d failed calls, %d of them coalesced",
+		detection.Round(100*time.Microsecond), firstOnDB1.Sub(firstErr).Round(100*time.Microsecond), len(ops), acked, writesChanged, writesFailed, readsFailed,
+		st.Failures, st.CoalescedFailures)
 	if len(otherErrs) > 0 {
 		t.Logf("other write errors: %v", otherErrs)
 	}
@@ -335,9 +337,15 @@ func TestAllDown(t *testing.T) {
 // TestStalledActiveUnderLoad black-holes the active database (it accepts
 // and never answers) under continuous reads and writes with the default
 // settings: calls time out at the database client's ReadTimeout (500 ms
-// here), three timeouts trip the breaker, and traffic moves on; the time
-// from the stall to the first call served by the next database is bounded
-// by that timeout, not by the health checks.
+// here). The calls in flight when it stalled time out together, one
+// failure event; the calls started after that time out too, another; the
+// third such round trips the breaker (ConsecutiveFailures), and traffic
+// moves on. So the time from the stall to the first call served by the
+// next database is bounded by ConsecutiveFailures read timeouts, not by
+// the health checks: the stall comes once the first health check is over,
+// so the next is seconds away, and the trip must be the traffic's. It is
+// at least ConsecutiveFailures-1 timeouts: one round of timeouts, however
+// many calls it fails, does not trip.
 func TestStalledActiveUnderLoad(t *testing.T) {
 	nodes := standalone(t, 2, lab.Config{Proxy: true})
 	ctx := testkit.Context(t, 30*time.Second)
@@ -345,6 +353,7 @@ func TestStalledActiveUnderLoad(t *testing.T) {
 	c, log := newClient(t, Config{}, nodes, 10, 5) // every setting at its default
 	var stalled time.Time
 	ops := underLoad(ctx, c, 300*time.Millisecond, func() {
+		testkit.WaitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, "db0").Checked })
 		stalled = time.Now()
 		nodes[0].BlackHole()
 	}, func() bool { return c.Active() == "db1" }, 500*time.Millisecond)
@@ -366,13 +375,18 @@ func TestStalledActiveUnderLoad(t *testing.T) {
 		t.Fatal("no read was served by db1")
 	}
 	took := first.Sub(stalled)
-	t.Logf("stall → first success on db1: %v (ReadTimeout %v); %d writes refused as DatabaseChanged, %d other errors",
-		took.Round(time.Millisecond), opts(nodes[0]).ReadTimeout, changed, failed)
-	if limit := opts(nodes[0]).ReadTimeout + time.Second; took > limit {
-		t.Errorf("stall to first success took %v, want ≤ %v (the read timeout and a margin)", took, limit)
+	rt := opts(nodes[0]).ReadTimeout
+	st := stateOf(c, "db0")
+	t.Logf("stall → first success on db1: %v (ReadTimeout %v); %d writes refused as DatabaseChanged, %d other errors; db0: %d failed calls, %d of them coalesced",
+		took.Round(time.Millisecond), rt, changed, failed, st.Failures, st.CoalescedFailures)
+	if limit := DefaultConsecutiveFailures*rt + time.Second; took > limit {
+		t.Errorf("stall to first success took %v, want ≤ %v (%d read timeouts and a margin)", took, limit, DefaultConsecutiveFailures)
 	}
-	if sw := log.awaitSwitches(t, 1); len(sw) != 1 || sw[0].New != "db1" {
-		t.Fatalf("switches %v", sw)
+	if least := (DefaultConsecutiveFailures - 1) * rt; took < least {
+		t.Errorf("stall to first success took %v, want ≥ %v: one round of timeouts tripped the breaker", took, least)
+	}
+	if sw := log.awaitSwitches(t, 1); len(sw) != 1 || sw[0].New != "db1" || !strings.Contains(sw[0].Err.Error(), "in a row") {
+		t.Fatalf("switches %v, want one to db1, by the traffic's failures in a row", sw)
 	}
 	nodes[0].Restore()
 }

@@ -210,12 +210,16 @@ type DatabaseStats struct {
 	// LastError is the last failure seen (a health check's or traffic's).
 	LastError string
 	// ConsecutiveFailures and WindowFailures/WindowCalls are the traffic
-	// counts the trip rules look at; Failures counts every connection
-	// failure or timeout since the client started.
+	// counts the trip rules look at, by failure event: the calls in flight
+	// together when one of them failed count as one failure (see the
+	// package documentation). Failures counts every failed call (connection
+	// failure or timeout) since the client started; CoalescedFailures, the
+	// part of them that joined an event already counted.
 	ConsecutiveFailures       int64
 	WindowFailures            int64
 	WindowCalls               int64
 	Failures                  uint64
+	CoalescedFailures         uint64
 	Trips                     uint64 // times the breaker opened
 	ChecksPassed              uint64
 	ChecksFailed              uint64
@@ -282,6 +286,7 @@ func (c *Client) Stats() Stats {
 			WindowFailures:      failed,
 			WindowCalls:         calls,
 			Failures:            db.det.total.Load(),
+			CoalescedFailures:   db.det.coalesced.Load(),
 			Trips:               db.trips,
 			ChecksPassed:        db.checksPassed,
 			ChecksFailed:        db.checksFailed,

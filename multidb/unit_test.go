@@ -114,22 +114,34 @@ func TestWindowSlides(t *testing.T) {
 	}
 }
 
+// TestDetector drives the detector with calls one after the other (each
+// started after the previous one ended), so every failure is an event of
+// its own; TestDetectorCoalesces has calls in flight together.
 func TestDetector(t *testing.T) {
 	d := detector{window: newWindow(2 * time.Second)}
-	now := time.Now()
+	at := func(ms int) time.Time { return d.window.base.Add(time.Duration(ms) * time.Millisecond) }
 	for i := 1; i <= 3; i++ {
-		if inARow, _, _ := d.failure(now); inARow != int64(i) {
-			t.Fatalf("failure %d: in a row %d", i, inARow)
+		if inARow, _, _, counted := d.failure(at(10*i), at(10*i+5)); inARow != int64(i) || !counted {
+			t.Fatalf("failure %d: in a row %d, counted %v", i, inARow, counted)
 		}
 	}
-	d.success(now)
-	inARow, failed, calls := d.failure(now)
-	if inARow != 1 || failed != 4 || calls != 5 || d.total.Load() != 4 {
-		t.Fatalf("after a success: in a row %d, window %d/%d, total %d; want 1, 4/5, 4", inARow, failed, calls, d.total.Load())
+	d.success(at(41))
+	inARow, failed, calls, _ := d.failure(at(50), at(51))
+	if inARow != 1 || failed != 4 || calls != 5 || d.total.Load() != 4 || d.coalesced.Load() != 0 {
+		t.Fatalf("after a success: in a row %d, window %d/%d, total %d, coalesced %d; want 1, 4/5, 4, 0",
+			inARow, failed, calls, d.total.Load(), d.coalesced.Load())
 	}
-	d.reset()
-	if f, c := d.window.sum(now); d.consecutive.Load() != 0 || f != 0 || c != 0 {
+	d.reset(at(60))
+	if f, c := d.window.sum(at(60)); d.consecutive.Load() != 0 || f != 0 || c != 0 {
 		t.Fatalf("after reset: in a row %d, window %d/%d", d.consecutive.Load(), f, c)
+	}
+	// A call in flight when the breaker closed fails: it belongs to what
+	// opened it. One started after counts.
+	if _, _, _, counted := d.failure(at(55), at(70)); counted {
+		t.Fatal("a call in flight across the reset counted")
+	}
+	if inARow, _, _, counted := d.failure(at(61), at(71)); !counted || inARow != 1 {
+		t.Fatalf("a call started after the reset: counted %v, in a row %d", counted, inARow)
 	}
 }
 
