@@ -130,9 +130,126 @@ func judge(start, now, since time.Time) (isNew bool, next time.Time) {
 	return true, now
 }
 
+// A burst (an event that failed more than one call) is one count for the
+// trip rules, however many calls it failed, and that is right for a blip;
+// but a real outage fails every call in flight as well, and counting its
+// burst once means waiting for more rounds of failures (for a stall, a read
+// timeout each) before the breaker trips. So a burst asks at once for a
+// second, independent sign, and takes the first that can tell, from either
+// of two sources of the same kind: a health check of the database run out
+// of schedule (the burst check: burst.go), and the calls started
+// after the burst began. Both are new requests, made after the burst; both
+// settle it the same way:
+//
+//   - the database answers (a call's reply, a passed check): it was a
+//     blip; nothing trips, and no later failure is taken as this burst's
+//     second sign;
+//   - a timeout, or a failure to connect (or a probe's own failure: a
+//     READONLY reply to a write probe, a lagging replica), with no answer
+//     since the burst began: two signs of one outage; the breaker trips;
+//   - a lost connection (a reset, EOF) settles nothing: it may be the burst
+//     itself, reaching connections the check or a later call had just
+//     taken (a proxy resetting its connections one by one does that). A
+//     dead database then refuses the next connections at once, which is a
+//     second sign, and the trip rules count such rounds in milliseconds.
+//
+// The calls and the check race to settle it, and which wins is a matter of
+// scheduling; that is why both count. A call that times out trips the
+// breaker on its own goroutine, so it and every later call caught by the
+// same outage move on (a read re-run on the next database), where waiting
+// for the check's goroutine to be scheduled would let a worker whose call
+// timed out a moment earlier send one more call to the stalled database
+// and wait one more timeout for it. The check settles it when no call does
+// (traffic that came in one burst and stopped).
+//
+// A lone failure asks for nothing: its event was counted in full (no
+// failure was coalesced, no evidence set aside), and failures one call at
+// a time are what ConsecutiveFailures counts. A check per lone failure
+// would also run one for every stale pooled connection a server or a load
+// balancer closed while idle, a common and harmless failure.
+
+// asks is the rule for asking, as a pure function: whether a failure, of
+// the event that began at event (counted: it began it), asks for a burst
+// check, given asked, the event the last check was asked for (zero: none).
+// Only a failure that joins an event already counted does (the event has
+// failed a second call: it is a burst), and only the first such of its
+// event; an event the last check was asked for, or one older, asks no more.
+// (Two events that began within one tick of a coarse clock have one begin
+// time, and share the check the first asked for, which began within that
+// tick.)
+func asks(counted bool, event, asked time.Time) bool {
+	return !counted && asked.Before(event)
+}
+
+// confirms is the rule for a call as the second sign, as a pure function:
+// whether a failure of a call that started at start, decisive (a timeout or
+// a failure to connect, not a lost connection), settles the burst that
+// began at burst (zero: none yet) as an outage, given answered, when the
+// database was last seen answering after a failure (a reply that ended a
+// run of failures, a passed health check; zero: never). The call must
+// have started at or after the burst began (the judge's convention: it
+// was not in flight when the burst hit), and nothing answered since; an
+// answer at the instant the burst began counts (no trip on a tie).
+func confirms(decisive bool, start, burst, answered time.Time) bool {
+	return decisive && !burst.IsZero() && !start.Before(burst) && answered.Before(burst)
+}
+
+// burstOutcome is what a burst check's verdict does.
+type burstOutcome int
+
+const (
+	// burstPassed: the check passed; the burst was a blip. It counts as a
+	// passed health check, and nothing trips.
+	burstPassed burstOutcome = iota
+	// burstTripped: the check failed decisively, and nothing answered since
+	// the burst began: two signs of one outage. The breaker opens, as for
+	// any failed health check.
+	burstTripped
+	// burstAnswered: the check failed, but the database answered after the
+	// burst began: the failures did not stop it answering, which is no
+	// outage. Nothing trips.
+	burstAnswered
+	// burstInconclusive: the check failed only by lost connections, which
+	// may be the burst itself (see above). Nothing trips; the trip rules
+	// and the scheduled checks carry on.
+	burstInconclusive
+	// burstMoot: the breaker is no longer closed (the trip rules or a
+	// health check opened it meanwhile): the verdict is not needed.
+	burstMoot
+)
+
+var burstOutcomes = [...]string{"passed", "tripped", "answered", "inconclusive", "moot"}
+
+func (o burstOutcome) String() string {
+	if o >= 0 && int(o) < len(burstOutcomes) {
+		return burstOutcomes[o]
+	}
+	return fmt.Sprintf("burstOutcome(%d)", int(o))
+}
+
+// burstVerdict is the rule for a burst check's verdict, as a pure
+// function: healthy is the check's verdict and decisive whether one of its
+// failed probes failed otherwise than by a lost connection; state is the
+// breaker's when the verdict arrives, burst when the burst began, answered
+// as for confirms.
+func burstVerdict(healthy, decisive bool, state BreakerState, burst, answered time.Time) burstOutcome {
+	switch {
+	case state != Closed:
+		return burstMoot
+	case healthy:
+		return burstPassed
+	case !answered.Before(burst):
+		return burstAnswered
+	case !decisive:
+		return burstInconclusive
+	}
+	return burstTripped
+}
+
 // detector counts one database's traffic failures for the two trip rules,
 // by event (see judge): ConsecutiveFailures events in a row (the fast
-// path), or a rate of events over a sliding window (the rate path). It is
+// path), or a rate of events over a sliding window (the rate path); and it
+// finds bursts and their second signs (see asks and confirms). It is
 // lock-free and allocates nothing: every call records its outcome here, a
 // success as before (one load, and a window count), a failure with a
 // compare-and-swap; the only cost the rule adds to a call is reading the
@@ -143,10 +260,31 @@ type detector struct {
 	// clock (see stamp); 0: no event yet. It only moves forward, by
 	// compare-and-swap to a new event's time, so that of concurrent
 	// failures of calls in flight together exactly one counts.
-	since     atomic.Int64
+	since atomic.Int64
+	// asked is the event (a since value) the last burst check was asked
+	// for; 0: none. It only moves forward, by compare-and-swap, so that of
+	// the concurrent failures of one burst exactly one asks.
+	asked atomic.Int64
+	// answered is when the database was last seen answering after a
+	// failure (a stamp; 0: never): a success that ended a run of failures,
+	// a passed health check, the breaker closing. Only those write it, so a
+	// success costs what it did when nothing failed.
+	answered  atomic.Int64
 	total     atomic.Uint64 // failed calls since the client started
 	coalesced atomic.Uint64 // of those, the ones an earlier event had counted
 	window    window
+}
+
+// tally is what the detector makes of one failure: the counts the trip
+// rules look at, as they are once it is counted (counted: it began an
+// event) or coalesced into the current event (the counts are the current
+// ones); event, the since value of the event it belongs to; burst, whether
+// this failure asks for a burst check of that event (see asks); confirms,
+// whether it settles the last burst as an outage (see confirms).
+type tally struct {
+	inARow, failed, calls    int64
+	counted, burst, confirms bool
+	event                    int64
 }
 
 // at is the time of a since value.
@@ -168,49 +306,91 @@ func (d *detector) stamp(t time.Time) int64 { return max(int64(t.Sub(d.window.ba
 func (d *detector) success(now time.Time) {
 	if d.consecutive.Load() != 0 {
 		d.consecutive.Store(0)
+		advance(&d.answered, d.stamp(now))
 	}
 	d.window.add(now, false)
 }
 
-// failure records a connection failure or a timeout of a call that started
-// at start, seen at now. It returns the failure events in a row and the
-// window's failure events and calls, as they are once this failure is
-// counted (counted: it was a new event) or coalesced into the current
-// event (not counted, and the counts are the current ones).
-func (d *detector) failure(start, now time.Time) (inARow, failed, calls int64, counted bool) {
-	d.total.Add(1)
+// advance moves v forward to at least to.
+func advance(v *atomic.Int64, to int64) {
 	for {
-		since := d.since.Load()
+		old := v.Load()
+		if old >= to || v.CompareAndSwap(old, to) {
+			return
+		}
+	}
+}
+
+// failure records a connection failure or a timeout of a call that started
+// at start, seen at now; decisive says it was a timeout or a failure to
+// connect, not a lost connection (see tally).
+func (d *detector) failure(start, now time.Time, decisive bool) tally {
+	d.total.Add(1)
+	// Against the last burst asked for before this failure: if this one
+	// asks for its own event, that burst is settled by calls started
+	// after the event began, not by those in flight in it.
+	confirmed := confirms(decisive, start, d.at(d.asked.Load()), d.at(d.answered.Load()))
+	var since int64
+	for {
+		since = d.since.Load()
 		isNew, next := judge(start, now, d.at(since))
 		if !isNew {
 			d.coalesced.Add(1)
-			failed, calls = d.window.sum(now)
-			return d.consecutive.Load(), failed, calls, false
+			t := tally{inARow: d.consecutive.Load(), event: since, confirms: confirmed}
+			t.failed, t.calls = d.window.sum(now)
+			t.burst = d.ask(since)
+			return t
 		}
-		if d.since.CompareAndSwap(since, d.stamp(next)) {
+		v := d.stamp(next)
+		if d.since.CompareAndSwap(since, v) {
+			since = v
 			break
 		}
 		// Another failure began an event meanwhile: judge again against it.
 	}
-	inARow = d.consecutive.Add(1)
+	t := tally{inARow: d.consecutive.Add(1), counted: true, event: since, confirms: confirmed}
 	d.window.add(now, true)
-	failed, calls = d.window.sum(now)
-	return inARow, failed, calls, true
+	t.failed, t.calls = d.window.sum(now)
+	return t
+}
+
+// answer records that the database answered at t otherwise than by a
+// call's reply (a passed health check's last probe); a zero t records
+// nothing.
+func (d *detector) answer(t time.Time) {
+	if !t.IsZero() {
+		advance(&d.answered, d.stamp(t))
+	}
+}
+
+// ask reports whether a failure coalesced into event (a since value) is
+// the one that asks for its burst check (see asks): of concurrent ones,
+// exactly one is.
+func (d *detector) ask(event int64) bool {
+	for {
+		asked := d.asked.Load()
+		if !asks(false, d.at(event), d.at(asked)) {
+			return false
+		}
+		if d.asked.CompareAndSwap(asked, event) {
+			return true
+		}
+	}
 }
 
 // reset forgets the failures (a breaker that closes at now starts afresh).
 // Calls that started before now were in flight while the database was
 // failing: their failures belong to what opened the breaker, and are not
-// counted against it again.
+// counted against it again, nor taken for a burst (that event counts as
+// asked for), nor for the second sign of one (the database answered the
+// check that closed the breaker).
 func (d *detector) reset(now time.Time) {
 	d.consecutive.Store(0)
 	d.window.reset()
-	for v := d.stamp(now); ; {
-		old := d.since.Load()
-		if old >= v || d.since.CompareAndSwap(old, v) {
-			return
-		}
-	}
+	v := d.stamp(now)
+	advance(&d.since, v)
+	advance(&d.asked, v)
+	advance(&d.answered, v)
 }
 
 // windowBuckets is how many buckets the sliding window has: it slides by a

@@ -27,10 +27,24 @@ import (
 // timeout of theirs would be a failure the test did not make.
 func burstClient(t *testing.T) ([]*lab.Node, *Client, *eventLog) {
 	t.Helper()
+	return burstClientWith(t, Config{})
+}
+
+// burstClientWith is burstClient with cfg's settings (its Databases and
+// Observer are burstClient's).
+func burstClientWith(t *testing.T, cfg Config) ([]*lab.Node, *Client, *eventLog) {
+	t.Helper()
 	nodes := standalone(t, 2, lab.Config{Proxy: true})
 	nameNodes(t, nodes)
 	log := &eventLog{}
-	cfg := fast(Config{HealthCheckInterval: time.Hour, ProbeTimeout: 2 * time.Second, Observer: log.observe})
+	if cfg.HealthCheckInterval == 0 {
+		cfg.HealthCheckInterval = time.Hour
+	}
+	if cfg.ProbeTimeout == 0 {
+		cfg.ProbeTimeout = 2 * time.Second
+	}
+	cfg.Observer = log.observe
+	cfg = fast(cfg)
 	for i, n := range nodes {
 		o := n.Options()
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
@@ -119,8 +133,9 @@ func collect(t *testing.T, ctx context.Context, errs <-chan error, count int) []
 // with 16 calls in flight on them (8 writes, 8 reads; the server holds them
 // all, so they are in flight together for certain): every one fails with
 // the connection error, as it is, and together they count as one failure.
-// Nothing switches: the breaker stays closed and the next call is served by
-// the same database.
+// The burst asks for one health check at once, which passes. Nothing
+// switches: the breaker stays closed and the next call is served by the
+// same database.
 func TestOneResetIsOneFailure(t *testing.T) {
 	nodes, c, log := burstClient(t)
 	ctx := testkit.Context(t, 30*time.Second)
@@ -143,6 +158,14 @@ func TestOneResetIsOneFailure(t *testing.T) {
 	if st.Failures != inFlight || st.CoalescedFailures != inFlight-1 || st.ConsecutiveFailures != 1 || st.WindowFailures != 1 {
 		t.Fatalf("db0 counts %d failed calls, %d coalesced, %d in a row, %d in the window; want %d, %d, 1, 1",
 			st.Failures, st.CoalescedFailures, st.ConsecutiveFailures, st.WindowFailures, inFlight, inFlight-1)
+	}
+	// The burst asked for one health check at once, and it passed.
+	testkit.WaitFor(t, 10*time.Second, "the burst check's verdict", func() bool {
+		st := stateOf(c, "db0")
+		return st.BurstChecksPassed+st.BurstChecksFailed > 0
+	})
+	if st := stateOf(c, "db0"); st.BurstChecks != 1 || st.BurstChecksPassed != 1 || st.State != Closed || st.Trips != 0 {
+		t.Fatalf("db0: %d burst checks, %d passed, %s with %d trips; want one, passed, closed, none", st.BurstChecks, st.BurstChecksPassed, st.State, st.Trips)
 	}
 	if v, err := c.Get(ctx, "who").Result(); err != nil || v != "db0" {
 		t.Fatalf("the next call: %q, %v; want it served by db0", v, err)
@@ -210,7 +233,8 @@ func TestSeparateResetsTrip(t *testing.T) {
 // reset once a call started after the previous one has succeeded: every
 // reset fails the calls in flight on it (at least ConsecutiveFailures of
 // them at once in one reset, or the test would prove nothing), and no
-// reset switches. Every failed call got its connection error as it is.
+// reset switches, nor any health check the bursts start at once. Every
+// failed call got its connection error as it is.
 func TestResetsUnderLoadDoNotSwitch(t *testing.T) {
 	nodes, c, log := burstClient(t)
 	ctx := testkit.Context(t, 60*time.Second)
@@ -262,7 +286,21 @@ func TestResetsUnderLoadDoNotSwitch(t *testing.T) {
 			t.Errorf("a call failed with %v, want the connection error as it is", o.err)
 		}
 	}
-	t.Logf("%d ops, %d failed; db0: %d failed calls, %d coalesced, %d trips", len(ops), failed, st.Failures, st.CoalescedFailures, st.Trips)
+	// A failure coalesced into an event made it a burst, which asked for a
+	// health check at once; none of their verdicts tripped the breaker.
+	if st.CoalescedFailures > 0 && st.BurstChecks == 0 {
+		t.Fatalf("%d failures coalesced into bursts, and no burst check ran", st.CoalescedFailures)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the burst checks' verdicts", func() bool {
+		st := stateOf(c, "db0")
+		return st.BurstChecksPassed+st.BurstChecksFailed == st.BurstChecks
+	})
+	st = stateOf(c, "db0")
+	t.Logf("%d ops, %d failed; db0: %d failed calls, %d coalesced, %d burst checks (%d passed, %d failed without showing an outage), %d trips",
+		len(ops), failed, st.Failures, st.CoalescedFailures, st.BurstChecks, st.BurstChecksPassed, st.BurstChecksFailed, st.Trips)
+	if st.Trips != 0 || st.State != Closed || c.Active() != "db0" {
+		t.Fatalf("after the burst checks' verdicts: db0 %s with %d trips, active %q; want no switch", st.State, st.Trips, c.Active())
+	}
 	log.flush(t, c)
 	if sw := log.switches(); len(sw) != 0 {
 		t.Fatalf("switches %v", sw)
@@ -293,18 +331,122 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+func TestAsks(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	tests := []struct {
+		name         string
+		counted      bool
+		event, asked time.Time
+		want         bool
+	}{
+		{"the failure that begins an event: not a burst (yet)", true, ms(10), time.Time{}, false},
+		{"a lone failure's event, counted, never asks, whatever was asked before", true, ms(10), ms(5), false},
+		{"the second failure of an event, none asked yet: a burst, asks", false, ms(10), time.Time{}, true},
+		{"the second failure of a later event than the last asked: asks", false, ms(10), ms(5), true},
+		{"a further failure of an event already asked for: no more", false, ms(10), ms(10), false},
+		{"a failure of an older event than the last asked: no more", false, ms(5), ms(10), false},
+	}
+	for _, tt := range tests {
+		if got := asks(tt.counted, tt.event, tt.asked); got != tt.want {
+			t.Errorf("%s: asks = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestConfirms(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	tests := []struct {
+		name                   string
+		decisive               bool
+		start, burst, answered time.Time
+		want                   bool
+	}{
+		{"no burst yet", true, ms(20), time.Time{}, time.Time{}, false},
+		{"a timeout of a call started after the burst began, nothing answered: confirmed", true, ms(20), ms(10), time.Time{}, true},
+		{"started when the burst began: after it (the judge's convention)", true, ms(10), ms(10), time.Time{}, true},
+		{"the last answer before the burst: confirmed", true, ms(20), ms(10), ms(9), true},
+		{"in flight when the burst began: part of it", true, ms(9), ms(10), time.Time{}, false},
+		{"answered after the burst began: a blip", true, ms(20), ms(10), ms(15), false},
+		{"answered at the instant the burst began: no trip on a tie", true, ms(20), ms(10), ms(10), false},
+		{"a lost connection: may be the burst itself", false, ms(20), ms(10), time.Time{}, false},
+	}
+	for _, tt := range tests {
+		if got := confirms(tt.decisive, tt.start, tt.burst, tt.answered); got != tt.want {
+			t.Errorf("%s: confirms = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestBurstVerdict(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	tests := []struct {
+		name              string
+		healthy, decisive bool
+		state             BreakerState
+		burst, answered   time.Time
+		want              burstOutcome
+	}{
+		{"passed: a blip", true, false, Closed, ms(10), time.Time{}, burstPassed},
+		{"passed, answered meanwhile too", true, false, Closed, ms(10), ms(20), burstPassed},
+		{"failed by a timeout, nothing answered ever: trips", false, true, Closed, ms(10), time.Time{}, burstTripped},
+		{"failed by a timeout, the last answer before the burst: trips", false, true, Closed, ms(10), ms(9), burstTripped},
+		{"failed, but the database answered after the burst began: no outage", false, true, Closed, ms(10), ms(11), burstAnswered},
+		{"failed, answered at the instant the burst began: no trip on a tie", false, true, Closed, ms(10), ms(10), burstAnswered},
+		{"failed only by lost connections: may be the burst itself", false, false, Closed, ms(10), time.Time{}, burstInconclusive},
+		{"failed, the breaker opened meanwhile: moot", false, true, Open, ms(10), time.Time{}, burstMoot},
+		{"passed, the breaker opened meanwhile: moot (it does not close it)", true, false, Open, ms(10), time.Time{}, burstMoot},
+		{"passed, half-open meanwhile: moot (the scheduled check decides)", true, false, HalfOpen, ms(10), time.Time{}, burstMoot},
+	}
+	for _, tt := range tests {
+		if got := burstVerdict(tt.healthy, tt.decisive, tt.state, tt.burst, tt.answered); got != tt.want {
+			t.Errorf("%s: burstVerdict = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// FuzzBurstVerdict checks the verdict's promises for any inputs: it trips
+// only on a decisive failure, a closed breaker and no answer since the
+// burst began, and then always; it never acts on an open or half-open
+// breaker; a passed check never trips; and a failure confirms the burst on
+// a check exactly when it would on a call started after the burst.
+func FuzzBurstVerdict(f *testing.F) {
+	f.Add(false, true, int32(0), int64(10), int64(0))
+	f.Add(false, true, int32(0), int64(10), int64(10))
+	f.Add(false, false, int32(0), int64(10), int64(0))
+	f.Add(true, false, int32(2), int64(10), int64(11))
+	f.Fuzz(func(t *testing.T, healthy, decisive bool, state int32, burst, answered int64) {
+		b, an := time.Unix(0, burst), time.Unix(0, answered)
+		st := BreakerState(state)
+		o := burstVerdict(healthy, decisive, st, b, an)
+		tripWanted := !healthy && st == Closed && confirms(decisive, b, b, an)
+		switch {
+		case (o == burstTripped) != tripWanted:
+			t.Fatalf("healthy %v, decisive %v, %s, answered %v after the burst: %s; trip wanted %v", healthy, decisive, st, an.Sub(b), o, tripWanted)
+		case st != Closed && o != burstMoot:
+			t.Fatalf("%s: %s, want moot", st, o)
+		case st == Closed && healthy && o != burstPassed:
+			t.Fatalf("a passed check on a closed breaker: %s", o)
+		}
+	})
+}
+
 // call is one call for the detector: it started at start and its outcome
-// was seen at end (milliseconds from the detector's creation).
+// was seen at end (milliseconds from the detector's creation); a failure
+// is a timeout unless lost (a lost connection, see lostConnection).
 type call struct {
 	start, end int
-	ok         bool
+	ok, lost   bool
 }
 
 // replay feeds calls to a new detector in the order their outcomes are
 // seen (by end; ties in the order given), as the client does, and returns
 // it, the outcome index (in that order) at which rule first trips (-1:
-// never), and the calls in that order with whether each failure counted.
-func replay(calls []call, rule tripRule) (d *detector, trippedAt int, seen []call, counted []bool) {
+// never), and the calls in that order with what the detector made of each
+// failure (the zero tally for a success).
+func replay(calls []call, rule tripRule) (d *detector, trippedAt int, seen []call, tallies []tally) {
 	d = &detector{window: newWindow(time.Hour)}
 	at := func(ms int) time.Time { return d.window.base.Add(time.Duration(ms) * time.Millisecond) }
 	seen = append([]call(nil), calls...)
@@ -313,20 +455,20 @@ func replay(calls []call, rule tripRule) (d *detector, trippedAt int, seen []cal
 	for i, c := range seen {
 		if c.ok {
 			d.success(at(c.end))
-			counted = append(counted, false)
+			tallies = append(tallies, tally{})
 			continue
 		}
-		inARow, failed, n, isNew := d.failure(at(c.start), at(c.end))
-		counted = append(counted, isNew)
-		if _, trip := rule.trips(inARow, failed, n); trip && trippedAt < 0 {
+		f := d.failure(at(c.start), at(c.end), !c.lost)
+		tallies = append(tallies, f)
+		if _, trip := rule.trips(f.inARow, f.failed, f.calls); trip && trippedAt < 0 {
 			trippedAt = i
 		}
 	}
-	return d, trippedAt, seen, counted
+	return d, trippedAt, seen, tallies
 }
 
-// together is n calls started 1 ms apart from start, failing 1 ms apart
-// from end (with end >= start + n, all were in flight when the first
+// together is n calls started 1 ms apart from start, timing out 1 ms
+// apart from end (with end >= start + n, all were in flight when the first
 // failed).
 func together(n, start, end int) []call {
 	out := make([]call, n)
@@ -336,48 +478,69 @@ func together(n, start, end int) []call {
 	return out
 }
 
+// reset is calls whose failures are lost connections (a reset), not
+// timeouts.
+func reset(calls []call) []call {
+	for i := range calls {
+		calls[i].lost = !calls[i].ok
+	}
+	return calls
+}
+
 // TestDetectorCoalesces replays schedules of calls through the detector
-// and the default trip rules.
+// and the default trip rules, and finds the failure that settles a burst
+// as an outage (confirms).
 func TestDetectorCoalesces(t *testing.T) {
 	rule := tripRule{consecutive: DefaultConsecutiveFailures, minFailures: DefaultMinFailures, rate: DefaultFailureRateThreshold}
 	tests := []struct {
-		name      string
-		calls     []call
-		inARow    int64 // at the end
-		events    int64 // failures counted
-		trippedAt int   // outcome index (by end) of the trip, -1: none
+		name        string
+		calls       []call
+		inARow      int64 // at the end
+		events      int64 // failures counted
+		trippedAt   int   // outcome index (by end) of the trip rules' trip, -1: none
+		confirmedAt int   // outcome index of the first failure that confirms a burst, -1: none
 	}{
-		{"16 calls in flight fail together: one event", together(16, 0, 100), 1, 1, -1},
+		{"16 calls in flight fail together: one event", reset(together(16, 0, 100)), 1, 1, -1, -1},
 		{"16 together, then successes of calls started after: the run ends",
-			append(together(16, 0, 100), call{120, 121, true}, call{121, 122, true}), 0, 1, -1},
+			reset(append(together(16, 0, 100), call{start: 120, end: 121, ok: true}, call{start: 121, end: 122, ok: true})), 0, 1, -1, -1},
 		{"a success of a call in flight when the event began ends the run too",
-			append(together(16, 0, 100), call{50, 105, true}), 0, 1, -1},
+			reset(append(together(16, 0, 100), call{start: 50, end: 105, ok: true})), 0, 1, -1, -1},
 		{"three resets spaced apart, successes between: never three in a row",
-			slices.Concat(together(16, 0, 100), []call{{150, 151, true}}, together(16, 200, 300), []call{{350, 351, true}}, together(16, 400, 500)),
-			1, 3, -1},
-		{"three resets, each hitting calls started after the last: three events, the third trips",
-			slices.Concat(together(16, 0, 100), together(16, 116, 200), together(16, 216, 300)), 3, 3, 32},
-		{"a dead database: rounds of refused calls, each round started after the last failed",
-			slices.Concat(together(8, 0, 10), together(8, 18, 30), together(8, 38, 50)), 3, 3, 16},
-		{"a stall: rounds of timeouts (500 ms), each of calls started after the last timed out",
-			slices.Concat(together(8, 0, 500), together(8, 508, 1008), together(8, 1016, 1516)), 3, 3, 16},
-		{"one call at a time: every failure is an event", []call{{0, 1, false}, {2, 3, false}, {4, 5, false}}, 3, 3, 2},
+			reset(slices.Concat(together(16, 0, 100), []call{{start: 150, end: 151, ok: true}}, together(16, 200, 300), []call{{start: 350, end: 351, ok: true}}, together(16, 400, 500))),
+			1, 3, -1, -1},
+		{"three resets, each hitting calls started after the last: three events, the third trips; lost connections confirm nothing",
+			reset(slices.Concat(together(16, 0, 100), together(16, 116, 200), together(16, 216, 300))), 3, 3, 32, -1},
+		{"a dead database: a reset, then rounds of refused calls: the first refusal confirms",
+			slices.Concat(reset(together(8, 0, 10)), together(8, 18, 30), together(8, 38, 50)), 3, 3, 16, 8},
+		{"a stall: rounds of timeouts (500 ms); the first of the second round confirms",
+			slices.Concat(together(8, 0, 500), together(8, 508, 1008), together(8, 1016, 1516)), 3, 3, 16, 8},
+		{"one call at a time: every failure is an event, none a burst", []call{{start: 0, end: 1}, {start: 2, end: 3}, {start: 4, end: 5}}, 3, 3, 2, -1},
 		{"a call started before a later event's first failure joins that event",
-			[]call{{0, 10, false}, {11, 20, false}, {15, 25, false}}, 2, 2, -1},
+			[]call{{start: 0, end: 10}, {start: 11, end: 20}, {start: 15, end: 25}}, 2, 2, -1, -1},
+		{"a reset burst, then a call started after it times out, nothing answered: confirmed",
+			append(reset(together(16, 0, 100)), call{start: 120, end: 620}), 2, 2, -1, 16},
+		{"a reset burst, an answer, then a timeout: the burst was a blip",
+			append(reset(together(16, 0, 100)), call{start: 110, end: 111, ok: true}, call{start: 120, end: 620}), 1, 2, -1, -1},
+		{"a stall burst, and a call in flight when it began times out later: no second sign",
+			append(together(8, 0, 500), call{start: 8, end: 900}), 1, 1, -1, -1},
+		{"a lone failure, then a timeout: no burst to confirm", []call{{start: 0, end: 10}, {start: 11, end: 511}}, 2, 2, -1, -1},
+		{"a burst, then a call started after it loses its connection: no second sign",
+			append(together(8, 0, 500), call{start: 520, end: 521, lost: true}), 2, 2, -1, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, tripped, _, _ := replay(tt.calls, rule)
+			d, tripped, _, tallies := replay(tt.calls, rule)
 			var failures uint64
 			for _, c := range tt.calls {
 				if !c.ok {
 					failures++
 				}
 			}
+			confirmed := slices.IndexFunc(tallies, func(f tally) bool { return f.confirms })
 			events := failures - d.coalesced.Load()
-			if got := d.consecutive.Load(); got != tt.inARow || int64(events) != tt.events || tripped != tt.trippedAt || d.total.Load() != failures {
-				t.Fatalf("in a row %d, events %d, tripped at %d, failures %d; want %d, %d, %d, %d",
-					got, events, tripped, d.total.Load(), tt.inARow, tt.events, tt.trippedAt, failures)
+			if got := d.consecutive.Load(); got != tt.inARow || int64(events) != tt.events || tripped != tt.trippedAt || d.total.Load() != failures || confirmed != tt.confirmedAt {
+				t.Fatalf("in a row %d, events %d, tripped at %d, failures %d, confirmed at %d; want %d, %d, %d, %d, %d",
+					got, events, tripped, d.total.Load(), confirmed, tt.inARow, tt.events, tt.trippedAt, failures, tt.confirmedAt)
 			}
 			if f, _ := d.window.sum(d.window.base.Add(2 * time.Second)); f != tt.events {
 				t.Fatalf("window failures %d, want the %d events", f, tt.events)
@@ -387,32 +550,48 @@ func TestDetectorCoalesces(t *testing.T) {
 }
 
 // TestDetectorConcurrentBurst fails 16 calls in flight together from 16
-// goroutines at once: whatever the interleaving, exactly one counts.
+// goroutines at once: whatever the interleaving, exactly one counts, and
+// exactly one asks for a burst check.
 func TestDetectorConcurrentBurst(t *testing.T) {
 	for range 200 {
 		d := &detector{window: newWindow(2 * time.Second)}
 		start := time.Now()
 		var ready, wg sync.WaitGroup
 		gate := make(chan struct{})
-		var counted atomic.Int64
+		var counted, asked atomic.Int64
 		for range 16 {
 			ready.Add(1)
 			wg.Go(func() {
 				ready.Done()
 				<-gate
-				if _, _, _, isNew := d.failure(start, time.Now()); isNew {
+				f := d.failure(start, time.Now(), false)
+				if f.counted {
 					counted.Add(1)
+				}
+				if f.burst {
+					asked.Add(1)
 				}
 			})
 		}
 		ready.Wait()
 		close(gate)
 		wg.Wait()
-		if counted.Load() != 1 || d.consecutive.Load() != 1 || d.coalesced.Load() != 15 || d.total.Load() != 16 {
-			t.Fatalf("counted %d, in a row %d, coalesced %d, total %d; want 1, 1, 15, 16",
-				counted.Load(), d.consecutive.Load(), d.coalesced.Load(), d.total.Load())
+		if counted.Load() != 1 || asked.Load() != 1 || d.consecutive.Load() != 1 || d.coalesced.Load() != 15 || d.total.Load() != 16 {
+			t.Fatalf("counted %d, asked for a burst check %d, in a row %d, coalesced %d, total %d; want 1, 1, 1, 15, 16",
+				counted.Load(), asked.Load(), d.consecutive.Load(), d.coalesced.Load(), d.total.Load())
 		}
 	}
+}
+
+// seenAt is when the first of the failures counted for the event that
+// began at since was seen (ms), -1 if none.
+func seenAt(seen []call, tallies []tally, since int64) int {
+	for i, t := range tallies {
+		if t.counted && t.event == since {
+			return seen[i].end
+		}
+	}
+	return -1
 }
 
 // FuzzDetector replays arbitrary schedules of calls (each: how long after
@@ -426,7 +605,15 @@ func TestDetectorConcurrentBurst(t *testing.T) {
 //     is counted;
 //   - the run in a row is the events since the last success, and the
 //     window holds every event and success, once;
-//   - the start of the current event never moves back.
+//   - the start of the current event never moves back;
+//   - a burst check is asked for exactly by the second failure of each
+//     event that failed more than one call (the first one coalesced into
+//     it), never by a lone failure, and the event began when its first
+//     failure was seen;
+//   - answered is when the last success that ended a run was seen;
+//   - a failure confirms a burst exactly when it is a timeout (not a lost
+//     connection) of a call started at or after the latest burst seen
+//     before it began, and no success ended a run since that burst began.
 func FuzzDetector(f *testing.F) {
 	f.Add([]byte{0, 100, 0, 1, 100, 0, 1, 100, 0, 200, 1, 1})
 	f.Add([]byte{0, 10, 0, 11, 1, 0, 10, 1, 0, 0, 0, 0, 5, 5, 1})
@@ -435,20 +622,48 @@ func FuzzDetector(f *testing.F) {
 		var calls []call
 		for at := 0; len(data) >= 3 && len(calls) < 200; data = data[3:] {
 			at += int(data[0])
-			calls = append(calls, call{start: at, end: at + int(data[1]), ok: data[2]&1 == 1})
+			calls = append(calls, call{start: at, end: at + int(data[1]), ok: data[2]&1 == 1, lost: data[2]&2 == 2})
 		}
-		d, _, seen, counted := replay(calls, tripRule{})
+		d, _, seen, tallies := replay(calls, tripRule{})
 		var events, successes, run int64
-		var lastSince int64
+		var lastEvent int64
+		answered := -1            // end of the last success that ended a run, -1: none
+		burst := -1               // when the latest burst seen began (its first failure), -1: none
+		asked := map[int64]bool{} // the begin times (since values) a failure asked for
 		for i, c := range seen {
 			if c.ok {
 				successes++
+				if run > 0 {
+					answered = c.end
+				}
 				run = 0
 				continue
 			}
-			if counted[i] {
+			ti := tallies[i]
+			want := !c.lost && burst >= 0 && c.start >= burst && answered < burst
+			if ti.confirms != want {
+				t.Fatalf("failure %v (latest burst began at %d, last answer at %d): confirms %v, want %v", c, burst, answered, ti.confirms, want)
+			}
+			if ti.counted {
 				events++
 				run++
+			}
+			if ti.event < lastEvent {
+				t.Fatalf("failure %v: the event start moved back", c)
+			}
+			lastEvent = ti.event
+			// The first failure coalesced into an event (its second) asks,
+			// once per begin time.
+			if want := !ti.counted && !asked[ti.event]; ti.burst != want {
+				t.Fatalf("failure %v (counted %v, its event's begin time asked for before %v): asks %v, want %v",
+					c, ti.counted, asked[ti.event], ti.burst, want)
+			}
+			if ti.burst {
+				asked[ti.event] = true
+				burst = int(d.at(ti.event).Sub(d.window.base) / time.Millisecond)
+				if began := seenAt(seen[:i], tallies[:i], ti.event); burst != began {
+					t.Fatalf("failure %v: its event began at %d ms, its first failure was seen at %d", c, burst, began)
+				}
 			}
 			// Pairwise, against every failure seen before this one.
 			after := true // started at or after every earlier failure was seen
@@ -460,24 +675,19 @@ func FuzzDetector(f *testing.F) {
 				}
 				if c.start < p.end {
 					after = false
-					if counted[j] {
+					if tallies[j].counted {
 						inFlightAtEvent = true
 					}
 				}
-				if counted[i] && counted[j] && c.start < p.end {
+				if ti.counted && tallies[j].counted && c.start < p.end {
 					t.Fatalf("failures %v and %v were in flight together and both counted", p, c)
 				}
 			}
-			if !counted[i] && !inFlightAtEvent {
+			if !ti.counted && !inFlightAtEvent {
 				t.Fatalf("failure %v coalesced, but no counted failure was seen while it was in flight", c)
 			}
-			if after && !counted[i] {
+			if after && !ti.counted {
 				t.Fatalf("failure %v started after every earlier failure was seen, yet was coalesced", c)
-			}
-			if s := d.since.Load(); s < lastSince {
-				t.Fatalf("the event start moved back")
-			} else {
-				lastSince = s
 			}
 		}
 		if len(seen) == 0 {
@@ -488,6 +698,13 @@ func FuzzDetector(f *testing.F) {
 			d.total.Load()-d.coalesced.Load() != uint64(events) {
 			t.Fatalf("in a row %d (want %d), window %d/%d (want %d/%d), total %d coalesced %d",
 				d.consecutive.Load(), run, failed, n, events, events+successes, d.total.Load(), d.coalesced.Load())
+		}
+		want := time.Time{}
+		if answered >= 0 {
+			want = d.window.base.Add(time.Duration(answered) * time.Millisecond)
+		}
+		if got := d.at(d.answered.Load()); !got.Equal(want) {
+			t.Fatalf("answered %v, want %v", got.Sub(d.window.base), want.Sub(d.window.base))
 		}
 	})
 }

@@ -80,6 +80,11 @@ type database struct {
 	probe  Probe
 
 	det detector // lock-free
+	// bursting is true while a burst check of this database runs (at most
+	// one at a time: see burst.go); bursts counts its goroutine, for
+	// RemoveDatabase to wait for.
+	bursting atomic.Bool
+	bursts   sync.WaitGroup
 
 	// Guarded by Client.mu (brk's state is also read without it).
 	weight       float64
@@ -94,6 +99,9 @@ type database struct {
 	checksPassed uint64
 	checksFailed uint64
 	trips        uint64
+	burstChecks  uint64 // started
+	burstPassed  uint64
+	burstFailed  uint64
 
 	wake   chan struct{} // the health loop recomputes its next wake-up
 	ctx    context.Context
@@ -606,15 +614,27 @@ func connFailure(err error) bool {
 // caused is done. A failure coalesced into an event is judged on the
 // counts as they are: if its event tripped the breaker, it takes the lock
 // too, and so sees the switch that event made.
+//
+// A failure that settles a burst as an outage (see confirms) trips the
+// breaker too. The failure that makes its event a burst (the first one
+// coalesced into it) starts a burst check of db, in the background (see
+// burst.go): the call returns its error at once, as it would without.
 func (c *Client) afterFailure(db *database, start time.Time, cause error) *route {
-	inARow, failed, calls, _ := db.det.failure(start, time.Now())
-	if why, trip := c.rule.trips(inARow, failed, calls); trip {
+	t := db.det.failure(start, time.Now(), !lostConnection(cause))
+	why, trip := c.rule.trips(t.inARow, t.failed, t.calls)
+	if !trip && t.confirms {
+		why, trip = "calls failed together, and one started after them failed too (a timeout or a failure to connect), with no answer in between", true
+	}
+	if trip {
 		c.mu.Lock()
 		if !db.removed && db.brk.get() == Closed {
 			c.openLocked(db, time.Now(), why, cause)
 		}
 		c.mu.Unlock()
 		return c.route.Load()
+	}
+	if t.burst && db.brk.get() == Closed {
+		c.startBurstCheck(db)
 	}
 	if db.brk.get() != Closed {
 		// Another call opened the breaker: the switch it makes happens

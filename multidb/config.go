@@ -115,9 +115,12 @@ type Config struct {
 	// ConsecutiveFailures trips the active database's breaker after that
 	// many failure events (connection failures or timeouts) in a row, the
 	// fast path. The failures of calls in flight together when the first
-	// of them was seen are one event (see the package documentation), so a
-	// stalled database trips after about ConsecutiveFailures read
-	// timeouts. Default 3; negative turns the fast path off.
+	// of them was seen are one event, and such a burst asks at once for a
+	// second sign, from a health check or the next calls (see the package
+	// documentation), so a stalled database under concurrent traffic
+	// trips after about two read timeouts, and one under sequential
+	// traffic after ConsecutiveFailures. Default 3; negative turns the
+	// fast path off (not the burst's second sign).
 	ConsecutiveFailures int
 	// FailureRateThreshold and MinFailures trip the breaker when, within
 	// FailureWindow, at least MinFailures failure events happened and they

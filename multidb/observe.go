@@ -224,6 +224,16 @@ type DatabaseStats struct {
 	ChecksPassed              uint64
 	ChecksFailed              uint64
 	OpenedAt, GracePeriodEnds time.Time
+
+	// BurstChecks counts the health checks run at once because calls
+	// failed together (see the package documentation); BurstChecksPassed
+	// and BurstChecksFailed, their verdicts so far (one still running is
+	// in neither). One applied as a health check (it passed while the
+	// breaker was closed, or it tripped the breaker) also counts in
+	// ChecksPassed or ChecksFailed.
+	BurstChecks       uint64
+	BurstChecksPassed uint64
+	BurstChecksFailed uint64
 }
 
 // Stats are the client's databases and counters since it was created.
@@ -290,6 +300,9 @@ func (c *Client) Stats() Stats {
 			Trips:               db.trips,
 			ChecksPassed:        db.checksPassed,
 			ChecksFailed:        db.checksFailed,
+			BurstChecks:         db.burstChecks,
+			BurstChecksPassed:   db.burstPassed,
+			BurstChecksFailed:   db.burstFailed,
 		}
 		if ds.State != Closed {
 			ds.OpenedAt = db.brk.openedAt
