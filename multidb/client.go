@@ -80,6 +80,11 @@ type database struct {
 	probe  Probe
 
 	det detector // lock-free
+	// bursting is true while a burst check of this database runs (at most
+	// one at a time: see burst.go); bursts counts its goroutine, for
+	// RemoveDatabase to wait for.
+	bursting atomic.Bool
+	bursts   sync.WaitGroup
 
 	// Guarded by Client.mu (brk's state is also read without it).
 	weight       float64
@@ -94,6 +99,9 @@ type database struct {
 	checksPassed uint64
 	checksFailed uint64
 	trips        uint64
+	burstChecks  uint64 // started
+	burstPassed  uint64
+	burstFailed  uint64
 
 	wake   chan struct{} // the health loop recomputes its next wake-up
 	ctx    context.Context
@@ -327,7 +335,7 @@ func (c *Client) closeBreakerLocked(db *database, why string, resume bool) {
 // its failure counts start afresh, it is logged and reported, and with
 // resume service resumes on it if no database was active.
 func (c *Client) closedLocked(db *database, from BreakerState, why string, resume bool) {
-	db.det.reset()
+	db.det.reset(time.Now())
 	c.log.Info("multidb: database reachable again", "database", db.name, "reason", why)
 	c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: from, To: Closed, Detail: why})
 	if resume && c.route.Load().active == nil {
@@ -448,9 +456,10 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		return c.unavailable(r)
 	}
 	db := r.active
+	start := time.Now()
 	err := db.client.Watch(ctx, fn, keys...)
 	if c.observe(ctx, db, nil, nil, err) {
-		c.afterFailure(db, err)
+		c.afterFailure(db, start, err)
 	}
 	return err
 }
@@ -511,6 +520,7 @@ func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) e
 		routing.SetErrs(cmd, cmds, err)
 		return err
 	}
+	start := time.Now() // the trip rules need it (see judge)
 	err := routing.Run(ctx, db.client, cmd, cmds)
 	if !c.observe(ctx, db, cmd, cmds, err) {
 		if failure.NotExecuted(err) && ctx.Err() == nil {
@@ -526,7 +536,7 @@ func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) e
 		}
 		return err
 	}
-	next := c.afterFailure(db, err).active
+	next := c.afterFailure(db, start, err).active
 	if next == nil || next == db {
 		return err
 	}
@@ -551,9 +561,10 @@ func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder,
 		return dce
 	}
 	routing.SetErrs(cmd, cmds, nil)
+	start := time.Now()
 	err := routing.Run(ctx, to.client, cmd, cmds)
 	if c.observe(ctx, to, cmd, cmds, err) {
-		c.afterFailure(to, err)
+		c.afterFailure(to, start, err)
 	}
 	return err
 }
@@ -567,9 +578,10 @@ func (c *Client) readOnly(cmd redis.Cmder, cmds []redis.Cmder) bool {
 
 // observe records the outcome of work on db for the trip rules and
 // reports whether it was a failure of the database: a connection error or
-// a timeout. A reply (WRONGTYPE, redis.Nil, ...) shows the database works.
-// Work whose own context ended says nothing about the database, and
-// neither do client-side refusals (a closed client, a full pool).
+// a timeout (afterFailure counts it). A reply (WRONGTYPE, redis.Nil, ...)
+// shows the database works. Work whose own context ended says nothing
+// about the database, and neither do client-side refusals (a closed
+// client, a full pool).
 func (c *Client) observe(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
 	if err == nil {
 		db.det.success(time.Now())
@@ -596,18 +608,33 @@ func connFailure(err error) bool {
 	return err != nil && (failure.Network(err) || failure.Timeout(err))
 }
 
-// afterFailure counts a failure of db, trips its breaker when a rule says
-// so, and returns the route as it is once any switch this failure (or a
-// concurrent one) caused is done.
-func (c *Client) afterFailure(db *database, cause error) *route {
-	inARow, failed, calls := db.det.failure(time.Now())
-	if why, trip := c.rule.trips(inARow, failed, calls); trip {
+// afterFailure counts a failure of db's work started at start (once per
+// event: see judge), trips its breaker when a rule says so, and returns
+// the route as it is once any switch this failure (or a concurrent one)
+// caused is done. A failure coalesced into an event is judged on the
+// counts as they are: if its event tripped the breaker, it takes the lock
+// too, and so sees the switch that event made.
+//
+// A failure that settles a burst as an outage (see confirms) trips the
+// breaker too. The failure that makes its event a burst (the first one
+// coalesced into it) starts a burst check of db, in the background (see
+// burst.go): the call returns its error at once, as it would without.
+func (c *Client) afterFailure(db *database, start time.Time, cause error) *route {
+	t := db.det.failure(start, time.Now(), !lostConnection(cause))
+	why, trip := c.rule.trips(t.inARow, t.failed, t.calls)
+	if !trip && t.confirms {
+		why, trip = "calls failed together, and one started after them failed too (a timeout or a failure to connect), with no answer in between", true
+	}
+	if trip {
 		c.mu.Lock()
 		if !db.removed && db.brk.get() == Closed {
 			c.openLocked(db, time.Now(), why, cause)
 		}
 		c.mu.Unlock()
 		return c.route.Load()
+	}
+	if t.burst && db.brk.get() == Closed {
+		c.startBurstCheck(db)
 	}
 	if db.brk.get() != Closed {
 		// Another call opened the breaker: the switch it makes happens

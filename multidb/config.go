@@ -113,13 +113,20 @@ type Config struct {
 	GracePeriod time.Duration
 
 	// ConsecutiveFailures trips the active database's breaker after that
-	// many connection failures or timeouts in a row (the fast path).
-	// Default 3; negative turns the fast path off.
+	// many failure events (connection failures or timeouts) in a row, the
+	// fast path. The failures of calls in flight together when the first
+	// of them was seen are one event, and such a burst asks at once for a
+	// second sign, from a health check or the next calls (see the package
+	// documentation), so a stalled database under concurrent traffic
+	// trips after about two read timeouts, and one under sequential
+	// traffic after ConsecutiveFailures. Default 3; negative turns the
+	// fast path off (not the burst's second sign).
 	ConsecutiveFailures int
 	// FailureRateThreshold and MinFailures trip the breaker when, within
-	// FailureWindow, at least MinFailures calls failed and they are at
-	// least FailureRateThreshold of all calls (the rate path). Defaults
-	// 0.10, 10 and 2 s; a negative MinFailures turns the rate path off.
+	// FailureWindow, at least MinFailures failure events happened and they
+	// are at least FailureRateThreshold of all calls (the rate path; an
+	// event is one call). Defaults 0.10, 10 and 2 s; a negative
+	// MinFailures turns the rate path off.
 	FailureRateThreshold float64
 	MinFailures          int
 	FailureWindow        time.Duration

@@ -48,19 +48,52 @@
 // after every request (the two-step variant also allocates a closure per
 // request) and calls OnStateChange with that mutex held; here every call
 // records its outcome with atomic counters, and only a failed call takes a
-// lock (to trip the breaker, or to wait for the switch another call's
-// trip makes).
+// lock (to trip the breaker, to start a burst check, or to wait for the
+// switch another call's trip makes).
 //
 // # Failures seen in traffic
 //
-// Every call's outcome is counted for the database that ran it. Two rules
-// trip the breaker:
+// Every call's outcome is counted for the database that ran it, by failure
+// event, not by failed call. One event (a proxy or the server resetting
+// its connections, a network hiccup, a server stalled by a fork or a slow
+// command) fails every call in flight at once: that is one sign the
+// database may be down, not one per call. The rule:
 //
-//   - the fast path: ConsecutiveFailures (default 3) failures in a row;
+//   - the first failure seen begins an event, and counts;
+//   - a failure of a call that started before the current event began
+//     (its first failure was seen) belongs to it and is not counted again:
+//     the call was in flight when the event hit (Stats: CoalescedFailures);
+//   - a failure of a call that started at or after that moment begins the
+//     next event, and counts;
+//   - a success ends a run of failures, whenever its call started.
+//
+// Three things trip the breaker: two rules on those counts,
+//
+//   - the fast path: ConsecutiveFailures (default 3) failure events in a
+//     row;
 //   - the rate path: within the last FailureWindow (default 2 s), at least
-//     MinFailures (default 10) failures that are at least
-//     FailureRateThreshold (default 10 %) of the calls. (redis-py's
-//     minimum is 1,000, for busy services; the window slides in tenths.)
+//     MinFailures (default 10) failure events that are at least
+//     FailureRateThreshold (default 10 %) of the calls (the window counts
+//     an event as one failed call, and the failures it coalesced not at
+//     all). (redis-py's minimum is 1,000, for busy services; the window
+//     slides in tenths.)
+//
+// and the second sign of a burst (an event that failed more than one
+// call), from a health check it starts at once or the calls after it: see
+// below.
+//
+// So one reset counts once, however many calls it fails; those calls get
+// their error as it is. A database that is really down also fails the
+// calls started after each event, and each such round is another event. A
+// success ends the run even when its call was in flight as the event
+// began: a reply is the database answering, and a proxy that resets its
+// connections one by one fails, meanwhile, calls on those it has not
+// reached yet, while the others keep succeeding. The rule has no window or
+// constant of its own: which calls belong to an event follows from when
+// they started, whatever they take (a microsecond, or a blocking command's
+// seconds) and however late a loaded machine delivers their errors. A
+// breaker that closes starts its counts afresh; failures of calls in
+// flight across its closing belong to what opened it.
 //
 // Only connection errors (refused, reset, EOF) and timeouts are failures.
 // A reply is not, even an error reply: WRONGTYPE or a missing key says the
@@ -71,21 +104,77 @@
 // one than the client's ReadTimeout, or by the health checks. Nor are
 // client-side refusals (a closed client, a full pool) counted.
 //
-// A dead database is usually found within milliseconds under load: a
-// killed server refuses connections and resets the pooled ones, and the
-// third failure trips. The calls that failed before that get their error
-// as it is. See BENCHMARKS.md for the time from a kill to the first call
+// # A burst asks for a second sign at once
+//
+// Counting a burst (an event that failed more than one call) once is right
+// for a blip, but a real outage fails every call in flight too, and
+// waiting for ConsecutiveFailures rounds of it is slow when a round is a
+// timeout. So the failure that makes an event a burst (its second) starts
+// a health check of that database at once, out of schedule (the burst
+// check: the configured probes, policy and ProbeTimeout, on a goroutine of
+// the client's; the failing call returns its error at once). The first
+// thing after the burst that can tell settles it, the check or a call
+// started after the burst began, whichever comes first:
+//
+//   - the database answers (a passed check, a call's reply): a blip;
+//     nothing trips;
+//   - a timeout or a failure to connect (or a probe's own failure: a
+//     READONLY reply to a write probe, a lagging replica, a panic), with
+//     nothing answered since the burst began: two signs of one outage; the
+//     breaker trips and traffic moves, as for a failed health check;
+//   - a lost connection (reset, EOF) settles nothing: it may be the burst
+//     itself reaching a connection the check or the call had just taken
+//     (as a proxy resetting its connections one by one does). A dead
+//     database refuses the next connections at once, which does settle it.
+//
+// Calls count as well as the check because they are the same kind of
+// evidence (new requests, made after the burst), and because a call that
+// times out trips the breaker on its own goroutine: it, and every call
+// caught by the same outage, moves on at once, where waiting for the
+// check's goroutine would let a worker whose call timed out a moment
+// earlier send one more call to the stalled database and wait one more
+// timeout for it. The check settles a burst that no call follows.
+//
+// One burst check runs per database at a time; the bursts seen while one
+// runs get one more run after it, which began after them all (a burst is
+// never settled by a check that began before it). It is bounded by the
+// check's own bounds, and Close and RemoveDatabase stop it and wait for
+// it, as for the scheduled checks: within one probe's timeout (go-redis
+// does not watch a context while it reads). A lone failure asks for none:
+// its event was counted in full, and failures one call at a time are what
+// ConsecutiveFailures counts; a check per lone failure would also run one
+// for every stale pooled connection a server or a load balancer closed
+// while idle.
+//
+// A dead database is found within milliseconds under load: a killed server
+// resets the pooled connections (one event: the calls in flight) and
+// refuses new ones at once, which settles the burst, or, failing that, is
+// an event per round of calls, the third of which trips. A stalled one is
+// found after one read timeout and one more of the burst check's or of a
+// call's: about ReadTimeout + T (1 s with a 500 ms ReadTimeout), where T is
+// the earlier of ProbeTimeout and the database client's ReadTimeout
+// (go-redis puts the earlier of a context's deadline and its own timeout
+// on the socket). So a stall that outlasts ReadTimeout + T (a fork, a slow
+// command) trips, as a scheduled check that ran during it would have; one
+// shorter than that does not (counting failed calls instead would trip on
+// the first round whenever three calls are in flight, that is on any stall
+// longer than one timeout). With sequential traffic (one call at a time)
+// there are no bursts, and a stall takes ConsecutiveFailures timeouts. The
+// calls that failed before the trip get their error as it is. See
+// BENCHMARKS.md for the time from a kill or a stall to the first call
 // served by the next database.
 //
 // # Health checks
 //
 // Every database, active or not, is checked every HealthCheckInterval
-// (default 5 s): up to Probes probes (3), ProbeDelay apart (0.5 s), each
-// bounded by ProbeTimeout (1 s). The HealthPolicy decides and stops as soon
-// as it can: HealthyAll (the default) needs every probe to pass and fails
-// at the first failure, HealthyMajority more than half, HealthyAny one. A
-// failed check opens a CLOSED breaker (moving traffic away if it was the
-// active database); a passed one closes a HALF_OPEN breaker. The probe is
+// (default 5 s), and at once after a burst of failures (see above): up to
+// Probes probes (3), ProbeDelay apart (0.5 s), each bounded by
+// ProbeTimeout (1 s). The HealthPolicy decides and stops as soon as it
+// can: HealthyAll (the default) needs every probe to pass and fails at the
+// first failure, HealthyMajority more than half, HealthyAny one. A failed
+// check opens a CLOSED breaker (moving traffic away if it was the active
+// database); a passed one closes a HALF_OPEN breaker. A probe that panics
+// has failed (ErrProbePanicked), on whichever goroutine it ran. The probe is
 // PING by default; WriteProbe adds a small SET (package guard's check), to
 // tell a writable primary from a replica or a primary out of memory;
 // ReplicationProbe fails a replica whose link to its master is down or
@@ -202,7 +291,7 @@
 // changed), in order, from a goroutine of the client's; it may call the
 // client but not Close it. Stats returns each database's breaker state,
 // last health check and probe latency, traffic failure counts and trips,
-// and the client's counters. Config.Logger gets "database unreachable" and
+// burst checks and their verdicts, and the client's counters. Config.Logger gets "database unreachable" and
 // "database reachable again" records, and every switch. Nothing shows a
 // password.
 //

@@ -22,6 +22,9 @@ var (
 	ErrDatabaseChanged = errors.New("multidb: active database changed")
 	// ErrUnhealthy matches an *UnhealthyError (SetActive refused).
 	ErrUnhealthy = errors.New("multidb: database failed its health check")
+	// ErrProbePanicked matches the error of a probe that panicked: the
+	// probe failed (see Probe).
+	ErrProbePanicked = errors.New("multidb: the health probe panicked")
 	// ErrUnknownDatabase is returned for a name the client does not have.
 	ErrUnknownDatabase = errors.New("multidb: unknown database")
 	// ErrClosed is returned by calls on a closed Client. It is go-redis's

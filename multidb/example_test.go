@@ -57,7 +57,8 @@ func Example() {
 
 	_ = primary.Node(0).Kill()
 	// The calls that find the primary dead trip its breaker (three
-	// connection failures in a row); the next ones go to the standby.
+	// connection failures in a row, each of a call made after the last
+	// failed); the next ones go to the standby.
 	for c.Active() == "primary" {
 		_ = c.Set(ctx, "greeting", "hello", 0).Err()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
@@ -99,6 +100,7 @@ func TestKillActiveUnderLoad(t *testing.T) {
 			t.Error(err)
 		}
 	}, func() bool { return c.Active() == "db1" }, time.Second)
+	st := stateOf(c, "db0")
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +147,9 @@ func TestKillActiveUnderLoad(t *testing.T) {
 		t.Fatal("no call was served by db1")
 	}
 	detection := firstOnDB1.Sub(killed)
-	t.Logf("kill → first success on db1: %v (first failed call → first success: %v); %d ops: %d writes acknowledged, %d refused as DatabaseChanged, %d other write errors, %d failed reads",
-		detection.Round(100*time.Microsecond), firstOnDB1.Sub(firstErr).Round(100*time.Microsecond), len(ops), acked, writesChanged, writesFailed, readsFailed)
+	t.Logf("kill → first success on db1: %v (first failed call → first success: %v); %d ops: %d writes acknowledged, %d refused as DatabaseChanged, %d other write errors, %d failed reads; db0: %d failed calls, %d of them coalesced",
+		detection.Round(100*time.Microsecond), firstOnDB1.Sub(firstErr).Round(100*time.Microsecond), len(ops), acked, writesChanged, writesFailed, readsFailed,
+		st.Failures, st.CoalescedFailures)
 	if len(otherErrs) > 0 {
 		t.Logf("other write errors: %v", otherErrs)
 	}
@@ -174,6 +177,7 @@ func TestKillActiveUnderLoad(t *testing.T) {
 	if len(sw) != 1 || sw[0].Old != "db0" || sw[0].New != "db1" || sw[0].Reason != ReasonAutomatic {
 		t.Fatalf("switches %v, want one automatic db0 → db1", sw)
 	}
+	t.Logf("trip: %v", sw[0].Err)
 }
 
 // countKeys returns the value of each key that exists on the node.
@@ -335,25 +339,83 @@ func TestAllDown(t *testing.T) {
 // TestStalledActiveUnderLoad black-holes the active database (it accepts
 // and never answers) under continuous reads and writes with the default
 // settings: calls time out at the database client's ReadTimeout (500 ms
-// here), three timeouts trip the breaker, and traffic moves on; the time
-// from the stall to the first call served by the next database is bounded
-// by that timeout, not by the health checks.
+// here). The calls in flight when it stalled time out together: one
+// failure event, a burst, which asks for a second sign at once. Both the
+// health check it starts and the calls started after it time out too (the
+// check after T, the earlier of ProbeTimeout and the client's ReadTimeout:
+// go-redis puts the earlier of a context's deadline and its own timeout on
+// the socket; here T is the ReadTimeout), with nothing answered in
+// between: the breaker trips on the first of them, and traffic moves on.
+// The stall comes once the first health check is over, so the next is
+// seconds away, and the trip must be the burst's.
+//
+// So the trip comes ReadTimeout + T after the stall, plus what this
+// machine's delays add, measured here: how late the first round's calls
+// returned past the stall's ReadTimeout (by then every worker has sent its
+// second-round call, which times out a T later) and how late a timeout on
+// db0 was delivered at most. The first call served by the next database
+// follows once a reader's second-round call has timed out too (they were
+// sent as the first round's calls returned, over the spread measured
+// here, and are delivered as late as the others) and db1 has answered its
+// re-run: as long as db1 took for a call after the switch, or for the
+// same number of first calls on fresh connections as there are workers
+// (the re-run reads find its pool cold and connect all at once), measured
+// just before the stall. A worker caught sending one more call to the
+// stalled database would add a ReadTimeout. And the first success comes
+// at least ReadTimeout + T after the first failed call started (timers do
+// not fire early): one round of timeouts, however many calls it fails,
+// does not trip.
 func TestStalledActiveUnderLoad(t *testing.T) {
 	nodes := standalone(t, 2, lab.Config{Proxy: true})
 	ctx := testkit.Context(t, 30*time.Second)
 	nameNodes(t, nodes)
 	c, log := newClient(t, Config{}, nodes, 10, 5) // every setting at its default
+	rt := opts(nodes[0]).ReadTimeout
+	check := min(DefaultProbeTimeout, rt) // T
+	if check != rt {
+		t.Fatalf("the bounds below take the check's timeout %v for the calls' ReadTimeout %v", check, rt)
+	}
+	const workers = 8 // underLoad's
 	var stalled time.Time
+	var cold time.Duration
 	ops := underLoad(ctx, c, 300*time.Millisecond, func() {
+		testkit.WaitFor(t, 5*time.Second, "the first health check", func() bool { return stateOf(c, "db0").Checked })
+		cold = coldCalls(t, ctx, nodes[1], workers)
 		stalled = time.Now()
 		nodes[0].BlackHole()
 	}, func() bool { return c.Active() == "db1" }, 500*time.Millisecond)
+	sw := log.awaitSwitches(t, 1)
+	if len(sw) != 1 || sw[0].New != "db1" || !strings.Contains(sw[0].Err.Error(), "calls failed together") {
+		t.Fatalf("switches %v, want one to db1, by the burst's second sign", sw)
+	}
+	switched := sw[0].Time
 
-	var first time.Time
+	var first, firstFailed, burst, round1 time.Time
+	for _, o := range ops {
+		if o.err != nil && (burst.IsZero() || o.end.Before(burst)) {
+			burst = o.end // no earlier than the burst began (its first failure was seen)
+		}
+	}
 	var changed, failed int
+	var late, served time.Duration
 	for _, o := range ops {
 		if o.err == nil && !o.write && o.val == "db1" && (first.IsZero() || o.end.Before(first)) {
 			first = o.end
+		}
+		if o.err != nil && (firstFailed.IsZero() || o.start.Before(firstFailed)) {
+			firstFailed = o.start
+		}
+		if o.err != nil && o.start.Before(burst) && o.end.After(round1) {
+			round1 = o.end // the first round: the calls in flight when the burst began
+		}
+		// How late a timeout on db0 reached its caller, past its
+		// ReadTimeout (the switch's own work included, for a write it
+		// caught).
+		if o.err != nil && failure.Timeout(o.err) {
+			late = max(late, o.end.Sub(o.start)-rt)
+		}
+		if o.err == nil && !o.start.Before(switched) {
+			served = max(served, o.end.Sub(o.start))
 		}
 		switch {
 		case errors.Is(o.err, ErrDatabaseChanged):
@@ -365,14 +427,52 @@ func TestStalledActiveUnderLoad(t *testing.T) {
 	if first.IsZero() {
 		t.Fatal("no read was served by db1")
 	}
-	took := first.Sub(stalled)
-	t.Logf("stall → first success on db1: %v (ReadTimeout %v); %d writes refused as DatabaseChanged, %d other errors",
-		took.Round(time.Millisecond), opts(nodes[0]).ReadTimeout, changed, failed)
-	if limit := opts(nodes[0]).ReadTimeout + time.Second; took > limit {
-		t.Errorf("stall to first success took %v, want ≤ %v (the read timeout and a margin)", took, limit)
+	took, detected, after := first.Sub(stalled), switched.Sub(stalled), first.Sub(switched)
+	returned := round1.Sub(stalled) - rt // the first round, past a timeout after the stall
+	spread := round1.Sub(burst)          // over which the second-round calls were sent
+	db1 := max(served, cold)
+	st := stateOf(c, "db0")
+	t.Logf("stall → switch %v, → first success on db1 %v (%v after the switch); ReadTimeout %v, check timeout %v; measured: the first round returned %v past a timeout after the stall, over %v, timeouts delivered up to %v late, db1 answered within %v after the switch and %d first calls on fresh connections within %v; %d writes refused as DatabaseChanged, %d other errors; db0: %d failed calls, %d of them coalesced, %d burst checks; trip: %s",
+		detected.Round(100*time.Microsecond), took.Round(100*time.Microsecond), after.Round(100*time.Microsecond), rt, check,
+		returned.Round(100*time.Microsecond), spread.Round(100*time.Microsecond), late.Round(100*time.Microsecond),
+		served.Round(100*time.Microsecond), workers, cold.Round(100*time.Microsecond),
+		changed, failed, st.Failures, st.CoalescedFailures, st.BurstChecks, sw[0].Err)
+	if limit := rt + check + returned + late; detected > limit {
+		t.Errorf("stall to switch took %v, want ≤ %v (ReadTimeout %v, check timeout %v, and the delays measured)", detected, limit, rt, check)
 	}
-	if sw := log.awaitSwitches(t, 1); len(sw) != 1 || sw[0].New != "db1" {
-		t.Fatalf("switches %v", sw)
+	if limit := spread + late + db1; after > limit {
+		t.Errorf("switch to first success on db1 took %v, want ≤ %v (the delays measured)", after, limit)
+	}
+	if limit := rt + check + returned + spread + 2*late + db1; took > limit {
+		t.Errorf("stall to first success took %v, want ≤ %v (ReadTimeout %v, check timeout %v, and the delays measured)", took, limit, rt, check)
+	}
+	if least := rt + check; first.Sub(firstFailed) < least {
+		t.Errorf("the first success on db1 came %v after the first failed call started, want ≥ %v: one round of timeouts tripped the breaker", first.Sub(firstFailed), least)
+	}
+	if st.BurstChecks == 0 {
+		t.Error("the burst asked for no health check")
 	}
 	nodes[0].Restore()
+}
+
+// coldCalls makes n first calls at once, each on a fresh connection to
+// node (a client of its own with the options multidb gives a database
+// client: a dial, the handshake, a GET), and returns the longest.
+func coldCalls(t *testing.T, ctx context.Context, node *lab.Node, n int) time.Duration {
+	t.Helper()
+	took := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cl := redis.NewClient(clientOptions(opts(node)))
+			defer cl.Close()
+			start := time.Now()
+			if err := cl.Get(ctx, "who").Err(); err != nil {
+				t.Errorf("a first call to %s: %v", node.Name(), err)
+			}
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	return slices.Max(took)
 }

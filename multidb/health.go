@@ -10,12 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
 // Probe checks a database once: nil means it passed. ctx carries the
 // probe's timeout (Config.ProbeTimeout). A health check runs Config.Probes
-// probes and the HealthPolicy decides.
+// probes and the HealthPolicy decides. A probe that panics has failed
+// (its error matches ErrProbePanicked).
 type Probe func(ctx context.Context, db redis.UniversalClient) error
 
 // PingProbe passes when PING answers PONG (the default probe).
@@ -113,6 +115,20 @@ type checkResult struct {
 	probes  int
 	latency time.Duration // the last probe's
 	err     error         // the last failed probe's
+	// decisive: a probe failed otherwise than by a lost connection (see
+	// lostConnection); answered: when the last passing probe's answer came
+	// (zero: none passed).
+	decisive bool
+	answered time.Time
+}
+
+// lostConnection reports whether err is a connection lost after it was
+// made (a reset, EOF, a broken pipe), not a timeout, a failure to connect
+// or an answer. Such a failure of a probe or a call made just after a
+// burst may be the burst itself, reaching the connection it used (see
+// burstVerdict); any other failure is the database's own.
+func lostConnection(err error) bool {
+	return failure.Network(err) && !failure.IsDial(err) && !failure.Timeout(err)
 }
 
 // check runs one health check: up to probes probes, delay apart, each
@@ -142,7 +158,7 @@ func check(ctx context.Context, client redis.UniversalClient, probe Probe, polic
 		}
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		start := time.Now()
-		err := probe(pctx, client)
+		err := runProbe(pctx, client, probe)
 		r.latency = time.Since(start)
 		cancel()
 		if ctx.Err() != nil {
@@ -151,8 +167,10 @@ func check(ctx context.Context, client redis.UniversalClient, probe Probe, polic
 		r.probes++
 		if err == nil {
 			r.passed++
+			r.answered = start.Add(r.latency)
 		} else {
 			r.err = err
+			r.decisive = r.decisive || !lostConnection(err)
 		}
 		failed := r.probes - r.passed
 		switch policy {
@@ -177,4 +195,19 @@ func check(ctx context.Context, client redis.UniversalClient, probe Probe, polic
 	}
 	r.healthy = policy == HealthyAll && r.passed == r.probes && r.probes > 0
 	return r, nil
+}
+
+// runProbe runs one probe. A probe that panics has failed, with an error
+// matching ErrProbePanicked: the probe is the caller's code, run on the
+// client's goroutines (the health loop, a burst check) where a panic would
+// end the process, and a database whose check cannot tell that it is
+// healthy is not (the same on the caller's goroutine, in SetActive and
+// UpdateWeight, so that every check decides alike).
+func runProbe(ctx context.Context, client redis.UniversalClient, probe Probe) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: %v", ErrProbePanicked, v)
+		}
+	}()
+	return probe(ctx, client)
 }

@@ -74,12 +74,20 @@ func (c *Client) applyCheck(db *database, start time.Time, res checkResult) {
 	if db.removed || c.closed {
 		return
 	}
+	c.applyCheckLocked(db, start, res, "health check failed")
+}
+
+// applyCheckLocked is applyCheck with c.mu held; failed says what opens
+// the breaker when the check failed.
+func (c *Client) applyCheckLocked(db *database, start time.Time, res checkResult, failed string) {
 	now := time.Now()
 	db.checked = true
 	db.healthy = res.healthy
 	db.lastCheck = start
 	db.lastLatency = res.latency
 	if res.healthy {
+		// The database answered: a burst before that was a blip.
+		db.det.answer(res.answered)
 		db.checksPassed++
 		// The dwell counts from the first check of an unbroken run of
 		// passes, unless traffic tripped the breaker while this check ran.
@@ -97,7 +105,7 @@ func (c *Client) applyCheck(db *database, start time.Time, res checkResult) {
 	switch from, changed := db.brk.checked(res.healthy, now); {
 	case !changed:
 	case db.brk.get() == Open:
-		c.openedLocked(db, from, fmt.Sprintf("health check failed (%d of %d probes passed, %s)", res.passed, res.probes, c.cfg.HealthPolicy), res.err)
+		c.openedLocked(db, from, fmt.Sprintf("%s (%d of %d probes passed, %s)", failed, res.passed, res.probes, c.cfg.HealthPolicy), res.err)
 	default:
 		c.closedLocked(db, from, "health check passed after the grace period", true)
 	}
@@ -348,6 +356,7 @@ func (c *Client) RemoveDatabase(name string) error {
 
 	db.cancel()
 	<-db.done
+	db.bursts.Wait()
 	if db.owned {
 		return db.client.Close()
 	}

@@ -210,16 +210,30 @@ type DatabaseStats struct {
 	// LastError is the last failure seen (a health check's or traffic's).
 	LastError string
 	// ConsecutiveFailures and WindowFailures/WindowCalls are the traffic
-	// counts the trip rules look at; Failures counts every connection
-	// failure or timeout since the client started.
+	// counts the trip rules look at, by failure event: the calls in flight
+	// together when one of them failed count as one failure (see the
+	// package documentation). Failures counts every failed call (connection
+	// failure or timeout) since the client started; CoalescedFailures, the
+	// part of them that joined an event already counted.
 	ConsecutiveFailures       int64
 	WindowFailures            int64
 	WindowCalls               int64
 	Failures                  uint64
+	CoalescedFailures         uint64
 	Trips                     uint64 // times the breaker opened
 	ChecksPassed              uint64
 	ChecksFailed              uint64
 	OpenedAt, GracePeriodEnds time.Time
+
+	// BurstChecks counts the health checks run at once because calls
+	// failed together (see the package documentation); BurstChecksPassed
+	// and BurstChecksFailed, their verdicts so far (one still running is
+	// in neither). One applied as a health check (it passed while the
+	// breaker was closed, or it tripped the breaker) also counts in
+	// ChecksPassed or ChecksFailed.
+	BurstChecks       uint64
+	BurstChecksPassed uint64
+	BurstChecksFailed uint64
 }
 
 // Stats are the client's databases and counters since it was created.
@@ -282,9 +296,13 @@ func (c *Client) Stats() Stats {
 			WindowFailures:      failed,
 			WindowCalls:         calls,
 			Failures:            db.det.total.Load(),
+			CoalescedFailures:   db.det.coalesced.Load(),
 			Trips:               db.trips,
 			ChecksPassed:        db.checksPassed,
 			ChecksFailed:        db.checksFailed,
+			BurstChecks:         db.burstChecks,
+			BurstChecksPassed:   db.burstPassed,
+			BurstChecksFailed:   db.burstFailed,
 		}
 		if ds.State != Closed {
 			ds.OpenedAt = db.brk.openedAt

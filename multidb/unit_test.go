@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,22 +117,88 @@ func TestWindowSlides(t *testing.T) {
 	}
 }
 
+// TestDetector drives the detector with calls one after the other (each
+// started after the previous one ended), so every failure is an event of
+// its own; TestDetectorCoalesces has calls in flight together.
 func TestDetector(t *testing.T) {
 	d := detector{window: newWindow(2 * time.Second)}
-	now := time.Now()
+	at := func(ms int) time.Time { return d.window.base.Add(time.Duration(ms) * time.Millisecond) }
 	for i := 1; i <= 3; i++ {
-		if inARow, _, _ := d.failure(now); inARow != int64(i) {
-			t.Fatalf("failure %d: in a row %d", i, inARow)
+		if f := d.failure(at(10*i), at(10*i+5), true); f.inARow != int64(i) || !f.counted || f.burst {
+			t.Fatalf("failure %d: in a row %d, counted %v, burst %v", i, f.inARow, f.counted, f.burst)
 		}
 	}
-	d.success(now)
-	inARow, failed, calls := d.failure(now)
-	if inARow != 1 || failed != 4 || calls != 5 || d.total.Load() != 4 {
-		t.Fatalf("after a success: in a row %d, window %d/%d, total %d; want 1, 4/5, 4", inARow, failed, calls, d.total.Load())
+	d.success(at(41))
+	if got := d.at(d.answered.Load()); !got.Equal(at(41)) {
+		t.Fatalf("the success that ended the run was seen at %v, recorded %v", at(41), got)
 	}
-	d.reset()
-	if f, c := d.window.sum(now); d.consecutive.Load() != 0 || f != 0 || c != 0 {
+	d.success(at(45)) // no run to end: nothing recorded
+	if got := d.at(d.answered.Load()); !got.Equal(at(41)) {
+		t.Fatalf("a success with no run to end moved answered to %v", got)
+	}
+	f := d.failure(at(50), at(51), true)
+	if f.inARow != 1 || f.failed != 4 || f.calls != 6 || d.total.Load() != 4 || d.coalesced.Load() != 0 {
+		t.Fatalf("after a success: in a row %d, window %d/%d, total %d, coalesced %d; want 1, 4/6, 4, 0",
+			f.inARow, f.failed, f.calls, d.total.Load(), d.coalesced.Load())
+	}
+	d.reset(at(60))
+	if f, c := d.window.sum(at(60)); d.consecutive.Load() != 0 || f != 0 || c != 0 {
 		t.Fatalf("after reset: in a row %d, window %d/%d", d.consecutive.Load(), f, c)
+	}
+	// A call in flight when the breaker closed fails: it belongs to what
+	// opened it. One started after counts.
+	if f := d.failure(at(55), at(70), true); f.counted || f.burst {
+		t.Fatalf("a call in flight across the reset: counted %v, burst %v; want neither", f.counted, f.burst)
+	}
+	// Nor is a timeout after it a burst's second sign: the check that
+	// closed the breaker answered.
+	if f := d.failure(at(61), at(71), true); !f.counted || f.inARow != 1 || f.confirms {
+		t.Fatalf("a call started after the reset: counted %v, in a row %d, confirms %v", f.counted, f.inARow, f.confirms)
+	}
+}
+
+// TestCheckDecisive runs checks whose probes fail in each way: a lost
+// connection (reset, EOF, broken pipe) may be the burst a burst check
+// follows, and does not make the check decisive; a timeout, a failure to
+// connect or the probe's own error does.
+func TestCheckDecisive(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	read := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	tests := []struct {
+		err      error
+		decisive bool
+	}{
+		{io.EOF, false},
+		{read, false},
+		{&net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}, false},
+		{context.DeadlineExceeded, true},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, true},
+		{dial, true},
+		{redis.ErrClosed, true}, // not a network error: the probe's own
+		{ErrReplicationLag, true},
+	}
+	for _, tt := range tests {
+		probe := func(context.Context, redis.UniversalClient) error { return tt.err }
+		r, err := check(context.Background(), nil, probe, HealthyAll, 3, time.Millisecond, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.healthy || r.decisive != tt.decisive || lostConnection(tt.err) == tt.decisive {
+			t.Errorf("%v: healthy %v, decisive %v (lost connection %v); want a failed check, decisive %v",
+				tt.err, r.healthy, r.decisive, lostConnection(tt.err), tt.decisive)
+		}
+	}
+	// Decisive if any failed probe was (HealthyAny runs all three here).
+	n := 0
+	probe := func(context.Context, redis.UniversalClient) error {
+		n++
+		if n == 2 {
+			return context.DeadlineExceeded
+		}
+		return io.EOF
+	}
+	if r, _ := check(context.Background(), nil, probe, HealthyAny, 3, time.Millisecond, time.Second); r.healthy || !r.decisive || r.probes != 3 {
+		t.Fatalf("EOF, a timeout, EOF under HealthyAny: healthy %v, decisive %v after %d probes; want failed, decisive, 3", r.healthy, r.decisive, r.probes)
 	}
 }
 
@@ -179,6 +248,22 @@ func TestHealthPolicies(t *testing.T) {
 				t.Fatal("an unhealthy result has no error")
 			}
 		})
+	}
+}
+
+// TestPanickingProbeFails runs a check whose probe panics: the check
+// returns, failed, with an error matching ErrProbePanicked, under every
+// policy (a health loop or a burst check running it carries on).
+func TestPanickingProbeFails(t *testing.T) {
+	probe := func(context.Context, redis.UniversalClient) error { panic("probe bug") }
+	for _, policy := range []HealthPolicy{HealthyAll, HealthyMajority, HealthyAny} {
+		r, err := check(context.Background(), nil, probe, policy, 3, time.Millisecond, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.healthy || !errors.Is(r.err, ErrProbePanicked) || !strings.Contains(r.err.Error(), "probe bug") {
+			t.Fatalf("%s: healthy %v, err %v; want a failed check naming the panic", policy, r.healthy, r.err)
+		}
 	}
 }
 
