@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // EventKind names what an Event reports.
@@ -156,7 +158,9 @@ func newDispatcher(observe func(Event)) *dispatcher {
 func (d *dispatcher) run() {
 	defer close(d.done)
 	for ev := range d.ch {
-		d.observe(ev)
+		// A panicking Observer must not end the process from a goroutine
+		// the caller cannot protect; the next events are delivered.
+		_ = safe.Call(func() { d.observe(ev) })
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisopt"
+
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // pubsubRouter owns the client whose PubSubs Subscribe, PSubscribe and
@@ -250,7 +252,9 @@ func (b *bridge) serve() {
 	for err == nil {
 		var args []string
 		if args, err = readCommand(b.rd); err == nil {
-			err = b.handle(args)
+			if perr := safe.Call(func() { err = b.handle(args) }); perr != nil {
+				err = perr // the bridge stops, as on any failure
+			}
 		}
 	}
 	if errors.Is(err, errProtocol) {
@@ -349,7 +353,13 @@ func (b *bridge) forward(ps *redis.PubSub) {
 	defer close(b.forwarded)
 	failures := 0
 	for {
-		msg, err := ps.Receive(b.ctx)
+		var msg any
+		var err error
+		if perr := safe.Call(func() { msg, err = ps.Receive(b.ctx) }); perr != nil {
+			// A reply go-redis could not handle: like a lost connection,
+			// the subscription is made again.
+			err = perr
+		}
 		var rerr redis.Error
 		switch {
 		case b.ctx.Err() != nil:
