@@ -32,7 +32,7 @@ func TestProbe(t *testing.T) {
 		`(?m)^NODE +ROLE +RTT \(EWMA\) +LAST +SAMPLES +LAG +HEALTHY +ELECTION +WHY$`,
 		`(?m)^`+regexp.QuoteMeta(master)+` +master +\S+ +\S+ +1 +- +yes `,
 		`(?m)^`+regexp.QuoteMeta(near)+` +replica +\S+ +\S+ +1 +\d+B/\S+ +yes +elected`,
-		`(?m)^`+regexp.QuoteMeta(far)+` +replica +1\d\d(\.\d+)?ms +\S+ +1 +\S+ +yes +excluded: slow +rtt 1\d\d(\.\d+)?ms > 3 × master `)
+		`(?m)^`+regexp.QuoteMeta(far)+` +replica +\d+(\.\d+)?ms +\S+ +1 +\S+ +yes +excluded: slow +rtt \d+(\.\d+)?ms > 3 × master `)
 
 	var rep probeJSON
 	runJSON(t, ctx, envPasswords, exitOK, &rep, "probe", url)
@@ -49,8 +49,12 @@ func TestProbe(t *testing.T) {
 	if n := byAddr[near]; n.Role != "replica" || !n.Elected || n.Excluded != "" || n.LinkUp == nil || !*n.LinkUp || n.LagBytes == nil {
 		t.Errorf("near replica row %+v", n)
 	}
-	if n := byAddr[far]; n.Elected || n.Excluded != "slow" || n.RTTMS < 100 || !strings.Contains(n.Why, "> 3 × master") {
-		t.Errorf("far replica row %+v", n)
+	// The far replica's RTT is at least the 100 ms the lab adds; what a
+	// loaded machine adds to it, it adds to the master's (10 ms) too, so
+	// beyond the master's it is under twice the 90 ms difference.
+	if n, m := byAddr[far], byAddr[master]; n.Elected || n.Excluded != "slow" || n.RTTMS < 100 || n.RTTMS-m.RTTMS >= 2*90 ||
+		!strings.Contains(n.Why, "> 3 × master") {
+		t.Errorf("far replica row %+v (master %v ms)", n, m.RTTMS)
 	}
 
 	// --watch, not on a terminal: one table per round, and the changes of
