@@ -227,9 +227,16 @@ func (e *MasterChangedError) Is(target error) bool { return target == ErrMasterC
 // Unwrap returns the cause.
 func (e *MasterChangedError) Unwrap() error { return e.Cause }
 
-// NotDurableError reports that a write ran on the master but fewer replicas
-// than required confirmed it within the durable timeout (WAIT), so it may be
-// lost in a failover. The write may have executed: check before re-running.
+// NotDurableError reports that a durable write was not confirmed: it ran on
+// the master but fewer replicas than required confirmed it within the
+// durable timeout (WAIT), so it may be lost in a failover, and may have
+// executed (check before re-running); or, with NotSent, it was refused
+// before it was sent because a counted replica could not have confirmed
+// it (re-running it later is safe). The replicas required are those of
+// Options.DurableScope: with DurablePromotable, a write confirmed can
+// still be lost if Sentinel later promotes a replica that was down and not
+// counted when it was confirmed (see the package documentation, "What is
+// promised, exactly").
 type NotDurableError struct {
 	Master   string
 	Required int // replicas that had to confirm
