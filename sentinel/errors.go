@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/replica"
 )
 
@@ -39,6 +40,13 @@ var (
 
 	// ErrMasterChanged matches a *MasterChangedError.
 	ErrMasterChanged = errors.New("sentinel: master changed")
+
+	// ErrSubscriptionMoved is matched (errors.Is) by the error a
+	// subscription's Receive returns when the client moved its
+	// subscriptions to a new master: go-redis's PubSub subscribes again
+	// on its next call, and messages published during the switch may be
+	// lost. Nothing to wait out: call Receive again at once.
+	ErrSubscriptionMoved = routing.ErrSwitched
 
 	// ErrUnsupported is returned by go-redis methods the routed client
 	// cannot offer (the auto-pipeliners bypass per-command routing).

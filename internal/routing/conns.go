@@ -1,11 +1,24 @@
 package routing
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// ErrSwitched is in the error a tracked connection's Read or Write returns
+// once CloseOthers closed it (with net.ErrClosed): the routed client moved
+// its subscriptions to another target, to which go-redis's PubSub
+// reconnects on its next call. A subscriber that sees it lost nothing it
+// must wait out: subscribing again at once is right.
+var ErrSwitched = errors.New("rediskit: the subscription moved to the new target")
+
+// switchedErr is what a switched connection's calls return.
+var switchedErr = fmt.Errorf("%w: %w", ErrSwitched, net.ErrClosed)
 
 // Conns tracks the connections a routed client's subscription dialer made,
 // each with the target (of type K) it leads to, so that when the target
@@ -54,6 +67,7 @@ func (t *Conns[K]) CloseOthers(target K) {
 	}
 	t.mu.Unlock()
 	for _, tc := range stale {
+		tc.switched.Store(true)
 		_ = tc.Close()
 	}
 }
@@ -67,9 +81,26 @@ func (t *Conns[K]) Len() int {
 
 type conn[K comparable] struct {
 	net.Conn
-	owner  *Conns[K]
-	target K
-	once   sync.Once
+	owner    *Conns[K]
+	target   K
+	once     sync.Once
+	switched atomic.Bool // closed by CloseOthers
+}
+
+func (c *conn[K]) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.switched.Load() {
+		err = switchedErr
+	}
+	return n, err
+}
+
+func (c *conn[K]) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil && c.switched.Load() {
+		err = switchedErr
+	}
+	return n, err
 }
 
 func (c *conn[K]) Close() error {

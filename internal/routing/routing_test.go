@@ -187,14 +187,20 @@ func TestConnsCloseOthers(t *testing.T) {
 		t.Fatalf("%d tracked after closing the others, want 1", tr.Len())
 	}
 	for _, c := range []net.Conn{a1, a2} {
-		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("a connection to a was not closed: %v", err)
+		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) || !errors.Is(err, ErrSwitched) {
+			t.Fatalf("a connection to a was not closed as switched: %v", err)
+		}
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, ErrSwitched) {
+			t.Fatalf("a read on a switched connection: %v", err)
 		}
 	}
 	if _, err := b.Write([]byte("x")); err != nil {
 		t.Fatalf("the connection to b was closed: %v", err)
 	}
 	_ = b.Close()
+	if _, err := b.Write([]byte("x")); !errors.Is(err, net.ErrClosed) || errors.Is(err, ErrSwitched) {
+		t.Fatalf("a connection closed by its owner: %v; want net.ErrClosed, not ErrSwitched", err)
+	}
 	_ = b.Close() // twice is fine
 	if tr.Len() != 0 {
 		t.Fatalf("%d tracked after closing all", tr.Len())
