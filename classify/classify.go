@@ -49,6 +49,18 @@ func (c *Classifier) ReadOnly(cmd redis.Cmder) bool {
 	return c.table().decide(cmd.Args()).ReadOnly
 }
 
+// Blocking reports whether a go-redis command may wait on the server for
+// data: Redis flags it blocking (BLPOP, BLMOVE, BZPOPMIN, ...), and
+// XREAD and XREADGROUP only with a BLOCK argument. It does not allocate.
+// A routed client runs such a command where it can end the wait without
+// its having run (CLIENT UNBLOCK) when the node it waits on is replaced.
+func (c *Classifier) Blocking(cmd redis.Cmder) bool {
+	if cmd == nil {
+		return false
+	}
+	return c.table().blocking(cmd.Args())
+}
+
 // ReadOnlyArgs reports whether a command given as its arguments, such as
 // ("GET", "k") or ("OBJECT", "ENCODING", "k"), may run on a replica.
 // Arguments are read as go-redis sends them: the command name and

@@ -138,6 +138,33 @@ func isServerCommand(name string) bool {
 	return false
 }
 
+// blocking reports whether the command given as go-redis arguments may
+// wait on the server: Redis flags it blocking, and for XREAD and
+// XREADGROUP (flagged blocking even without it) it has a BLOCK argument.
+// It does not allocate (as decide).
+func (t *table) blocking(args []any) bool {
+	if len(args) == 0 {
+		return false
+	}
+	name, ok := argString(args[0])
+	if !ok {
+		return false
+	}
+	e := lookup(t.commands, name, t.maxName)
+	if e == nil || e.flags&cmdinfo.Blocking == 0 {
+		return false
+	}
+	if e.name != "xread" && e.name != "xreadgroup" {
+		return true
+	}
+	for _, a := range args[1:] {
+		if s, ok := argString(a); ok && strings.EqualFold(s, "block") {
+			return true
+		}
+	}
+	return false
+}
+
 // decide classifies one command given as go-redis arguments. It does not
 // allocate unless a name has upper-case letters and is longer than 64 bytes
 // while the table has names that long (module commands).

@@ -388,3 +388,32 @@ func TestReasonAndDecisionStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestBlocking(t *testing.T) {
+	ctx := context.Background()
+	c := New()
+	tests := []struct {
+		cmd  redis.Cmder
+		want bool
+	}{
+		{redis.NewStringSliceCmd(ctx, "blpop", "q", 0), true},
+		{redis.NewStringCmd(ctx, "BLMOVE", "a", "b", "LEFT", "RIGHT", 0), true},
+		{redis.NewZWithKeyCmd(ctx, "bzpopmin", "z", 1), true},
+		{redis.NewXStreamSliceCmd(ctx, "xread", "count", 1, "streams", "s", "0"), false},
+		{redis.NewXStreamSliceCmd(ctx, "xread", "block", 0, "streams", "s", "$"), true},
+		{redis.NewXStreamSliceCmd(ctx, "XREADGROUP", "GROUP", "g", "c", "BLOCK", 100, "STREAMS", "s", ">"), true},
+		{redis.NewXStreamSliceCmd(ctx, "xreadgroup", "group", "g", "c", "streams", "s", ">"), false},
+		{redis.NewStringCmd(ctx, "get", "k"), false},
+		{redis.NewCmd(ctx, "nosuchcommand"), false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := c.Blocking(tt.cmd); got != tt.want {
+			t.Errorf("Blocking(%v) = %v, want %v", tt.cmd, got, tt.want)
+		}
+	}
+	get := redis.NewStringCmd(ctx, "blpop", "q", 0)
+	if n := testing.AllocsPerRun(100, func() { c.Blocking(get) }); n != 0 {
+		t.Errorf("Blocking allocates %v times", n)
+	}
+}

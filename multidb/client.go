@@ -53,10 +53,11 @@ type Client struct {
 	attempts  int
 	exhausted bool
 
-	stats  counters
-	events *dispatcher
-	pubsub *pubsubRouter
-	kick   chan struct{} // wakes the manager when no database is healthy
+	stats   counters
+	events  *dispatcher
+	pubsub  *pubsubRouter
+	cursors scanCursors   // the SCAN cursors it could not tag (scan.go)
+	kick    chan struct{} // wakes the manager when no database is healthy
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -431,23 +432,6 @@ func (c *Client) PoolStats() *redis.PoolStats {
 	return routing.SumPoolStats(stats...)
 }
 
-// AutoPipeline is not supported: go-redis's auto-pipeliners send on their
-// own connections, past per-command routing. Use Pipeline.
-func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return nil, ErrUnsupported }
-
-// AutoPipelineWithOptions is not supported; see AutoPipeline.
-func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, ErrUnsupported
-}
-
-// AsyncAutoPipeline is not supported; see AutoPipeline.
-func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) { return nil, ErrUnsupported }
-
-// AsyncAutoPipelineWithOptions is not supported; see AutoPipeline.
-func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, ErrUnsupported
-}
-
 // Watch runs fn in a WATCH transaction on the active database. It is
 // never re-run: a failure during fn is returned as go-redis reports it.
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
@@ -472,7 +456,7 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 // methods.
 func (c *Client) Conn() *redis.Conn {
 	if db := c.route.Load().active; db != nil {
-		if rc, ok := db.client.(*redis.Client); ok {
+		if rc, ok := db.client.(interface{ Conn() *redis.Conn }); ok {
 			return rc.Conn()
 		}
 	}
@@ -513,12 +497,27 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 // database and is not counted; if the active database changed meanwhile,
 // it goes to the new one by the same rule.
 func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
+	if scans := findScans(cmd, cmds); scans != nil {
+		return c.runScans(ctx, cmd, cmds, scans)
+	}
+	_, err := c.runOn(ctx, cmd, cmds, nil)
+	return err
+}
+
+// runOn is run, which also returns the database the work last ran on (nil
+// when none). pinned, when set, is the database a SCAN cursor of the work
+// came from: the work runs only there, and is not run again elsewhere after
+// a switch (see scan.go).
+func (c *Client) runOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder, pinned *database) (*database, error) {
 	r := c.route.Load()
 	db := r.active
 	if db == nil {
 		err := c.unavailable(r)
 		routing.SetErrs(cmd, cmds, err)
-		return err
+		return nil, err
+	}
+	if pinned != nil && db != pinned {
+		return nil, c.cursorLost(cmd, cmds, pinned, "is no longer the active database (now "+db.name+")", nil)
 	}
 	start := time.Now() // the trip rules need it (see judge)
 	err := routing.Run(ctx, db.client, cmd, cmds)
@@ -527,20 +526,26 @@ func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) e
 			rt := c.route.Load()
 			switch next := rt.active; {
 			case next != nil && next != db:
-				return c.again(ctx, db, next, cmd, cmds, err)
+				if pinned != nil {
+					return db, c.cursorLost(cmd, cmds, pinned, "is no longer the active database (now "+next.name+")", err)
+				}
+				return next, c.again(ctx, db, next, cmd, cmds, err)
 			case next == nil && !rt.closed && errors.Is(err, redis.ErrClosed):
 				// RemoveDatabase closed the client and left no healthy
 				// database: say so, not "client is closed".
-				return c.unavailable(rt)
+				return db, c.unavailable(rt)
 			}
 		}
-		return err
+		return db, err
 	}
 	next := c.afterFailure(db, start, err).active
 	if next == nil || next == db {
-		return err
+		return db, err
 	}
-	return c.again(ctx, db, next, cmd, cmds, err)
+	if pinned != nil {
+		return db, c.cursorLost(cmd, cmds, pinned, "is no longer the active database (now "+next.name+")", err)
+	}
+	return next, c.again(ctx, db, next, cmd, cmds, err)
 }
 
 // again handles work that failed on from after the active database became

@@ -3,6 +3,7 @@ package multidb
 import (
 	"errors"
 	"fmt"
+	"github.com/rediskit/rediskit/internal/routing"
 	"strings"
 	"time"
 
@@ -30,8 +31,8 @@ var (
 	// ErrClosed is returned by calls on a closed Client. It is go-redis's
 	// redis.ErrClosed, so existing checks keep working.
 	ErrClosed = redis.ErrClosed
-	// ErrUnsupported is returned by go-redis methods the client cannot
-	// offer (the auto-pipeliners bypass per-command routing).
+	// ErrUnsupported is matched by the *UnsupportedError of a go-redis
+	// method the routed client does not offer.
 	ErrUnsupported = errors.New("multidb: not supported by the routed client")
 )
 
@@ -151,3 +152,7 @@ func (e *UnhealthyError) Is(target error) bool { return target == ErrUnhealthy }
 
 // Unwrap returns the last probe's error.
 func (e *UnhealthyError) Unwrap() error { return e.Err }
+
+// UnsupportedError reports a go-redis method the client does not offer
+// (Method), why, and what to use instead. It matches ErrUnsupported.
+type UnsupportedError = routing.UnsupportedError

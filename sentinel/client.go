@@ -64,6 +64,9 @@ type Client struct {
 	evictMu sync.Mutex
 	evicts  map[string]struct{}
 
+	// cursors are the SCAN cursors the client could not tag (scan.go).
+	cursors scanCursors
+
 	// durableKick is when a refused durable write last asked for a refresh
 	// (Unix nanoseconds; see recheckDurable).
 	durableKick atomic.Int64
@@ -264,23 +267,6 @@ func (c *Client) Master() string {
 		return s.master.addr
 	}
 	return ""
-}
-
-// AutoPipeline is not supported: go-redis's auto-pipeliners send on their
-// own connections, past per-command routing. Use Pipeline.
-func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return nil, ErrUnsupported }
-
-// AutoPipelineWithOptions is not supported; see AutoPipeline.
-func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, ErrUnsupported
-}
-
-// AsyncAutoPipeline is not supported; see AutoPipeline.
-func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) { return nil, ErrUnsupported }
-
-// AsyncAutoPipelineWithOptions is not supported; see AutoPipeline.
-func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, ErrUnsupported
 }
 
 // Watch runs fn in a WATCH transaction on the master. It waits while a
@@ -528,6 +514,9 @@ func (c *Client) noReplica(snap *snapshot) *NoReplicaError {
 
 // process runs one command (the front client's process hook).
 func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
+	if sc, ok := routing.FindScan(cmd); ok {
+		return c.scan(ctx, sc)
+	}
 	if c.classifier.ReadOnly(cmd) {
 		return c.read(ctx, cmd, nil)
 	}
@@ -537,6 +526,9 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 // processPipeline runs a pipeline, or a transaction (wrapped in MULTI ...
 // EXEC by go-redis), as a whole on one node.
 func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
+	if scans := findScans(cmds); scans != nil {
+		return c.scanPipeline(ctx, cmds, scans)
+	}
 	if routing.IsTx(cmds) {
 		return c.write(ctx, nil, cmds)
 	}
@@ -562,14 +554,21 @@ func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []red
 // read runs read-only work where the read preference allows, and re-runs
 // it once on the re-resolved target after a failure signal.
 func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
+	_, err := c.readOn(ctx, cmd, cmds)
+	return err
+}
+
+// readOn is read, which also returns the node the last attempt ran on
+// (nil when none ran).
+func (c *Client) readOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) (*node, error) {
 	snap, err := c.current(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rf := c.readFrom(ctx)
 	n, done, err := c.target(ctx, snap, true, rf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n.counts.reads.Add(1)
 	err = c.runOn(ctx, n, cmd, cmds)
@@ -577,21 +576,21 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 		done()
 	}
 	if err == nil || !c.failureSignal(ctx, cmd, cmds, err) {
-		return err
+		return n, err
 	}
 	if failure.Timeout(err) {
 		// The caller already waited its read timeout: check the topology
 		// in the background and return now (a slow node is not re-run).
 		c.kick()
-		return c.nodeError(snap, n, false, cmd, cmds, err)
+		return n, c.nodeError(snap, n, false, cmd, cmds, err)
 	}
 	next, rerr := c.resolveAfter(ctx, snap)
 	if rerr != nil {
-		return c.nodeError(snap, n, false, cmd, cmds, err)
+		return n, c.nodeError(snap, n, false, cmd, cmds, err)
 	}
 	n2, done2, terr := c.target(ctx, next, true, rf)
 	if terr != nil {
-		return c.nodeError(snap, n, false, cmd, cmds, err)
+		return n, c.nodeError(snap, n, false, cmd, cmds, err)
 	}
 	c.stats.readsRetried.Add(1)
 	c.emit(Event{Kind: EventReadRetried, Master: n.addr, Err: err})
@@ -602,9 +601,9 @@ func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) 
 		done2()
 	}
 	if err != nil && c.failureSignal(ctx, cmd, cmds, err) {
-		return c.nodeError(next, n2, false, cmd, cmds, err)
+		return n2, c.nodeError(next, n2, false, cmd, cmds, err)
 	}
-	return err
+	return n2, err
 }
 
 // nodeError returns err, the failure of work on node n of snap, as a

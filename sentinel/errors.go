@@ -48,10 +48,14 @@ var (
 	// lost. Nothing to wait out: call Receive again at once.
 	ErrSubscriptionMoved = routing.ErrSwitched
 
-	// ErrUnsupported is returned by go-redis methods the routed client
-	// cannot offer (the auto-pipeliners bypass per-command routing).
+	// ErrUnsupported is matched by the *UnsupportedError of a go-redis
+	// method the routed client does not offer.
 	ErrUnsupported = errors.New("sentinel: not supported by the routed client")
 )
+
+// UnsupportedError reports a go-redis method the client does not offer
+// (Method), why, and what to use instead. It matches ErrUnsupported.
+type UnsupportedError = routing.UnsupportedError
 
 // NodeError reports work that failed on a data node without an answer
 // from it: the connection could not be made, was lost, or timed out. The

@@ -39,6 +39,9 @@ type node struct {
 // counting).
 type nodeCounts struct {
 	reads, writes atomic.Uint64
+	// id is the address's number for the client's lifetime, from 1: the
+	// tag of the SCAN cursors it issued (see scan.go).
+	id uint64
 }
 
 func (n *node) acquire() { n.inflight.Add(1) }
@@ -102,7 +105,7 @@ func (s *nodeSet) get(addr string) *node {
 	}
 	counts := s.counts[addr]
 	if counts == nil {
-		counts = &nodeCounts{}
+		counts = &nodeCounts{id: uint64(len(s.counts) + 1)}
 		s.counts[addr] = counts
 	}
 	n := &node{addr: addr, counts: counts}

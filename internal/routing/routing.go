@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -112,4 +113,56 @@ func SetErrs(cmd redis.Cmder, cmds []redis.Cmder, err error) {
 	for _, q := range cmds {
 		q.SetErr(err)
 	}
+}
+
+// UnsupportedError reports a go-redis method a routed client does not
+// offer, and what to use instead. Its package (sentinel, multidb) names it
+// as its own, and it matches that package's ErrUnsupported.
+type UnsupportedError struct {
+	// Client names the client ("sentinel.Client").
+	Client string
+	// Method is the go-redis method refused.
+	Method string
+	// Why says why; Instead what to use.
+	Why, Instead string
+	// Match is the package's ErrUnsupported.
+	Match error
+}
+
+func (e *UnsupportedError) Error() string {
+	msg := e.Client + "." + e.Method + " is not supported: " + e.Why
+	if e.Instead != "" {
+		msg += "; use " + e.Instead
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, the package's ErrUnsupported) true.
+func (e *UnsupportedError) Is(target error) bool { return target == e.Match }
+
+// WithTimeout returns a front (see NewFront) whose every call runs with a
+// deadline of d on top of its context, as go-redis's Client.WithTimeout
+// bounds each call by its read and write timeouts: a routed client's
+// WithTimeout, whose calls are routed as the client's are. Blocking
+// commands (blocking reports them) get no deadline of their own: their
+// wait is their own timeout, as go-redis extends its read timeout for
+// them. opt describes the front (Options(); its timeouts are set to d).
+func WithTimeout(opt *redis.Options, d time.Duration, blocking func(redis.Cmder) bool, process ProcessFunc, pipeline PipelineFunc) *redis.Client {
+	o := *opt
+	o.ReadTimeout, o.WriteTimeout = d, d
+	bounded := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, d)
+	}
+	return NewFront(&o, func(ctx context.Context, cmd redis.Cmder) error {
+		if blocking(cmd) {
+			return process(ctx, cmd)
+		}
+		ctx, cancel := bounded(ctx)
+		defer cancel()
+		return process(ctx, cmd)
+	}, func(ctx context.Context, cmds []redis.Cmder) error {
+		ctx, cancel := bounded(ctx)
+		defer cancel()
+		return pipeline(ctx, cmds)
+	})
 }

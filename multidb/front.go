@@ -1,0 +1,113 @@
+package multidb
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/push"
+
+	"github.com/rediskit/rediskit/internal/routing"
+)
+
+// The methods of *redis.Client that would misbehave on the routing front
+// (which never dials) are shadowed here: each works as in go-redis, on the
+// active database, or refuses with an *UnsupportedError that says what to
+// use. Every other method of *redis.Client runs through the client's
+// routing; TestFrontMethods checks, by reflection, that every exported
+// method of *redis.Client is one or the other.
+
+func (c *Client) unsupported(method, why, instead string) *UnsupportedError {
+	return &UnsupportedError{Client: "multidb.Client", Method: method, Why: why, Instead: instead, Match: ErrUnsupported}
+}
+
+// WithTimeout returns a client whose calls are routed as c's are, each
+// bounded by timeout (as go-redis's WithTimeout bounds a call by its read
+// and write timeouts; blocking commands keep their own wait). It shares
+// c's databases; closing it closes only itself.
+func (c *Client) WithTimeout(timeout time.Duration) *redis.Client {
+	return routing.WithTimeout(c.front.Options(), timeout, c.cfg.Classifier.Blocking, c.process, c.processPipeline)
+}
+
+// Options returns the go-redis options of the active database's client (a
+// copy), when it has them (a *redis.Client, or a routed client such as
+// sentinel.Client); else the front's, whose Addr names the client
+// ("multidb").
+func (c *Client) Options() *redis.Options {
+	if db := c.route.Load().active; db != nil {
+		if oc, ok := db.client.(interface{ Options() *redis.Options }); ok {
+			o := *oc.Options()
+			return &o
+		}
+	}
+	return c.front.Options()
+}
+
+// NodeAddress returns the address of the active database's client, when
+// it has one ("" otherwise, and while no database is active).
+func (c *Client) NodeAddress() string {
+	if db := c.route.Load().active; db != nil {
+		if oc, ok := db.client.(interface{ Options() *redis.Options }); ok {
+			return oc.Options().Addr
+		}
+	}
+	return ""
+}
+
+// EphemeralConn returns a connection of the active database that is
+// discarded, not pooled, when closed (go-redis's EphemeralConn). It is
+// pinned to that database and does not follow switches.
+func (c *Client) EphemeralConn() *redis.Conn {
+	if db := c.route.Load().active; db != nil {
+		if ec, ok := db.client.(interface{ EphemeralConn() *redis.Conn }); ok {
+			return ec.EphemeralConn()
+		}
+	}
+	return c.front.EphemeralConn()
+}
+
+// Wait is refused: WAIT counts the replicas that acknowledged the writes of
+// the connection it runs on, and the client runs each call on a connection
+// of its choosing. Use a database whose client confirms writes itself (a
+// sentinel.Client with Durable).
+func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
+	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
+	cmd.SetErr(c.unsupported("Wait", "WAIT counts the acknowledged writes of its own connection, and calls run on connections of the client's choosing",
+		"a database whose client confirms its writes (sentinel.Client with Durable)"))
+	return cmd
+}
+
+// WaitAOF is refused, as Wait is.
+func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
+	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
+	cmd.SetErr(c.unsupported("WaitAOF", "WAITAOF counts the fsynced writes of its own connection, and calls run on connections of the client's choosing",
+		"a database whose client confirms its writes (sentinel.Client with Durable)"))
+	return cmd
+}
+
+// RegisterPushNotificationHandler is refused: push notifications arrive on
+// the databases' own connections.
+func (c *Client) RegisterPushNotificationHandler(string, push.NotificationHandler, bool) error {
+	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the databases' own connections", "Subscribe for pub/sub")
+}
+
+// AutoPipeline is not supported yet: go-redis's auto-pipeliners send on
+// connections of their own, past the client's per-command routing.
+func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) {
+	return nil, c.unsupported("AutoPipeline", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+}
+
+// AutoPipelineWithOptions is not supported yet; see AutoPipeline.
+func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, c.unsupported("AutoPipelineWithOptions", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+}
+
+// AsyncAutoPipeline is not supported yet; see AutoPipeline.
+func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
+	return nil, c.unsupported("AsyncAutoPipeline", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+}
+
+// AsyncAutoPipelineWithOptions is not supported yet; see AutoPipeline.
+func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, c.unsupported("AsyncAutoPipelineWithOptions", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+}

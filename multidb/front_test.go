@@ -1,0 +1,51 @@
+package multidb
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
+)
+
+func TestFrontMethods(t *testing.T) {
+	testkit.CheckFrontMethods(t, reflect.TypeFor[*Client]())
+}
+
+// The shadowed methods work on the active database, or say what to use.
+func TestShadowedMethods(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	nodes := standalone(t, 2, lab.Config{})
+	c, _ := newClient(t, fast(Config{}), nodes, 10, 5)
+	short := c.WithTimeout(time.Second)
+	defer short.Close()
+	if err := short.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v := get(t, nodes[0], "k"); v != "v" {
+		t.Fatalf("SET through WithTimeout reached db0 as %q", v)
+	}
+	if o := c.Options(); o.Addr != nodes[0].Addr() || c.NodeAddress() != nodes[0].Addr() {
+		t.Fatalf("Options().Addr %s, NodeAddress %s; want db0's %s", o.Addr, c.NodeAddress(), nodes[0].Addr())
+	}
+	conn := c.EphemeralConn()
+	if v, err := conn.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET on EphemeralConn: %q, %v", v, err)
+	}
+	_ = conn.Close()
+	for name, err := range map[string]error{
+		"Wait":    c.Wait(ctx, 1, time.Second).Err(),
+		"WaitAOF": c.WaitAOF(ctx, 0, 1, time.Second).Err(),
+		"AutoPipeline": func() error {
+			_, err := c.AutoPipeline()
+			return err
+		}(),
+	} {
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupported) || ue.Method != name || ue.Instead == "" {
+			t.Errorf("%s: %v; want an UnsupportedError naming it and what to use", name, err)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package sentinel
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/push"
+
+	"github.com/rediskit/rediskit/internal/routing"
+)
+
+// The methods of *redis.Client that would misbehave on the routing front
+// (which never dials) are shadowed here: each works as in go-redis, on the
+// node the client routes to, or refuses with an *UnsupportedError that
+// says what to use. Every other method of *redis.Client (each command,
+// Do, Process, Pipeline, TxPipeline, the search builders, ...) runs through
+// the client's routing. TestFrontMethods checks, by reflection, that every
+// exported method of *redis.Client is one or the other, so that a go-redis
+// upgrade adding one fails until it is handled.
+
+func (c *Client) unsupported(method, why, instead string) *UnsupportedError {
+	return &UnsupportedError{Client: "sentinel.Client", Method: method, Why: why, Instead: instead, Match: ErrUnsupported}
+}
+
+// WithTimeout returns a client whose calls are routed as c's are, each
+// bounded by timeout (as go-redis's WithTimeout bounds a call by its read
+// and write timeouts; blocking commands keep their own wait). It shares
+// c's topology, connections and hooks; closing it closes only itself.
+func (c *Client) WithTimeout(timeout time.Duration) *redis.Client {
+	return routing.WithTimeout(c.front.Options(), timeout, c.classifier.Blocking, c.process, c.processPipeline)
+}
+
+// Options returns the go-redis options of the current master's client (a
+// copy): the data-node settings (credentials, database, TLS, timeouts,
+// pool) rediskit runs with. Addr is the current master's, which changes
+// with a failover; before the first discovery it names the deployment
+// ("sentinel/<MasterName>").
+func (c *Client) Options() *redis.Options {
+	if snap := c.snap.Load(); snap.master != nil {
+		o := *snap.master.client.Options()
+		return &o
+	}
+	return c.front.Options()
+}
+
+// NodeAddress returns the current master's address ("" before the first
+// discovery).
+func (c *Client) NodeAddress() string { return c.Master() }
+
+// EphemeralConn returns a connection to the current master that is
+// discarded, not pooled, when closed (go-redis's EphemeralConn). Like
+// Conn, it is pinned to that node and does not follow failovers.
+func (c *Client) EphemeralConn() *redis.Conn {
+	snap, err := c.current(context.Background())
+	if err != nil || snap.master == nil {
+		return c.front.EphemeralConn()
+	}
+	return snap.master.client.EphemeralConn()
+}
+
+// Wait is refused: WAIT counts the replicas that acknowledged the writes of
+// the connection it runs on, and the client runs each call on a connection
+// of its choosing, so no WAIT could speak for the caller's writes. Use
+// Options.Durable or WithDurable, which confirm each write with WAIT on
+// its own connection.
+func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
+	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
+	cmd.SetErr(c.unsupported("Wait", "WAIT counts the acknowledged writes of its own connection, and calls run on connections of the client's choosing",
+		"Options.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it"))
+	return cmd
+}
+
+// WaitAOF is refused, as Wait is.
+func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
+	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
+	cmd.SetErr(c.unsupported("WaitAOF", "WAITAOF counts the fsynced writes of its own connection, and calls run on connections of the client's choosing",
+		"Options.Durable or WithDurable(ctx, true)"))
+	return cmd
+}
+
+// RegisterPushNotificationHandler is refused: push notifications arrive on
+// the data nodes' connections, which the client opens and closes as the
+// topology changes.
+func (c *Client) RegisterPushNotificationHandler(string, push.NotificationHandler, bool) error {
+	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the data nodes' own connections", "Subscribe for pub/sub")
+}
+
+// AutoPipeline is not supported yet: go-redis's auto-pipeliners send on
+// connections of their own, past the client's per-command routing.
+func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) {
+	return nil, c.unsupported("AutoPipeline", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+}
+
+// AutoPipelineWithOptions is not supported yet; see AutoPipeline.
+func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, c.unsupported("AutoPipelineWithOptions", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+}
+
+// AsyncAutoPipeline is not supported yet; see AutoPipeline.
+func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
+	return nil, c.unsupported("AsyncAutoPipeline", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+}
+
+// AsyncAutoPipelineWithOptions is not supported yet; see AutoPipeline.
+func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return nil, c.unsupported("AsyncAutoPipelineWithOptions", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+}
