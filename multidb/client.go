@@ -48,6 +48,7 @@ type Client struct {
 	dbs       []*database // failover order: weight, highest first; ties by index
 	nextIndex int
 	hooks     []redis.Hook // added to every database client, present and future
+	onNew     []func(*redis.Client)
 	closed    bool
 	downSince time.Time
 	attempts  int
@@ -184,7 +185,13 @@ func (c *Client) newDatabase(d Database) *database {
 	}
 	addBridgeHook(db.client)
 	for _, h := range c.hooks {
-		db.client.AddHook(h)
+		db.client.AddHook(routing.UserHook(h))
+	}
+	if c.cfg.InternalHook != nil {
+		db.client.AddHook(routing.InternalHook(c.cfg.InternalHook))
+	}
+	for _, fn := range c.onNew {
+		onNewNode(db.client, fn)
 	}
 	db.ctx, db.cancel = context.WithCancel(c.ctx)
 	return db
@@ -402,6 +409,35 @@ func (c *Client) Close() error {
 	return errors.Join(errs...)
 }
 
+// OnNewNode calls fn with the go-redis client of every node the client
+// routes work to, present and future: a database's *redis.Client itself,
+// or, for a database whose client has nodes of its own (sentinel.Client,
+// *redis.ClusterClient, *redis.Ring), each of those, through that client's
+// OnNewNode. It is the way to instrument them:
+//
+//	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
+//
+// fn must not block, nor call the client.
+func (c *Client) OnNewNode(fn func(*redis.Client)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onNew = append(c.onNew, fn)
+	for _, db := range c.dbs {
+		onNewNode(db.client, fn)
+	}
+}
+
+// onNewNode applies fn to a database's client: itself when it is a
+// *redis.Client, its nodes when it reports them.
+func onNewNode(client redis.UniversalClient, fn func(*redis.Client)) {
+	switch rc := client.(type) {
+	case *redis.Client:
+		fn(rc)
+	case interface{ OnNewNode(func(*redis.Client)) }:
+		rc.OnNewNode(fn)
+	}
+}
+
 // AddHook adds a go-redis hook to every database client, present and
 // future (including clients passed in Database.Client), so it sees each
 // command on the database that runs it, and each connection it dials,
@@ -413,7 +449,7 @@ func (c *Client) AddHook(h redis.Hook) {
 	defer c.mu.Unlock()
 	c.hooks = append(c.hooks, h)
 	for _, db := range c.dbs {
-		db.client.AddHook(h)
+		db.client.AddHook(routing.UserHook(h))
 	}
 }
 

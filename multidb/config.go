@@ -156,6 +156,10 @@ type Config struct {
 	Observer func(Event)
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
+	// InternalHook, when set, is added to every database client and sees
+	// only the client's own calls (health checks and burst checks), which
+	// the hooks of AddHook do not see.
+	InternalHook redis.Hook
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -1,10 +1,15 @@
 package multidb
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
@@ -47,5 +52,60 @@ func TestShadowedMethods(t *testing.T) {
 		if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupported) || ue.Method != name || ue.Instead == "" {
 			t.Errorf("%s: %v; want an UnsupportedError naming it and what to use", name, err)
 		}
+	}
+}
+
+// A hook added with AddHook sees the caller's commands, not the client's
+// health checks; Config.InternalHook sees those.
+func TestHooksSeeTheirOwnCalls(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	nodes := standalone(t, 1, lab.Config{})
+	internal := &nameHook{seen: map[string]int{}}
+	c, _ := newClient(t, fast(Config{InternalHook: internal}), nodes, 10)
+	user := &nameHook{seen: map[string]int{}}
+	c.AddHook(user)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // health checks every 100 ms
+	u, in := user.counts(), internal.counts()
+	if u["set"] != 1 || u["ping"] != 0 {
+		t.Fatalf("the caller's hook saw %v; want its SET and no health check", u)
+	}
+	if in["ping"] == 0 || in["set"] != 0 {
+		t.Fatalf("InternalHook saw %v; want the health checks' PINGs only", in)
+	}
+}
+
+type nameHook struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (h *nameHook) counts() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.seen)
+}
+
+func (h *nameHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *nameHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.mu.Lock()
+		h.seen[cmd.Name()]++
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *nameHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		for _, cmd := range cmds {
+			h.seen[cmd.Name()]++
+		}
+		h.mu.Unlock()
+		return next(ctx, cmds)
 	}
 }

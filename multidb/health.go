@@ -12,6 +12,8 @@ import (
 	"github.com/rediskit/rediskit/guard"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
+
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 // Probe checks a database once: nil means it passed. ctx carries the
@@ -209,5 +211,7 @@ func runProbe(ctx context.Context, client redis.UniversalClient, probe Probe) (e
 			err = fmt.Errorf("%w: %v", ErrProbePanicked, v)
 		}
 	}()
-	return probe(ctx, client)
+	// Marked internal: the caller's hooks (AddHook) do not see the
+	// client's own checks, Config.InternalHook does.
+	return probe(routing.Internal(ctx), client)
 }

@@ -251,6 +251,22 @@ func (c *Client) AddHook(h redis.Hook) {
 	c.pubsub.addHook(h)
 }
 
+// OnNewNode calls fn with the go-redis client of every data node the
+// client routes the caller's work to (the master, the replicas, and the
+// client subscriptions use), those it has now and every one it makes
+// later (after a failover, for a new replica), as go-redis's ClusterClient
+// and Ring do. It is the way to instrument the nodes, one span or metric
+// per call on the node that served it:
+//
+//	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
+//
+// The clients of the client's own checks (ROLE, probes) are not passed:
+// they carry none of the caller's work. fn must not block.
+func (c *Client) OnNewNode(fn func(*redis.Client)) {
+	c.nodes.onNewNode(fn)
+	fn(c.pubsub.client)
+}
+
 // PoolStats sums the pool statistics of every data-node client.
 func (c *Client) PoolStats() *redis.PoolStats {
 	return c.nodes.poolStats()

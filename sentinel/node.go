@@ -89,6 +89,7 @@ type nodeSet struct {
 	live   map[string]*node
 	counts map[string]*nodeCounts
 	hooks  []redis.Hook // added to every node client, present and future
+	onNew  []func(*redis.Client)
 	closed bool
 }
 
@@ -125,8 +126,22 @@ func (s *nodeSet) get(addr string) *node {
 	for _, h := range s.hooks {
 		n.client.AddHook(h)
 	}
+	for _, fn := range s.onNew {
+		fn(n.client)
+	}
 	s.live[addr] = n
 	return n
+}
+
+// onNewNode calls fn for every node client, present and future (see
+// Client.OnNewNode).
+func (s *nodeSet) onNewNode(fn func(*redis.Client)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onNew = append(s.onNew, fn)
+	for _, n := range s.live {
+		fn(n.client)
+	}
 }
 
 func (s *nodeSet) addHook(h redis.Hook) {

@@ -166,3 +166,56 @@ func WithTimeout(opt *redis.Options, d time.Duration, blocking func(redis.Cmder)
 		return pipeline(ctx, cmds)
 	})
 }
+
+type internalKey struct{}
+
+// Internal marks ctx as carrying a routed client's own work (its health
+// checks, probes) on a client the caller's hooks are on: UserHook passes
+// such calls by, InternalHook sees only them.
+func Internal(ctx context.Context) context.Context {
+	return context.WithValue(ctx, internalKey{}, true)
+}
+
+// IsInternal reports whether ctx was marked by Internal.
+func IsInternal(ctx context.Context) bool { return ctx.Value(internalKey{}) != nil }
+
+// UserHook wraps a caller's hook so that it sees the caller's work only:
+// commands and pipelines run with a context marked Internal go straight
+// to the next hook. Dials are passed to it as they are.
+func UserHook(h redis.Hook) redis.Hook { return filteredHook{h: h, internal: false} }
+
+// InternalHook wraps a hook so that it sees only the calls made with a
+// context marked Internal.
+func InternalHook(h redis.Hook) redis.Hook { return filteredHook{h: h, internal: true} }
+
+type filteredHook struct {
+	h        redis.Hook
+	internal bool // which calls h sees
+}
+
+func (f filteredHook) DialHook(next redis.DialHook) redis.DialHook {
+	if f.internal {
+		return next
+	}
+	return f.h.DialHook(next)
+}
+
+func (f filteredHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	hooked := f.h.ProcessHook(next)
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if IsInternal(ctx) == f.internal {
+			return hooked(ctx, cmd)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (f filteredHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	hooked := f.h.ProcessPipelineHook(next)
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if IsInternal(ctx) == f.internal {
+			return hooked(ctx, cmds)
+		}
+		return next(ctx, cmds)
+	}
+}

@@ -1,0 +1,217 @@
+package rediskitotel
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/extra/redisotel/v9"
+	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/multidb"
+	"github.com/rediskit/rediskit/sentinel"
+)
+
+// spanRecorder is an in-memory exporter's tracer provider.
+func spanRecorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp, exp
+}
+
+// spanNodes returns, for each span of a call, its name and the server it
+// names (server.address:server.port). The spans go-redis's instrumentation
+// makes for a new connection (redis.dial, and its HELLO) are left out: a
+// plain go-redis client has them too.
+func spanNodes(exp *tracetest.InMemoryExporter) []string {
+	var out []string
+	for _, s := range exp.GetSpans() {
+		if s.Name == "redis.dial" || s.Name == "hello" {
+			continue
+		}
+		host, port := "", ""
+		for _, a := range s.Attributes {
+			switch a.Key {
+			case "server.address":
+				host = a.Value.Emit()
+			case "server.port":
+				port = a.Value.Emit()
+			}
+		}
+		out = append(out, s.Name+"@"+net.JoinHostPort(host, port))
+	}
+	return out
+}
+
+// The standard go-redis instrumentation (redisotel) works through
+// OnNewNode: one span per call the caller makes (a command, a pipeline, a
+// transaction), on the node that served it, and none for the client's own
+// checks (ROLE, the sentinel poll, the replica prober).
+func TestStandardTracingThroughOnNewNode(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	tp, exp := spanRecorder(t)
+	l := lab.Sentinel(1)
+	lb := lab.New(t, l)
+	c, err := sentinel.NewClient(sentinel.Options{MasterName: lb.MasterName(), SentinelAddrs: lb.SentinelAddrs(),
+		ReadFrom: sentinel.Replica, RefreshInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var instrumented []string
+	c.OnNewNode(func(rc *redis.Client) {
+		instrumented = append(instrumented, rc.Options().Addr)
+		if err := redisotel.InstrumentTracing(rc, redisotel.WithTracerProvider(tp)); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "a read on the replica", func() bool {
+		return c.Get(ctx, "k").Err() == nil && slices.ContainsFunc(c.Stats().Nodes, func(n sentinel.NodeStats) bool {
+			return n.Addr == lb.Node(1).Addr() && n.Reads > 0
+		})
+	})
+	exp.Reset()
+	time.Sleep(500 * time.Millisecond) // refreshes, polls and probe rounds, none traced
+	if got := spanNodes(exp); len(got) != 0 {
+		t.Fatalf("spans of the client's own checks: %v", got)
+	}
+	master, replica := lb.Node(0).Addr(), lb.Node(1).Addr()
+	if err := c.Set(ctx, "k", "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "k")
+		p.Get(ctx, "k")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, "n")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := spanNodes(exp)
+	want := []string{"set@" + master, "get@" + replica, "redis.pipeline get@" + replica, "redis.pipeline multi incr exec@" + master}
+	if len(got) != len(want) {
+		t.Fatalf("spans %v, want one per call: %v", got, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], strings.Split(want[i], "@")[0]) || !strings.HasSuffix(got[i], "@"+strings.Split(want[i], "@")[1]) {
+			t.Errorf("span %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	if !slices.Contains(instrumented, master) || !slices.Contains(instrumented, replica) {
+		t.Fatalf("instrumented %v, want the master %s and the replica %s", instrumented, master, replica)
+	}
+}
+
+// Through a multi-database client, a database's nodes are instrumented
+// the same way, a Sentinel database's through its own OnNewNode.
+func TestStandardTracingThroughMultidb(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	tp, exp := spanRecorder(t)
+	plain := lab.New(t, lab.Standalone()).Node(0)
+	c, err := multidb.NewClient(multidb.Config{Databases: []multidb.Database{{Name: "main", Weight: 1, Options: plain.Options()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc, redisotel.WithTracerProvider(tp)) })
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := spanNodes(exp)
+	if len(got) != 1 || got[0] != "set@"+plain.Addr() {
+		t.Fatalf("spans %v, want one SET on %s", got, plain.Addr())
+	}
+}
+
+// A hook added with AddHook sees the caller's commands only: the client's
+// own checks (ROLE, the sentinel poll, the replica prober's PING) are not
+// run through it (after one GET and a few idle seconds a hook saw
+// hello=4 role=15).
+func TestAddHookSeesTheCallersCommandsOnly(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	lb := lab.New(t, lab.Sentinel(1))
+	c, err := sentinel.NewClient(sentinel.Options{MasterName: lb.MasterName(), SentinelAddrs: lb.SentinelAddrs(),
+		ReadFrom: sentinel.ReplicaPreferred, RefreshInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h := &countingHook{seen: map[string]int{}}
+	c.AddHook(h)
+	if err := c.Get(ctx, "missing").Err(); err != redis.Nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // refreshes, polls, probe rounds
+	seen := h.counts()
+	for name := range seen {
+		if name != "get" && name != "hello" {
+			t.Errorf("the hook saw %s, which the caller never sent (all: %v)", name, seen)
+		}
+	}
+	if seen["get"] != 1 {
+		t.Errorf("the hook saw %d GETs, want 1 (all: %v)", seen["get"], seen)
+	}
+	// HELLO is go-redis's own, once per new connection of the caller's
+	// traffic, as on a plain go-redis client.
+	if seen["hello"] > 1 {
+		t.Errorf("the hook saw %d HELLOs for one GET (all: %v)", seen["hello"], seen)
+	}
+}
+
+type countingHook struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (h *countingHook) counts() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range h.seen {
+		out[k] = v
+	}
+	return out
+}
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.mu.Lock()
+		h.seen[cmd.Name()]++
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		for _, cmd := range cmds {
+			h.seen[cmd.Name()]++
+		}
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
