@@ -66,6 +66,8 @@ type Client struct {
 
 	// cursors are the SCAN cursors the client could not tag (scan.go).
 	cursors scanCursors
+	// blocking holds the connections of blocking commands (blocking.go).
+	blocking blockingConns
 
 	// durableKick is when a refused durable write last asked for a refresh
 	// (Unix nanoseconds; see recheckDurable).
@@ -118,6 +120,7 @@ func NewClient(opts Options) (*Client, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.nodes = newNodeSet(&c.opts)
+	c.blocking.idle, c.blocking.inUse = map[*node][]*blockingConn{}, map[*blockingConn]struct{}{}
 	c.sentinels = newSentinelSet(&c.opts)
 	c.pubsub = newPubsubRouter(c)
 	c.snap.Store(&snapshot{superseded: make(chan struct{})})
@@ -233,6 +236,7 @@ func (c *Client) Close() error {
 	for _, ps := range watchers {
 		_ = ps.Close()
 	}
+	c.blocking.close()
 	c.nodes.closeAll()
 	c.sentinels.close()
 	c.pubsub.close()
@@ -247,6 +251,10 @@ func (c *Client) Close() error {
 // AddHook adds a go-redis hook to every data-node client, present and
 // future, so it sees each command on the node that runs it.
 func (c *Client) AddHook(h redis.Hook) {
+	// The client's own commands on those clients (CLIENT ID before a
+	// blocking command) run with a context marked internal: the caller's
+	// hooks do not see them.
+	h = routing.UserHook(h)
 	c.nodes.addHook(h)
 	c.pubsub.addHook(h)
 }
@@ -341,7 +349,7 @@ func (c *Client) current(ctx context.Context) (*snapshot, error) {
 // round's attempts, when there was one.
 func (c *Client) noMasterError(cause error) error {
 	if last := c.lastFailure.Load(); last != nil {
-		return &DiscoveryError{MasterName: last.MasterName, Attempts: last.Attempts, Cause: cause}
+		return &DiscoveryError{MasterName: last.MasterName, Attempts: last.Attempts, Monitored: last.Monitored, Cause: cause}
 	}
 	if cause != nil {
 		return fmt.Errorf("sentinel: waiting for the master of %q: %w", c.opts.MasterName, cause)
@@ -705,6 +713,9 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 // confirms it with WAIT on the same connection.
 func (c *Client) writeOn(ctx context.Context, snap *snapshot, cmd redis.Cmder, cmds []redis.Cmder, durable bool) error {
 	snap.master.counts.writes.Add(1)
+	if cmd != nil && c.classifier.Blocking(cmd) {
+		return c.runBlocking(ctx, snap, cmd, durable)
+	}
 	if !durable {
 		return c.runOn(ctx, snap.master, cmd, cmds)
 	}

@@ -115,13 +115,23 @@ func TestAllSentinelsDownErrorListsEach(t *testing.T) {
 	}
 }
 
+// A master name no sentinel monitors fails at once (every sentinel
+// answered: waiting will not help), listing the names they monitor; it
+// used to wait the whole DiscoveryTimeout.
 func TestUnknownMasterName(t *testing.T) {
 	l := lab.New(t, lab.Sentinel(0))
-	c, _ := newTestClient(t, l, func(o *Options) { o.MasterName = "nosuchmaster" })
+	c, _ := newTestClient(t, l, func(o *Options) { o.MasterName = "nosuchmaster"; o.DiscoveryTimeout = 5 * time.Second })
 	ctx := testkit.Context(t, 10*time.Second)
+	began := time.Now()
 	err := c.Ping(ctx).Err()
-	if err == nil || !strings.Contains(err.Error(), "does not monitor a master by that name") {
-		t.Fatalf("got %v", err)
+	took := time.Since(began)
+	var de *DiscoveryError
+	if !errors.As(err, &de) || !errors.Is(err, ErrUnknownMaster) || !slices.Equal(de.Monitored, []string{l.MasterName()}) ||
+		!strings.Contains(err.Error(), "they monitor: "+l.MasterName()) {
+		t.Fatalf("got %v; want a DiscoveryError listing %q", err, l.MasterName())
+	}
+	if took > time.Second {
+		t.Fatalf("an unknown master name took %v to report (DiscoveryTimeout 5 s)", took)
 	}
 }
 

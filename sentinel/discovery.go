@@ -108,7 +108,35 @@ type masterReport struct {
 	rtt time.Duration
 }
 
-var errUnknownMaster = errors.New("does not monitor a master by that name")
+var errUnknownMaster = fmt.Errorf("does not monitor a master by that name: %w", ErrUnknownMaster)
+
+// monitoredNames returns the master names the known sentinels monitor
+// (SENTINEL MASTERS), sorted, for the error of an unknown name.
+func (c *Client) monitoredNames(ctx context.Context) []string {
+	var names []string
+	for _, s := range c.sentinels.list() {
+		client := c.sentinels.client(s)
+		if client == nil {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+		rows, err := redisinfo.ParseTable(client.Do(qctx, "SENTINEL", "MASTERS"))
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, r := range rows {
+			if n := r["name"]; n != "" && !slices.Contains(names, n) {
+				names = append(names, failure.Brief(n))
+			}
+		}
+		if len(names) >= 64 {
+			break
+		}
+	}
+	slices.Sort(names)
+	return names
+}
 
 // askSentinel asks one sentinel for the master, bounded by SentinelTimeout.
 // SENTINEL MASTER gives the address GET-MASTER-ADDR-BY-NAME gives plus the
@@ -196,6 +224,14 @@ func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (
 		c.stats.discoveryFailures.Add(1)
 		if complete || last == nil {
 			last = attempts
+		}
+		if complete && len(attempts) > 0 && !slices.ContainsFunc(attempts, func(a SentinelAttempt) bool { return a.Reason != SkipUnknownMaster }) {
+			// Every sentinel answered, and none monitors the name: waiting
+			// will not change that (a typo, or the wrong deployment). Say
+			// so at once, with the names they do monitor.
+			err := &DiscoveryError{MasterName: c.opts.MasterName, Attempts: attempts, Monitored: c.monitoredNames(ctx)}
+			c.lastFailure.Store(err)
+			return masterReport{}, err
 		}
 		c.lastFailure.Store(&DiscoveryError{MasterName: c.opts.MasterName, Attempts: last})
 		select {

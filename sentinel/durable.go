@@ -24,18 +24,9 @@ import (
 // no round trip is added to the write for it.
 func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmder, cmds []redis.Cmder) error {
 	n := snap.master
-	required := len(snap.durable)
-	if required == 0 {
-		return &NotDurableError{Master: n.addr, Timeout: c.opts.DurableTimeout, NotSent: true}
-	}
-	if len(snap.unconfirmable) > 0 {
-		// WAIT cannot count these replicas: run, the write could not be
-		// confirmed and would be left executed but not durable. Refused
-		// unsent instead; a refresh soon tells whether they are back.
-		c.recheckDurable()
-		c.stats.writesNotDurable.Add(1)
-		return &NotDurableError{Master: n.addr, Required: required, Replicas: slices.Clone(snap.durable),
-			Unconfirmable: slices.Clone(snap.unconfirmable), Timeout: c.opts.DurableTimeout, NotSent: true}
+	required, err := c.durablePrecheck(snap)
+	if err != nil {
+		return err
 	}
 	wait := redis.NewIntCmd(ctx, "wait", required, c.opts.DurableTimeout.Milliseconds())
 	n.acquire()
@@ -67,6 +58,37 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 			return reply // no write ran: nothing to confirm
 		}
 	}
+	if nde := c.durableVerdict(snap, required, wait); nde != nil {
+		return nde
+	}
+	return reply
+}
+
+// durablePrecheck returns how many replicas a durable write on snap's
+// master must be confirmed by, or the error refusing it unsent: no
+// replica to confirm it, or a counted one that cannot.
+func (c *Client) durablePrecheck(snap *snapshot) (int, error) {
+	n := snap.master
+	required := len(snap.durable)
+	if required == 0 {
+		return 0, &NotDurableError{Master: n.addr, Timeout: c.opts.DurableTimeout, NotSent: true}
+	}
+	if len(snap.unconfirmable) > 0 {
+		// WAIT cannot count these replicas: run, the write could not be
+		// confirmed and would be left executed but not durable. Refused
+		// unsent instead; a refresh soon tells whether they are back.
+		c.recheckDurable()
+		c.stats.writesNotDurable.Add(1)
+		return 0, &NotDurableError{Master: n.addr, Required: required, Replicas: slices.Clone(snap.durable),
+			Unconfirmable: slices.Clone(snap.unconfirmable), Timeout: c.opts.DurableTimeout, NotSent: true}
+	}
+	return required, nil
+}
+
+// durableVerdict is the *NotDurableError of a write whose WAIT did not
+// count required confirmations, or nil.
+func (c *Client) durableVerdict(snap *snapshot, required int, wait *redis.IntCmd) error {
+	n := snap.master
 	if err := wait.Err(); err != nil {
 		c.stats.writesNotDurable.Add(1)
 		return &NotDurableError{Master: n.addr, Required: required, Replicas: slices.Clone(snap.durable), Timeout: c.opts.DurableTimeout, Cause: err}
@@ -75,7 +97,7 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 		c.stats.writesNotDurable.Add(1)
 		return &NotDurableError{Master: n.addr, Required: required, Acked: acked, Replicas: slices.Clone(snap.durable), Timeout: c.opts.DurableTimeout}
 	}
-	return reply
+	return nil
 }
 
 // durableRecheck is how often, at most, a durable write refused because a

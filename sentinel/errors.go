@@ -292,12 +292,20 @@ func (e *NotDurableError) Is(target error) bool { return target == ErrNotDurable
 // Unwrap returns the cause, if any.
 func (e *NotDurableError) Unwrap() error { return e.Cause }
 
+// ErrUnknownMaster is matched by a *DiscoveryError when every sentinel
+// answered and none monitors Options.MasterName (its Monitored lists the
+// names they do). Discovery does not wait for that to change.
+var ErrUnknownMaster = errors.New("sentinel: no sentinel monitors a master by that name")
+
 // DiscoveryError reports that no sentinel named a master that ROLE
 // confirmed. Attempts lists every sentinel asked and why it was skipped.
 type DiscoveryError struct {
 	MasterName string
 	Attempts   []SentinelAttempt
 	Cause      error // the context's error when the deadline ended the search
+	// Monitored, when every sentinel answered that it does not monitor
+	// MasterName, lists the names they do monitor.
+	Monitored []string
 }
 
 // SentinelAttempt is one sentinel asked during discovery.
@@ -352,6 +360,14 @@ func skipReason(err error) SkipReason {
 
 func (e *DiscoveryError) Error() string {
 	var b strings.Builder
+	if e.Monitored != nil || e.unknownEverywhere() {
+		fmt.Fprintf(&b, "sentinel: none of the %d sentinels monitors a master named %q", len(e.Attempts), e.MasterName)
+		if len(e.Monitored) > 0 {
+			fmt.Fprintf(&b, "; they monitor: %s", strings.Join(e.Monitored, ", "))
+		}
+		b.WriteString(" (check Options.MasterName, or the URL's path)")
+		return b.String()
+	}
 	fmt.Fprintf(&b, "sentinel: no sentinel named a verified master for %q", e.MasterName)
 	if e.Cause != nil {
 		fmt.Fprintf(&b, " (%v)", e.Cause)
@@ -360,6 +376,20 @@ func (e *DiscoveryError) Error() string {
 		fmt.Fprintf(&b, "; %s: %s", a.Sentinel, failure.BriefErr(a.Err))
 	}
 	return b.String()
+}
+
+// unknownEverywhere reports whether every sentinel answered that it does
+// not monitor the name.
+func (e *DiscoveryError) unknownEverywhere() bool {
+	if len(e.Attempts) == 0 {
+		return false
+	}
+	for _, a := range e.Attempts {
+		if a.Reason != SkipUnknownMaster {
+			return false
+		}
+	}
+	return true
 }
 
 // Unwrap returns the context error when it ended discovery, and the

@@ -521,6 +521,10 @@ func (c *Client) install(next *snapshot) {
 		keep[f.candidate] = true
 	}
 	c.nodes.keepOnly(keep)
+	c.blocking.forget(func(n *node) bool { return keep[n.addr] && !n.retired.Load() })
+	if masterChanged && cur.master != nil {
+		c.unblockWaiting(cur.master)
+	}
 
 	if masterChanged {
 		if old := cur.masterAddr(); old != "" {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -67,12 +68,14 @@ func IsDial(err error) bool {
 // NotExecuted reports whether err proves that the command it ended did
 // not run: it was never sent (no connection, a closed client, no pool
 // slot), or the server refused it before execution (READONLY, MASTERDOWN,
-// LOADING, EXECABORT).
+// LOADING, EXECABORT), or a blocking command was ended before it was
+// served (UNBLOCKED: by CLIENT UNBLOCK ... ERROR, or by the server when it
+// became a replica): it popped, moved or delivered nothing.
 func NotExecuted(err error) bool {
 	if err == nil || IsNil(err) {
 		return false
 	}
-	return IsDial(err) ||
+	return IsDial(err) || Unblocked(err) ||
 		errors.Is(err, redis.ErrClosed) ||
 		errors.Is(err, redis.ErrPoolTimeout) ||
 		errors.Is(err, redis.ErrPoolExhausted) ||
@@ -80,6 +83,13 @@ func NotExecuted(err error) bool {
 		redis.IsMasterDownError(err) ||
 		redis.IsLoadingError(err) ||
 		redis.IsExecAbortError(err)
+}
+
+// Unblocked reports whether err is the UNBLOCKED reply a blocking command
+// gets when it is ended before it was served.
+func Unblocked(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "UNBLOCKED ")
 }
 
 // Network reports whether err is a connection that could not be made or
