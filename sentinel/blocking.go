@@ -201,4 +201,3 @@ func (c *Client) unblockWaiting(old *node) {
 		}
 	})
 }
-
