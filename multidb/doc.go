@@ -282,6 +282,23 @@
 // client or ring dials them through its node clients, which AddHook's
 // hooks do not reach.
 //
+// # SCAN cursors, Conn, and the methods that cannot be routed
+//
+// A SCAN, SSCAN, HSCAN or ZSCAN cursor is valid only on the database that
+// issued it. The client tags every cursor it returns with its database
+// (in bits no server cursor uses, and clear of those a Sentinel client
+// inside uses for its nodes) and continues a tagged cursor only there:
+// after a switch, the call fails unsent with a *CursorError (errors.Is
+// ErrCursorLost), and the iteration starts again from cursor 0, on the
+// new database, instead of silently skipping and repeating elements.
+//
+// Conn and EphemeralConn are pinned to the database active at the time.
+// Wait and WaitAOF are refused with an *UnsupportedError (errors.Is
+// ErrUnsupported): WAIT counts the writes of its own connection, and each
+// call runs on a connection of the client's choosing. So are the
+// AutoPipeline methods and RegisterPushNotificationHandler. Every other
+// method of *redis.Client works as in go-redis, on the active database.
+//
 // # Observing
 //
 // Config.Observer receives every Event (the active database changed, with
@@ -294,6 +311,16 @@
 // burst checks and their verdicts, and the client's counters. Config.Logger gets "database unreachable" and
 // "database reachable again" records, and every switch. Nothing shows a
 // password.
+//
+// AddHook hooks see the caller's calls, on the database that runs them,
+// not the client's health and burst checks; Config.InternalHook sees only
+// those. For the standard go-redis instrumentation, which wraps each
+// node's client, use OnNewNode:
+//
+//	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
+//
+// It reaches the nodes inside a Sentinel, Cluster or Ring database client
+// too, including those they make later.
 //
 // # go-redis behaviour worth knowing
 //

@@ -28,7 +28,10 @@
 // sentinel user not allowed SENTINEL MASTER is asked GET-MASTER-ADDR-BY-NAME
 // and judged by ROLE alone.) When no sentinel qualifies, discovery retries
 // briefly within the caller's context and DiscoveryTimeout; the
-// *DiscoveryError lists every sentinel and why it was skipped.
+// *DiscoveryError lists every sentinel and why it was skipped. A
+// MasterName no sentinel monitors is not retried: the error matches
+// ErrUnknownMaster at once and lists, in Monitored, the names the
+// sentinels do monitor (a typo is the usual cause).
 //
 // The client subscribes to the events of every known sentinel, not one: the
 // sentinel that leads a failover announces +switch-master about a second
@@ -272,6 +275,34 @@
 // stream consumer-group operations, version counters, and any flow that
 // reads its own writes must use the master: WithReadFrom(ctx, Master).
 //
+// # Work that spans calls: SCAN, blocking calls, Conn
+//
+// A SCAN, SSCAN, HSCAN or ZSCAN cursor is valid only on the node that
+// issued it. The client tags every cursor it returns with that node, in
+// bits no server cursor uses, and continues a tagged cursor there
+// whatever ReadFrom or the replica election says by then: an iteration
+// neither skips nor repeats elements because two replicas share the
+// reads. When the node is no longer one the client routes to (the master
+// was replaced, the replica left the healthy set), the call fails unsent
+// with a *CursorError (errors.Is ErrCursorLost): start again from cursor 0.
+// ScanIterator works unchanged.
+//
+// A blocking call (BLPOP, BRPOP, BLMOVE, BZPOPMIN, XREAD and XREADGROUP
+// with BLOCK, WAIT, ...) waiting on the master when the client switches to a
+// new one is ended with CLIENT UNBLOCK ... ERROR (nothing was popped, the
+// call provably did not run) and sent again to the new master, so a
+// consumer follows the failover at once instead of waiting on the old
+// master until it is demoted or its timeout ends.
+//
+// Conn and EphemeralConn are pinned to the master of the moment and do not
+// follow failovers; a subscription does (below). Wait and WaitAOF are
+// refused with an *UnsupportedError (errors.Is ErrUnsupported): WAIT counts
+// the writes of its own connection, and the client chooses the
+// connection of each call; use durable writes. So are the AutoPipeline
+// methods (go-redis's auto-pipeliner sends past the routing) and
+// RegisterPushNotificationHandler. Every other method of *redis.Client
+// works as in go-redis, routed.
+//
 // # Credentials, TLS, pub/sub
 //
 // Data nodes and sentinels have separate credentials. CredentialsProvider
@@ -280,7 +311,9 @@
 // (unless SentinelTLSConfig is set) to sentinels. Subscribe, PSubscribe and
 // SSubscribe follow the master: after a failover, the subscription is made
 // again on the new master (messages published during the switch can be
-// lost). Conn is pinned to the master of the moment.
+// lost). A subscription's connection that the client closes for a switch
+// reports an error matching ErrSubscriptionMoved to a caller reading it
+// with Receive.
 //
 // # Observing
 //
@@ -290,4 +323,16 @@
 // Stats returns counters and the current topology; Options.Logger receives
 // records. Diagnose returns a staged trace of the path to the master for a
 // person to read.
+//
+// AddHook hooks see the caller's calls, once each, as in go-redis, and
+// not the client's own checks (ROLE, probes, CLIENT ID before a blocking
+// call); a durable write reaches them as the pipeline that carries it and
+// the WAIT that confirms it, on one connection. For the standard go-redis
+// instrumentation, which must wrap each node's client to record the node
+// that served a call, use OnNewNode:
+//
+//	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
+//
+// It is called for every data node the client has and every one it makes
+// later (after a failover, for a new replica).
 package sentinel
