@@ -32,7 +32,7 @@ func benchRing(tb testing.TB) (*Node, *Snapshot, []string) {
 			es = append(es, entry{member: m.String(), score: timeScore(now)})
 		}
 	}
-	snap := buildSnapshot("bench", XXHash, now, now.Add(-time.Minute), es, nil)
+	snap := buildSnapshot("bench", XXHash, now, timeScore(now.Add(-time.Minute)), es, nil)
 	if snap.NodeCount() != 100 || len(snap.replicas) != 1600 {
 		tb.Fatalf("ring of %d nodes, %d replicas", snap.NodeCount(), len(snap.replicas))
 	}

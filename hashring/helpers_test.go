@@ -197,7 +197,7 @@ const (
 // goroutine.
 
 func (n *Node) pyHeartbeat(ctx context.Context) error {
-	_, added, err := n.st.heartbeat(ctx, n.names)
+	_, added, _, err := n.st.heartbeat(ctx, n.names, n.ahead())
 	if err == nil && added > 0 {
 		err = n.st.notify(ctx)
 	}

@@ -285,10 +285,11 @@ func (n *Node) join(ctx context.Context) (*run, error) {
 		return fail("subscribe", context.Cause(ctx))
 	}
 	wrote = true // a heartbeat may be applied even when its reply is lost
-	t0, added, err := n.st.heartbeat(ctx, n.names)
+	t0, added, lowered, err := n.st.heartbeat(ctx, n.names, n.ahead())
 	if err != nil {
 		return fail("heartbeat", err)
 	}
+	n.noteLowered(ctx, t0, lowered)
 	if added > 0 {
 		if err := n.st.notify(ctx); err != nil {
 			return fail("notify", err)
@@ -450,6 +451,10 @@ func (n *Node) loop(r *run) {
 			}
 			n.publish(r, snap)
 		case err := <-errs:
+			if moved(err) {
+				n.moved(r, err)
+				break
+			}
 			n.recover(r, "subscription", err)
 		case <-timer.C:
 			var step string
@@ -487,10 +492,11 @@ func (n *Node) renew(r *run) (string, error) {
 		r.readFailed = false
 		n.publish(r, snap)
 	}
-	t0, added, err := n.st.heartbeat(ctx, n.names)
+	t0, added, lowered, err := n.st.heartbeat(ctx, n.names, n.ahead())
 	if err != nil {
 		return "heartbeat", err
 	}
+	n.noteLowered(ctx, t0, lowered)
 	// Tell the others when the node (re)appears: its replicas were added,
 	// or it had given its keys up, so the others may have dropped it.
 	if added > 0 || !t0.Before(r.deadline) {
@@ -529,6 +535,59 @@ func (n *Node) renew(r *run) (string, error) {
 		n.emit(Event{Kind: EventOwnershipRestored, ValidUntil: r.deadline})
 	}
 	return "", nil
+}
+
+// moved handles the end of the subscription by a client that moved it to
+// a new server on purpose (see moved): nothing failed, so there is no WARN
+// and no backoff. The node subscribes again at once and renews on the new
+// server right away, as a heartbeat round would: notices published during
+// the switch may be lost (the read makes up for them), and the new server
+// may lack the node's latest heartbeat (Sentinel replicates
+// asynchronously) or, for another database, the node's replicas
+// altogether (the heartbeat puts them back, and tells the others). The
+// ownership deadline and the view stand until that renewal replaces them,
+// as for any renewal. Only if it fails does the node go the way of any
+// failure: WARN, backoff, retry.
+func (n *Node) moved(r *run, cause error) {
+	r.sub.close()
+	r.sub = nil
+	n.opts.Logger.LogAttrs(r.ctx, slog.LevelInfo, "hashring: the subscription moved to a new server; subscribing again at once",
+		slog.String("key", n.st.key), slog.String("node", n.id), slog.Any("error", cause))
+	n.emit(Event{Kind: EventSubscriptionMoved, Err: cause})
+	var step string
+	var err error
+	if perr := safe.Call(func() { step, err = n.renew(r) }); perr != nil {
+		step, err = "heartbeat", perr
+	}
+	if err != nil {
+		n.recover(r, step, err)
+	}
+}
+
+// ahead is how far in the future, by the node's clock, a heartbeat leaves
+// the node's own scores alone (see store.heartbeat): Expiry −
+// OwnershipDeadline, the clock skew the timings tolerate (10 s by
+// default). A score ahead by no more than that keeps the node alive for
+// the others at most that much longer than its own deadline says, which
+// the timings allow for anyway, and it is what a backward step of the
+// node's clock within that tolerance leaves behind; ZADD GT then holds it
+// until the clock catches up, as before. A score further ahead can only
+// come from a clock that was off by more than the timings tolerate, or
+// from a writer other than this node (a score of 1e300, +inf): left
+// there, it would keep the node's replicas alive for everyone long after
+// the node died, leaving its keys without an owner.
+func (n *Node) ahead() time.Duration { return n.opts.Expiry - n.opts.OwnershipDeadline }
+
+// noteLowered logs a heartbeat that brought own scores back from the
+// future: someone else wrote the node's members, or its clock was far
+// ahead before; either deserves a look.
+func (n *Node) noteLowered(ctx context.Context, t0 time.Time, lowered int64) {
+	if lowered == 0 {
+		return
+	}
+	n.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "hashring: lowered the node's own scores that were far in the future",
+		slog.String("key", n.st.key), slog.String("node", n.id), slog.Int64("replicas", lowered),
+		slog.Time("now", t0), slog.Time("lowered_to", t0.Add(n.ahead())))
 }
 
 // recover retries after a failed step until a renewal succeeds or the run

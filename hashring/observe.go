@@ -22,6 +22,13 @@ const (
 	// EventAttemptFailed: a step (Step) of keeping the node on the ring
 	// failed with Err; it is retried.
 	EventAttemptFailed
+	// EventSubscriptionMoved: the client moved the node's subscription to
+	// a new server on purpose (our Sentinel client after a failover, our
+	// multi-database client after a switch; Err matches
+	// sentinel.ErrSubscriptionMoved and multidb.ErrSubscriptionMoved). Not
+	// a failure: the node subscribes again and renews at once. If that
+	// fails, an EventAttemptFailed follows.
+	EventSubscriptionMoved
 )
 
 func (k EventKind) String() string {
@@ -34,6 +41,8 @@ func (k EventKind) String() string {
 		return "ownership restored"
 	case EventAttemptFailed:
 		return "attempt failed"
+	case EventSubscriptionMoved:
+		return "subscription moved"
 	}
 	return "unknown"
 }
@@ -53,7 +62,8 @@ type Event struct {
 	Late time.Duration
 	// ValidUntil is the new ownership deadline (EventOwnershipRestored).
 	ValidUntil time.Time
-	// Step and Err say what failed (EventAttemptFailed).
+	// Step and Err say what failed (EventAttemptFailed); Err is also the
+	// switch an EventSubscriptionMoved reports.
 	Step string
 	Err  error
 }

@@ -20,7 +20,7 @@ func printRing(ctx context.Context, st *store, w io.Writer) error {
 	if err != nil {
 		return &Error{Op: "print", Step: "read", Key: st.key, Server: serverOf(st.client), Err: err}
 	}
-	s := buildSnapshot(st.key, st.hash, now, now.Add(-st.expiry), entries(zs),
+	s := buildSnapshot(st.key, st.hash, now, timeScore(now.Add(-st.expiry)), entries(zs),
 		func(m string, _ error) { bad = append(bad, m) })
 	return writeListing(w, s, bad, now)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
@@ -44,17 +45,19 @@ func newStore(client redis.UniversalClient, key string, o Options) (store, error
 func fmtScore(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // read returns the live replicas: score ≥ now − expiry, as redis-hashring
-// reads them (ZRANGEBYSCORE key <now-60> INF).
+// reads them (ZRANGEBYSCORE key <now-60> INF). Redis compares the scores
+// as doubles, so 1e300 and +inf are live; the snapshot applies the same
+// rule to the same float again (a no-op on what Redis sent).
 func (s *store) read(ctx context.Context) (*Snapshot, error) {
 	now := time.Now()
+	least := timeScore(now.Add(-s.expiry))
 	zs, err := s.client.ZRangeByScoreWithScores(ctx, s.key, &redis.ZRangeBy{
-		Min: fmtScore(timeScore(now.Add(-s.expiry))), Max: "+inf",
+		Min: fmtScore(least), Max: "+inf",
 	}).Result()
 	if err != nil {
 		return nil, err
 	}
-	// Redis did the filtering; a zero cutoff keeps every entry it sent.
-	return buildSnapshot(s.key, s.hash, now, time.Time{}, entries(zs), s.bad.note), nil
+	return buildSnapshot(s.key, s.hash, now, least, entries(zs), s.bad.note), nil
 }
 
 // readAll returns every replica, expired ones included (for Print).
@@ -64,7 +67,7 @@ func (s *store) readAll(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return buildSnapshot(s.key, s.hash, now, now.Add(-s.expiry), entries(zs), s.bad.note), nil
+	return buildSnapshot(s.key, s.hash, now, timeScore(now.Add(-s.expiry)), entries(zs), s.bad.note), nil
 }
 
 func entries(zs []redis.Z) []entry {
@@ -79,24 +82,41 @@ func entries(zs []redis.Z) []entry {
 // heartbeat sets the score of every member to now in one MULTI/EXEC. It
 // uses ZADD GT, so a delayed heartbeat (one sent on a connection that
 // timed out, and applied by Redis later) can never move a score back in
-// time. It returns the time written and how many members were added
-// rather than updated.
-func (s *store) heartbeat(ctx context.Context, members []string) (time.Time, int64, error) {
+// time.
+//
+// GT alone would also keep forever a score far in the future (written by
+// hand or by a bug, or by this host before its clock was stepped back),
+// which keeps the member alive that long for every reader should the node
+// die. So the same transaction then lowers, with ZADD XX LT, any of the
+// members' scores above now + ahead to now + ahead: a score at most
+// `ahead` in the future is left to GT (the node's clock catches up with
+// it), one further ahead is brought back within it. XX never adds a
+// member; LT never raises a score, and never lowers one below now +
+// ahead, so even a delayed application cannot move a score further back
+// than that. Python's nodes send a plain ZADD, which heals any score at
+// their next heartbeat.
+//
+// It returns the time written, how many members were added rather than
+// updated, and how many scores were lowered.
+func (s *store) heartbeat(ctx context.Context, members []string, ahead time.Duration) (t time.Time, added, lowered int64, err error) {
 	now := time.Now()
-	score := timeScore(now)
+	score, limit := timeScore(now), timeScore(now.Add(ahead))
 	zs := make([]redis.Z, len(members))
+	ls := make([]redis.Z, len(members))
 	for i, m := range members {
 		zs[i] = redis.Z{Score: score, Member: m}
+		ls[i] = redis.Z{Score: limit, Member: m}
 	}
-	var added *redis.IntCmd
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		added = p.ZAddGT(ctx, s.key, zs...)
+	var add, lower *redis.IntCmd
+	_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		add = p.ZAddGT(ctx, s.key, zs...)
+		lower = p.ZAddArgs(ctx, s.key, redis.ZAddArgs{XX: true, LT: true, Ch: true, Members: ls})
 		return nil
 	})
 	if err != nil {
-		return now, 0, err
+		return now, 0, 0, err
 	}
-	return now, added.Val(), nil
+	return now, add.Val(), lower.Val(), nil
 }
 
 // notify publishes "*" on the ring's channel: the ring changed.
@@ -198,6 +218,17 @@ func (sub *subscription) receive() {
 		}
 	}
 }
+
+// moved reports whether a subscription's error says that its client moved
+// the subscription to a new server on purpose: our Sentinel client after a
+// failover (sentinel.ErrSubscriptionMoved), our multi-database client
+// after a switch (multidb.ErrSubscriptionMoved); both are
+// routing.ErrSwitched. The client closed the connection to the old server
+// itself, and go-redis's PubSub reconnects to the new one on its next
+// call: a handled event, not a failure, so the node and the view
+// subscribe again at once, without a backoff and without a WARN. Any
+// other error (the connection lost, reset, timed out) is a failure.
+func moved(err error) bool { return errors.Is(err, routing.ErrSwitched) }
 
 // close closes the subscription and waits for its goroutine. Safe to call
 // more than once and on nil.

@@ -135,6 +135,17 @@ func (r *Ring) Run(ctx context.Context) error {
 		if err == nil {
 			continue
 		}
+		if step == "subscription" && moved(err) {
+			// The client moved the subscription to a new server on
+			// purpose: subscribe again and read at once (notices may
+			// have been lost in the switch), no backoff, no WARN. A
+			// failure of that is a failure like any other.
+			sub.close()
+			sub = nil
+			r.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "hashring: the ring view's subscription moved to a new server; subscribing again at once",
+				slog.String("key", r.st.key), slog.Any("error", err))
+			continue
+		}
 		attempt++
 		sub.close()
 		sub = nil

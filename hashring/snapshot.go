@@ -2,6 +2,7 @@ package hashring
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -24,7 +25,11 @@ func (r Range) Len() uint64 { return r.End - r.Start }
 type Replica struct {
 	Member
 	// Heartbeat is the time of the replica's last heartbeat, by the clock
-	// of the node that sent it.
+	// of the node that sent it: its score, to the nearest nanosecond.
+	// A time cannot hold every score, so scores beyond ±2^62 s (about
+	// ±1.5·10^11 years; +inf and -inf included) are given as
+	// time.Unix(±2^62, 0). Such a replica is live or expired by its score
+	// all the same: +inf and 1e300 are live, -inf is not.
 	Heartbeat time.Time
 }
 
@@ -73,10 +78,16 @@ type Snapshot struct {
 	expired []Replica
 }
 
-// buildSnapshot makes a snapshot from ZSET entries. Entries with a score
-// before cutoff are expired: kept apart, not on the ring. Malformed
-// members are skipped and passed to bad.
-func buildSnapshot(key string, h Hash, readAt, cutoff time.Time, entries []entry, bad func(member string, err error)) *Snapshot {
+// buildSnapshot makes a snapshot from ZSET entries. An entry is live when
+// its score is ≥ minScore, compared as floats: redis-hashring's rule
+// (ZRANGEBYSCORE key <now−60> +inf, which Redis decides on the double
+// scores), so a score of 1e300 or +inf is live and -inf never is. The
+// others are expired: kept apart, not on the ring. Malformed members are
+// skipped and passed to bad.
+//
+// The decision is made on the score, never on Replica.Heartbeat: a time
+// cannot hold every score (see scoreTime), a float comparison can.
+func buildSnapshot(key string, h Hash, readAt time.Time, minScore float64, entries []entry, bad func(member string, err error)) *Snapshot {
 	s := &Snapshot{key: key, hash: h, readAt: readAt}
 	live := make([]Replica, 0, len(entries))
 	for _, e := range entries {
@@ -88,7 +99,7 @@ func buildSnapshot(key string, h Hash, readAt, cutoff time.Time, entries []entry
 			continue
 		}
 		r := Replica{Member: m, Heartbeat: scoreTime(e.score)}
-		if r.Heartbeat.Before(cutoff) {
+		if !scoreLive(e.score, minScore) {
 			s.expired = append(s.expired, r)
 			continue
 		}
@@ -136,10 +147,37 @@ func compareReplicas(a, b Replica) int {
 	return cmp.Compare(a.String(), b.String())
 }
 
-// scoreTime converts a ZSET score (UNIX seconds) to a time.
+// scoreLive is the liveness rule: the score is ≥ the least live score,
+// as Redis's ZRANGEBYSCORE and Python compare floats. A NaN score (Redis
+// refuses to store one, so it cannot come from Redis) is never live: it
+// is no heartbeat, and a member that counted as live forever on it would
+// keep its ranges from the other nodes if its node died.
+func scoreLive(score, minScore float64) bool { return score >= minScore }
+
+// scoreBound is the largest magnitude of a score scoreTime converts as it
+// is: 2^62 s, far beyond any clock and well inside time.Time's range. (A
+// time.Time holds about ±2^63 s counted from year 1, so time.Unix
+// overflows for scores near 2^63, and int64(score) is undefined beyond
+// it: a score of 2^63 or +inf used to come out as a time before year 1,
+// that is, expired.)
+const scoreBound = 1 << 62
+
+// scoreTime converts a ZSET score (UNIX seconds, as a heartbeat writes
+// it) to a time, to the nearest nanosecond. It is monotonic (a greater
+// score never gives an earlier time) and never overflows: +inf and every
+// score ≥ 2^62 give time.Unix(2^62, 0); -inf, every score ≤ -2^62 and
+// NaN give time.Unix(-2^62, 0) (a NaN is no heartbeat time, and Redis
+// cannot store one). Liveness is decided on the score itself
+// (scoreLive), never on this time.
 func scoreTime(score float64) time.Time {
-	sec := int64(score)
-	return time.Unix(sec, int64((score-float64(sec))*1e9))
+	switch {
+	case score >= scoreBound:
+		return time.Unix(scoreBound, 0)
+	case !(score > -scoreBound): // -inf, NaN
+		return time.Unix(-scoreBound, 0)
+	}
+	sec, frac := math.Modf(score) // exact; frac has sec's sign
+	return time.Unix(int64(sec), int64(math.Round(frac*1e9)))
 }
 
 // timeScore converts a time to a ZSET score (UNIX seconds, as Python's

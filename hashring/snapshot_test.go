@@ -21,7 +21,7 @@ func testSnapshot(t testing.TB, rng *rand.Rand, replicas ...int) *Snapshot {
 			es = append(es, entry{member: m.String(), score: timeScore(now)})
 		}
 	}
-	return buildSnapshot("k", XXHash, now, now.Add(-time.Minute), es, func(m string, err error) {
+	return buildSnapshot("k", XXHash, now, timeScore(now.Add(-time.Minute)), es, func(m string, err error) {
 		t.Fatalf("malformed %q: %v", m, err)
 	})
 }
@@ -140,7 +140,7 @@ func TestEqualStartsLastMemberWins(t *testing.T) {
 		{"100:a:1:00000002", timeScore(now)},
 		{"200:c:1:00000003", timeScore(now)},
 	}
-	s := buildSnapshot("k", XXHash, now, now.Add(-time.Minute), es, nil)
+	s := buildSnapshot("k", XXHash, now, timeScore(now.Add(-time.Minute)), es, nil)
 	if o, _ := s.OwnerOfPoint(150); o != "b:1" {
 		t.Errorf("owner of 150 = %s, want b:1 (member \"100:b…\" sorts after \"100:a…\")", o)
 	}
@@ -160,14 +160,14 @@ func TestExpiredAndMalformedEntries(t *testing.T) {
 		{"300:b:1:00000002", timeScore(now.Add(-2 * time.Minute))},
 		{"nonsense", timeScore(now)},
 	}
-	s := buildSnapshot("k", XXHash, now, now.Add(-time.Minute), es, func(m string, _ error) { bad = append(bad, m) })
+	s := buildSnapshot("k", XXHash, now, timeScore(now.Add(-time.Minute)), es, func(m string, _ error) { bad = append(bad, m) })
 	if s.NodeCount() != 1 || len(s.Expired()) != 1 || !slices.Equal(bad, []string{"nonsense"}) {
 		t.Fatalf("nodes %d expired %v bad %v", s.NodeCount(), s.Expired(), bad)
 	}
 	if rs := s.RangesOf("a:1"); !slices.Equal(rs, []Range{{0, RingSize}}) {
 		t.Errorf("lone replica ranges %v", rs)
 	}
-	empty := buildSnapshot("k", XXHash, now, now, nil, nil)
+	empty := buildSnapshot("k", XXHash, now, timeScore(now), nil, nil)
 	if _, ok := empty.Owner("x"); ok || empty.NodeCount() != 0 {
 		t.Error("empty ring has an owner")
 	}

@@ -4,17 +4,33 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/routing"
 
 	"github.com/rediskit/rediskit/internal/safe"
 )
+
+// ErrSubscriptionMoved is matched (errors.Is) by the error a subscription's
+// Receive (or any call on its connection) returns when the client switched
+// its active database and ended the subscription on the old one: go-redis's
+// PubSub subscribes again, on the new database, on its next call, and
+// messages published during the switch may be lost. Nothing to wait out:
+// call Receive again at once. The error also matches what the connection
+// itself reported (io.EOF, io.ErrClosedPipe). A subscription ended because
+// no database is healthy, or by Close, does not match it.
+//
+// It is the same error as sentinel.ErrSubscriptionMoved (a Sentinel
+// client's subscription moved to a new master), so one check covers both.
+var ErrSubscriptionMoved = routing.ErrSwitched
 
 // pubsubRouter owns the client whose PubSubs Subscribe, PSubscribe and
 // SSubscribe return. That client never touches the network: each
@@ -26,7 +42,9 @@ import (
 // another database are stopped: the caller's PubSub sees its connection
 // close, reconnects (to a bridge on the new database) and subscribes to its
 // channels again, as go-redis's PubSub does after any connection loss.
-// Messages published during the switch can be lost.
+// Messages published during the switch can be lost. The caller's PubSub
+// sees the switch as an error matching ErrSubscriptionMoved, so that it can
+// tell a switch (subscribe again at once) from a lost connection.
 //
 // A database client that follows failovers of its own (our Sentinel client,
 // a cluster client) does so for the bridge's PubSub as well, without
@@ -74,8 +92,9 @@ func (r *pubsubRouter) dial(_ context.Context, _, _ string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	ours, theirs := net.Pipe()
+	ours, pipe := net.Pipe()
 	b := newBridge(r, db, ours)
+	theirs := &callerConn{Conn: pipe, b: b}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -99,7 +118,9 @@ func (r *pubsubRouter) dial(_ context.Context, _, _ string) (net.Conn, error) {
 	return theirs, nil
 }
 
-// moveTo stops every bridge to a database other than db (nil: all).
+// moveTo stops every bridge to a database other than db (nil: all). When
+// db is a database (a switch, not the loss of every database or Close),
+// the callers' connections say so: see ErrSubscriptionMoved.
 func (r *pubsubRouter) moveTo(db *database) {
 	r.mu.Lock()
 	var stale []*bridge
@@ -110,8 +131,29 @@ func (r *pubsubRouter) moveTo(db *database) {
 	}
 	r.mu.Unlock()
 	for _, b := range stale {
+		if db != nil {
+			b.switched.Store(true) // before stop: the caller's read must see it
+		}
 		b.stop()
 	}
+}
+
+// callerConn is the caller's end of a bridge's pipe. Once the bridge was
+// stopped for a switch, its errors match ErrSubscriptionMoved, wrapping
+// what the pipe reported (io.EOF once our end closed).
+type callerConn struct {
+	net.Conn
+	b *bridge
+}
+
+func (c *callerConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	return n, c.b.moved(err)
+}
+
+func (c *callerConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	return n, c.b.moved(err)
 }
 
 // close stops every bridge, waits for their goroutines and closes the
@@ -150,6 +192,16 @@ type bridge struct {
 
 	inner     *redis.PubSub // created on the first command that needs it; serve's
 	forwarded chan struct{} // closed when forward returned
+
+	switched atomic.Bool // stopped because the active database changed
+}
+
+// moved is err, marked as a switch when the bridge was stopped for one.
+func (b *bridge) moved(err error) error {
+	if err == nil || !b.switched.Load() {
+		return err
+	}
+	return fmt.Errorf("%w (multidb switched to another database): %w", ErrSubscriptionMoved, err)
 }
 
 func newBridge(r *pubsubRouter, db *database, conn net.Conn) *bridge {
