@@ -19,7 +19,9 @@
 //     writable primary from a read-only replica, a primary out of memory,
 //     an auth failure, a timeout and an unreachable server.
 //   - StatusCode, WriteError and Handler: the HTTP statuses 503, 429 (with
-//     Retry-After) and 409.
+//     Retry-After) and 409; 503 with Retry-After for a Transient error (a
+//     failover or switch of package sentinel or multidb), whose body says
+//     whether repeating the request is safe.
 //
 // # Errors
 //
@@ -29,6 +31,18 @@
 //	ErrUnavailable      503  *RedisError (from Call), *UnavailableError (from a component)
 //	ErrTooManyRequests  429  *LimitError (RetryAfter)
 //	ErrBusy             409  *BusyError
+//
+// A Transient error anywhere in the chain (a *RedisError's cause, say)
+// adds Retry-After to the 503 and, in WriteError's body, whether the work
+// may have taken effect: sentinel's *MasterChangedError, *WriteHeldError
+// (ErrFailoverInProgress), *NotDurableError, *NoReplicaError, *NodeError
+// and *DiscoveryError, multidb's *UnavailableError
+// (ErrTemporarilyUnavailable, ErrNoHealthyDatabase) and
+// *DatabaseChangedError implement it, with waits from the client's
+// settings where the error carries them and their defaults otherwise
+// (see their RetryAdvice methods). Guard's own errors do not: their 503
+// has no Retry-After, since Redis being down says nothing of when it
+// comes back.
 //
 // A caller's own cancellation is returned as ctx.Err(), never as a Redis
 // failure; a hit call limit is a Redis failure (FailureTimeout) and does
@@ -44,8 +58,12 @@
 // command may have run on the server, so a rate limiter's attempt may be
 // counted and an admission key may be set. New therefore refuses a client
 // that would retry on its own (a *redis.Client with MaxRetries above 0,
-// as go-redis's default is) or ignore context deadlines
-// (ContextTimeoutEnabled false); clients built from Settings are neither.
+// as go-redis's default is, or DialerRetries above 1, as its default of 0
+// means 5) or ignore context deadlines (ContextTimeoutEnabled false):
+// rediskit's one client policy, which multidb checks the same way.
+// Clients built from Settings, from redisurl.Config.Options
+// (guard.New(redis.NewClient(opt)) is accepted), and our Sentinel and
+// multidb clients meet it.
 // Choose the limits from the request's deadline: the slowest cache lookup
 // spends CallLimit reading, SlotWait + LoadTimeout (default 0 + 500 ms)
 // loading and CallLimit writing back.

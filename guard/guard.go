@@ -12,6 +12,8 @@ import (
 	"unicode"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
 // DefaultCallLimit is the total time a guarded Redis call may take when
@@ -60,13 +62,17 @@ type optionser interface{ Options() *redis.Options }
 //
 // The call limit is enforced through the context deadline the guard hands
 // to the client, so the client must honour context deadlines: a
-// *redis.Client needs Options.ContextTimeoutEnabled (clients built from
-// Settings have it). New refuses a client that says it does not, because
-// its calls would then be bounded by the client's socket timeouts
-// instead of CallLimit. New also refuses a client that retries commands
-// (a *redis.Client's MaxRetries defaults to 3; set it to -1): go-redis
-// re-sends a command whose reply was lost, so a limiter attempt would
-// count twice and an admission would refuse its own caller with ErrBusy.
+// *redis.Client needs Options.ContextTimeoutEnabled. New refuses a client
+// that says it does not, because its calls would then be bounded by the
+// client's socket timeouts instead of CallLimit. New also refuses a client
+// that retries commands (a *redis.Client's MaxRetries defaults to 3; set
+// it to -1): go-redis re-sends a command whose reply was lost, so a
+// limiter attempt would count twice and an admission would refuse its own
+// caller; and one that retries dials (DialerRetries 0 means 5 attempts;
+// set it to 1), so that a dead Redis fails a call at once. These are
+// rediskit's client policy (the one every client rediskit builds runs
+// with): clients from Settings, redisurl.Config.Options and our Sentinel
+// and multidb clients meet it.
 func New(client redis.Cmdable, cfg Config) (*Guard, error) {
 	if client == nil {
 		return nil, &ConfigError{Field: "client", Problem: "is nil"}
@@ -82,15 +88,8 @@ func New(client redis.Cmdable, cfg Config) (*Guard, error) {
 	}
 	if o, ok := client.(optionser); ok {
 		opt := o.Options()
-		if opt != nil && !opt.ContextTimeoutEnabled {
-			return nil, &ConfigError{Field: "client", Problem: "ignores context deadlines " +
-				"(redis.Options.ContextTimeoutEnabled is false), so CallLimit cannot bound its calls; " +
-				"set ContextTimeoutEnabled, or build the client with guard.Settings"}
-		}
-		if opt != nil && opt.MaxRetries > 0 {
-			return nil, &ConfigError{Field: "client", Problem: fmt.Sprintf("retries commands (redis.Options.MaxRetries %d; "+
-				"go-redis's default is 3), and a retried command may already have run: a limiter attempt would count twice, "+
-				"an admission would refuse its own caller; set MaxRetries to -1, or build the client with guard.Settings", opt.MaxRetries)}
+		if vs := redisopt.Check(opt); len(vs) > 0 {
+			return nil, &ConfigError{Field: "client", Problem: clientProblem(vs)}
 		}
 		if cfg.Server == "" && opt != nil {
 			cfg.Server = opt.Addr
@@ -106,6 +105,31 @@ func New(client redis.Cmdable, cfg Config) (*Guard, error) {
 		server: cfg.Server,
 		log:    cfg.Logger,
 	}, nil
+}
+
+// clientConsequence says what each departure from the client policy
+// would break here.
+var clientConsequence = map[string]string{
+	"MaxRetries":            "a limiter attempt would count twice, an admission would refuse its own caller",
+	"DialerRetries":         "a call to a dead Redis would wait out the dial attempts up to CallLimit instead of failing at once",
+	"ContextTimeoutEnabled": "CallLimit cannot bound its calls",
+}
+
+// clientProblem describes a client New refuses: every violation with what
+// it breaks, then the fix.
+func clientProblem(vs redisopt.Violations) string {
+	var b strings.Builder
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString("; it ")
+		}
+		b.WriteString(v.Problem)
+		if c := clientConsequence[v.Field]; c != "" {
+			b.WriteString(" (here: " + c + ")")
+		}
+	}
+	b.WriteString("; " + redisopt.Fix + ", or build the client with guard.Settings or redisurl.Config.Options")
+	return b.String()
 }
 
 func checkPrefix(p string) error {

@@ -40,9 +40,11 @@ func TestNewRefusesUnsafeClients(t *testing.T) {
 		opt  redis.Options
 		want string // in the ConfigError
 	}{
-		{"ignores deadlines", redis.Options{MaxRetries: -1}, "ContextTimeoutEnabled"},
-		{"retries by default", redis.Options{ContextTimeoutEnabled: true}, "MaxRetries 3"},
-		{"retries", redis.Options{ContextTimeoutEnabled: true, MaxRetries: 1}, "MaxRetries 1"},
+		{"ignores deadlines", redis.Options{MaxRetries: -1, DialerRetries: 1}, "ContextTimeoutEnabled"},
+		{"retries by default", redis.Options{ContextTimeoutEnabled: true, DialerRetries: 1}, "MaxRetries 3"},
+		{"retries", redis.Options{ContextTimeoutEnabled: true, MaxRetries: 1, DialerRetries: 1}, "MaxRetries 1"},
+		{"retries dials by default", redis.Options{ContextTimeoutEnabled: true, MaxRetries: -1}, "5 attempts"},
+		{"retries dials", redis.Options{ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 3}, "3 attempts"},
 	} {
 		tc.opt.Addr = "127.0.0.1:1"
 		c := redis.NewClient(&tc.opt)
@@ -53,7 +55,7 @@ func TestNewRefusesUnsafeClients(t *testing.T) {
 		}
 		_ = c.Close()
 	}
-	c2 := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
+	c2 := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 	defer c2.Close()
 	g, err := guard.New(c2, guard.Config{KeyPrefix: "shop"})
 	if err != nil {

@@ -9,11 +9,41 @@ import (
 	"time"
 )
 
+// Transient is implemented by errors of a condition expected to pass by
+// itself: a failover under way, a master changed or being discovered, a
+// database switch, a replica catching up. The request may succeed if it
+// is made again later. StatusCode answers 503 for an error with one in its
+// chain (errors.As), and WriteError adds Retry-After and says in the body
+// whether repeating the request is safe.
+//
+// The errors of packages sentinel and multidb that mean "try again" have
+// the method (guard imports neither: any error type can implement it).
+type Transient interface {
+	error
+	// RetryAdvice says how long to wait before trying again (0: at once;
+	// Retry-After is at least 1 s), and whether the failed work may have
+	// taken effect: a write that may have been applied, which must be
+	// checked for before it is repeated. false means repeating it cannot
+	// do anything twice: it was not sent, or it only read.
+	RetryAdvice() (after time.Duration, mayHaveExecuted bool)
+}
+
+// transient returns the Transient in err's chain, or nil.
+func transient(err error) Transient {
+	var t Transient
+	if errors.As(err, &t) {
+		return t
+	}
+	return nil
+}
+
 // StatusCode maps an error to the HTTP status a route should answer:
 //
 //   - nil: 200;
 //   - ErrTooManyRequests (a *LimitError): 429;
 //   - ErrBusy (a *BusyError): 409;
+//   - a Transient error (a failover, a master or database switch: see
+//     Transient), however wrapped: 503;
 //   - ErrUnavailable (Redis failed, a fallback is saturated): 503;
 //   - the request's own context.Canceled or context.DeadlineExceeded: 503
 //     (the client is most likely gone; the status is for the logs);
@@ -26,7 +56,8 @@ func StatusCode(err error) int {
 		return http.StatusTooManyRequests
 	case errors.Is(err, ErrBusy):
 		return http.StatusConflict
-	case errors.Is(err, ErrUnavailable),
+	case transient(err) != nil,
+		errors.Is(err, ErrUnavailable),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	}
@@ -34,20 +65,29 @@ func StatusCode(err error) int {
 }
 
 // RetryAfter is the Retry-After value for err, in whole seconds rounded
-// up (at least 1), when err carries one (a *LimitError), else "".
+// up (at least 1), when err carries one (a *LimitError's RetryAfter, a
+// Transient error's RetryAdvice), else "".
 func RetryAfter(err error) string {
 	var le *LimitError
-	if !errors.As(err, &le) {
+	var after time.Duration
+	switch t := transient(err); {
+	case errors.As(err, &le):
+		after = le.RetryAfter
+	case t != nil:
+		after, _ = t.RetryAdvice()
+	default:
 		return ""
 	}
-	secs := int64((le.RetryAfter + time.Second - 1) / time.Second)
+	secs := int64((after + time.Second - 1) / time.Second)
 	return strconv.FormatInt(max(secs, 1), 10)
 }
 
 // WriteError answers the request with err's status (StatusCode), a
-// Retry-After header for a 429, and a short plain-text body that says
-// what happened without internal details (no server address, no key).
-// It returns the status written. It writes nothing for a nil err.
+// Retry-After header for a 429 and for a Transient error's 503, and a
+// short plain-text body that says what happened without internal details
+// (no server address, no key); for a Transient error it also says
+// whether repeating the request is safe. It returns the status written.
+// It writes nothing for a nil err.
 func WriteError(w http.ResponseWriter, err error) int {
 	if err == nil {
 		return http.StatusOK
@@ -66,11 +106,21 @@ func publicMessage(err error, code int) string {
 		le *LimitError
 		be *BusyError
 	)
-	switch {
+	switch t := transient(err); {
 	case errors.As(err, &le):
 		return le.Name + ": too many attempts, retry after " + RetryAfter(err) + " s"
 	case errors.As(err, &be):
 		return be.Name + ": an attempt is already in progress"
+	case t != nil:
+		what := http.StatusText(code)
+		if errors.As(err, &ue) {
+			what = ue.Name + " unavailable"
+		}
+		msg := what + ", retry after " + RetryAfter(err) + " s; "
+		if _, may := t.RetryAdvice(); may {
+			return msg + "a change may have been made: check before repeating the request"
+		}
+		return msg + "nothing was changed: repeating the request is safe"
 	case errors.As(err, &ue) && ue.Reason == ReasonRedis:
 		return ue.Name + " unavailable, try again later"
 	case errors.As(err, &ue):

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
 // Defaults of Settings, used where a field is zero.
@@ -143,7 +144,10 @@ func (s Settings) Options() (*redis.Options, error) {
 	if strings.HasPrefix(s.Addr, "/") {
 		network = "unix"
 	}
-	return &redis.Options{
+	// The retry, deadline and connect settings are rediskit's client
+	// policy (package internal/redisopt), the same guard.New checks; the
+	// pool settings below are Settings' own.
+	return redisopt.Inner(&redis.Options{
 		Network:    network,
 		Addr:       s.Addr,
 		Username:   s.Username,
@@ -152,21 +156,14 @@ func (s Settings) Options() (*redis.Options, error) {
 		TLSConfig:  s.TLSConfig,
 		ClientName: s.ClientName,
 
-		MaxRetries:    -1, // go-redis: -1 disables retries; 0 would mean 3
-		DialerRetries: 1,  // go-redis: <= 0 would mean 5 dial attempts
-
-		DialTimeout:           s.DialTimeout,
-		ReadTimeout:           s.ReadTimeout,
-		WriteTimeout:          s.WriteTimeout,
-		ContextTimeoutEnabled: true,
+		DialTimeout:  s.DialTimeout,
+		ReadTimeout:  s.ReadTimeout,
+		WriteTimeout: s.WriteTimeout,
 
 		PoolSize:         s.PoolSize,
 		PoolTimeout:      poolTimeout,
 		PipelinePoolSize: -1, // pipelines use the same, non-queueing pool
-
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	}, nil
+	}), nil
 }
 
 // Open creates the client Settings describe and the Guard around it. The

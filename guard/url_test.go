@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rediskit/rediskit/guard"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
@@ -72,5 +74,29 @@ func TestSettingsFromURLOpens(t *testing.T) {
 	g := open(t, s)
 	if r, err := newChecker(t, g, true).Check(ctx); err != nil || r.State != guard.StateWritable {
 		t.Fatalf("check through the URL's settings: %v, %v", r, err)
+	}
+}
+
+// guard.New(redis.NewClient(opt)), opt from redisurl.Config.Options: the
+// URL's options meet the client policy New checks, and the guard works.
+func TestNewAcceptsAClientFromRedisurl(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Password: "lab-url-secret"})
+	cfg, err := redisurl.Parse(l.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := cfg.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opt)
+	defer client.Close()
+	g, err := guard.New(client, guard.Config{KeyPrefix: "test"})
+	if err != nil {
+		t.Fatalf("guard.New(redis.NewClient(cfg.Options())): %v", err)
+	}
+	if r, err := newChecker(t, g, true).Check(ctx); err != nil || r.State != guard.StateWritable {
+		t.Fatalf("check through the URL's client: %v, %v", r, err)
 	}
 }

@@ -147,7 +147,7 @@ func NewClient(cfg Config) (*Client, error) {
 		c.dbs = append(c.dbs, c.newDatabase(d))
 	}
 	c.sortLocked()
-	c.setActiveLocked(c.pickLocked(), ReasonAutomatic, false, nil)
+	c.activateLocked(c.pickLocked())
 	for _, db := range c.dbs {
 		c.startHealthLocked(db)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -257,19 +258,35 @@ func (d Database) validate() error {
 }
 
 // checkClientOptions refuses a caller's client that would retry on its
-// own or ignore context deadlines. Options() reports go-redis's normalized
-// values: MaxRetries -1 reads 0, DialerRetries 0 reads 5.
+// own or ignore context deadlines: rediskit's client policy, checked as
+// guard.New checks it (package internal/redisopt). Options() reports
+// go-redis's normalized values: MaxRetries -1 reads 0, DialerRetries 0
+// reads 5.
 func checkClientOptions(name string, opt *redis.Options) error {
-	fix := "; set MaxRetries -1, DialerRetries 1 and ContextTimeoutEnabled, or pass Database.Options and multidb builds the client"
-	switch {
-	case opt.MaxRetries > 0:
-		return &ConfigError{Database: name, Field: "Client", Problem: fmt.Sprintf("retries commands (MaxRetries %d), which would re-send writes and slow failover", opt.MaxRetries) + fix}
-	case opt.DialerRetries > 1:
-		return &ConfigError{Database: name, Field: "Client", Problem: fmt.Sprintf("retries dials (%d attempts, DialerRetries 0 means 5), which delays detecting a dead database", opt.DialerRetries) + fix}
-	case !opt.ContextTimeoutEnabled:
-		return &ConfigError{Database: name, Field: "Client", Problem: "ignores context deadlines (ContextTimeoutEnabled is false), so probe timeouts cannot bound its calls" + fix}
+	vs := redisopt.Check(opt)
+	if len(vs) == 0 {
+		return nil
 	}
-	return nil
+	var b strings.Builder
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString("; it ")
+		}
+		b.WriteString(v.Problem)
+		if c := clientConsequence[v.Field]; c != "" {
+			b.WriteString(" (here: " + c + ")")
+		}
+	}
+	b.WriteString("; " + redisopt.Fix + ", or pass Database.Options and multidb builds the client")
+	return &ConfigError{Database: name, Field: "Client", Problem: b.String()}
+}
+
+// clientConsequence says what each departure from the client policy would
+// break in multidb.
+var clientConsequence = map[string]string{
+	"MaxRetries":            "it would re-send writes and slow failover",
+	"DialerRetries":         "it delays detecting a dead database",
+	"ContextTimeoutEnabled": "probe timeouts cannot bound its calls",
 }
 
 // clientOptions are the go-redis options multidb builds a database's

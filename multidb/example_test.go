@@ -43,7 +43,10 @@ func Example() {
 			{Name: "standby", Weight: 5, Options: &redis.Options{Addr: standby.Node(0).Addr()}},
 		},
 		Observer: func(ev multidb.Event) {
-			if ev.Kind == multidb.EventActiveChanged {
+			switch ev.Kind {
+			case multidb.EventActivated: // where traffic starts; not a switch
+				fmt.Println("active:", ev.New)
+			case multidb.EventActiveChanged:
 				switches <- ev
 			}
 		},
@@ -53,7 +56,6 @@ func Example() {
 		return
 	}
 	defer c.Close()
-	fmt.Println("active:", (<-switches).New)
 
 	_ = primary.Node(0).Kill()
 	// The calls that find the primary dead trip its breaker (three

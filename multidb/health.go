@@ -12,7 +12,7 @@ import (
 	"github.com/rediskit/rediskit/guard"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
-
+	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
@@ -37,9 +37,9 @@ func PingProbe() Probe {
 // application owns.
 func WriteProbe(keyPrefix string) (Probe, error) {
 	// Validate the prefix once, the way guard does (guard.New makes no
-	// call; the client is never used, but must be one guard accepts: no
-	// retries, context deadlines honoured).
-	unused := redis.NewClient(&redis.Options{ContextTimeoutEnabled: true, MaxRetries: -1})
+	// call; the client is never used, but must be one guard accepts:
+	// rediskit's client policy).
+	unused := redis.NewClient(redisopt.Inner(&redis.Options{}))
 	_, err := guard.New(unused, guard.Config{KeyPrefix: keyPrefix})
 	_ = unused.Close()
 	if err != nil {

@@ -76,14 +76,9 @@ func (e *eventLog) flush(t *testing.T, c *Client) {
 	testkit.WaitFor(t, 2*time.Second, "the events emitted so far", func() bool { return len(e.of(eventMarker)) > n })
 }
 
-// switches are the active-database changes after the first choice.
-func (e *eventLog) switches() []Event {
-	all := e.of(EventActiveChanged)
-	if len(all) == 0 {
-		return nil
-	}
-	return all[1:]
-}
+// switches are the active-database changes (start-up's first choice is
+// EventActivated, not one of them).
+func (e *eventLog) switches() []Event { return e.of(EventActiveChanged) }
 
 // await waits (events are delivered by the client's own goroutine) until
 // at least n events of kind arrived, and returns those of that kind.
@@ -93,11 +88,11 @@ func (e *eventLog) await(t *testing.T, kind EventKind, n int) []Event {
 	return e.of(kind)
 }
 
-// awaitSwitches waits until at least n switches (after the first choice)
-// arrived, and returns them all.
+// awaitSwitches waits until at least n switches arrived, and returns
+// them all.
 func (e *eventLog) awaitSwitches(t *testing.T, n int) []Event {
 	t.Helper()
-	e.await(t, EventActiveChanged, n+1)
+	e.await(t, EventActiveChanged, n)
 	return e.switches()
 }
 

@@ -8,6 +8,21 @@ import (
 	"time"
 )
 
+// activateLocked routes traffic to db, the first active database, when
+// NewClient starts. It is not a switch: no traffic moved, nothing failed,
+// so it is not counted in Stats.Switches, logs at Info, and is reported as
+// EventActivated rather than EventActiveChanged (whose automatic kind
+// means the active database failed; an Observer counting switches, as
+// rediskitotel's does, must not see one per start). db is never nil here:
+// every breaker starts closed.
+func (c *Client) activateLocked(db *database) {
+	old := c.route.Load()
+	c.route.Store(&route{active: db, gen: old.gen + 1})
+	c.log.Info("multidb: first active database", "database", db.name)
+	c.events.emit(Event{Kind: EventActivated, New: db.name})
+	c.pubsub.moveTo(db)
+}
+
 // startHealthLocked starts db's health loop (unless the client is closing).
 func (c *Client) startHealthLocked(db *database) {
 	if c.closed {

@@ -15,8 +15,10 @@ type EventKind int
 
 // The events a Client reports to Config.Observer.
 const (
-	// EventActiveChanged: traffic now goes to New (was Old, "" at start);
-	// Reason says why, Err is the failure that caused an automatic switch.
+	// EventActiveChanged: traffic now goes to New, a switch (Old was
+	// active, "" after no database was healthy); Reason says why, Err is
+	// the failure that caused an automatic switch. Start-up is not a
+	// switch: it is EventActivated.
 	EventActiveChanged EventKind = iota + 1
 	// EventBreakerChanged: Database's breaker went From → To; Detail says
 	// why, Err is the failure that opened it.
@@ -41,6 +43,12 @@ const (
 	// EventDatabaseAdded and EventDatabaseRemoved: Database joined or left.
 	EventDatabaseAdded
 	EventDatabaseRemoved
+	// EventActivated: NewClient made New the first active database (the
+	// highest-weight one; every breaker starts closed). It is the first
+	// event of every client, once, and not a switch: Stats.Switches does
+	// not count it, and neither does an Observer that counts
+	// EventActiveChanged. Use it to learn where traffic starts.
+	EventActivated
 )
 
 var eventNames = map[EventKind]string{
@@ -54,6 +62,7 @@ var eventNames = map[EventKind]string{
 	EventWeightChanged:     "weight changed",
 	EventDatabaseAdded:     "database added",
 	EventDatabaseRemoved:   "database removed",
+	EventActivated:         "activated",
 }
 
 func (k EventKind) String() string {
@@ -91,7 +100,7 @@ type Event struct {
 	Kind EventKind
 	Time time.Time
 	// Old and New are database names (EventActiveChanged, the retry and
-	// refusal events).
+	// refusal events; New alone for EventActivated).
 	Old, New string
 	Reason   Reason
 	// Database, From and To describe a breaker change; Database also names
@@ -108,6 +117,8 @@ func (e Event) String() string {
 	switch e.Kind {
 	case EventActiveChanged:
 		s += fmt.Sprintf(" %q → %q (%s)", e.Old, e.New, e.Reason)
+	case EventActivated:
+		s += fmt.Sprintf(" %q", e.New)
 	case EventBreakerChanged:
 		s += fmt.Sprintf(" %s: %s → %s", e.Database, e.From, e.To)
 	case EventReadRetried, EventWriteRerun, EventWriteRefused:
@@ -254,7 +265,7 @@ type Stats struct {
 	UnavailableSince time.Time
 	Exhausted        bool
 
-	Switches      uint64 // active-database changes (the first choice included)
+	Switches      uint64 // active-database changes; start-up's first choice is not one
 	ReadsRetried  uint64
 	WritesRerun   uint64
 	WritesRefused uint64

@@ -375,6 +375,7 @@ func TestEventString(t *testing.T) {
 		{Event{Kind: EventActiveChanged, Time: at, Old: "a", New: "b", Reason: ReasonFailback}, `03:04:05.006 active changed "a" → "b" (failback)`},
 		{Event{Kind: EventBreakerChanged, Time: at, Database: "a", From: Closed, To: Open, Detail: "3 in a row", Err: io.EOF}, `03:04:05.006 breaker changed a: closed → open: 3 in a row err=EOF`},
 		{Event{Kind: EventWeightChanged, Time: at, Database: "a", Weight: 2.5}, `03:04:05.006 weight changed a weight 2.5`},
+		{Event{Kind: EventActivated, Time: at, New: "a"}, `03:04:05.006 activated "a"`},
 		{Event{Kind: EventKind(99), Time: at}, `03:04:05.006 EventKind(99)`},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
 // Kind is what a URL connects to.
@@ -321,23 +323,26 @@ func (c *Config) TLSConfig() (*tls.Config, error) {
 }
 
 // Options returns go-redis options for a redis://, rediss:// or unix://
-// URL: address, credentials, database, client name, timeouts, TLS, and no
-// hidden retries (MaxRetries -1: no command is retried; DialerRetries 1:
-// one dial attempt, where go-redis's 0 would mean five). A sentinel URL
-// names a master to discover rather than a server, so Options returns an
-// error for it: the Sentinel client reads the Config itself.
+// URL: address, credentials, database, client name, timeouts and TLS,
+// under rediskit's client policy (package internal/redisopt, the one
+// guard.New and multidb.NewClient check): no hidden retries (MaxRetries
+// -1: no command is retried; DialerRetries 1: one dial attempt, where
+// go-redis's 0 would mean five), context deadlines honoured on the socket
+// (ContextTimeoutEnabled), and no CLIENT SETINFO or maintenance
+// notifications on connect. So guard.New(redis.NewClient(o)) accepts the
+// client. A sentinel URL names a master to discover rather than a server,
+// so Options returns an error for it: the Sentinel client reads the Config
+// itself.
 func (c *Config) Options() (*redis.Options, error) {
-	o := &redis.Options{
-		Username:      c.Username,
-		Password:      c.Password,
-		DB:            c.DB,
-		ClientName:    c.ClientName,
-		DialTimeout:   c.DialTimeout,
-		ReadTimeout:   c.ReadTimeout,
-		WriteTimeout:  c.WriteTimeout,
-		MaxRetries:    -1,
-		DialerRetries: 1, // go-redis treats 0 as 5 attempts
-	}
+	o := redisopt.Inner(&redis.Options{
+		Username:     c.Username,
+		Password:     c.Password,
+		DB:           c.DB,
+		ClientName:   c.ClientName,
+		DialTimeout:  c.DialTimeout,
+		ReadTimeout:  c.ReadTimeout,
+		WriteTimeout: c.WriteTimeout,
+	})
 	switch c.kind() {
 	case Standalone:
 		if c.Addr == "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -60,6 +61,14 @@ func TestOptionsAgainstRedis(t *testing.T) {
 	}
 	if opt.MaxRetries != -1 || opt.DialerRetries != 1 || opt.Network != "tcp" || opt.Addr != addr || opt.TLSConfig != nil {
 		t.Errorf("Options() = %+v: want no retries, one dial, tcp to %s, no TLS", opt, addr)
+	}
+	// rediskit's client policy, the one guard.New and multidb check: a
+	// client built from the options passes.
+	if !opt.ContextTimeoutEnabled || !opt.DisableIdentity {
+		t.Errorf("Options() = %+v: want context deadlines honoured and no CLIENT SETINFO", opt)
+	}
+	if vs := redisopt.Check(connect(t, l.URL()).Options()); len(vs) > 0 {
+		t.Errorf("a client from Options() departs from the client policy: %s", vs)
 	}
 
 	rdb := connect(t, "redis://:data-pw@"+addr+"/3?clientName=rediskit-test&dialTimeout=1s&readTimeout=2s&writeTimeout=3s")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/logdedup"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
@@ -51,7 +52,7 @@ func attach(s *Selector, env Env) *prober {
 		registry.probers[key] = p
 	} else if p.interval != s.cfg.ProbeInterval || p.timeout != s.cfg.ProbeTimeout || p.alpha != s.cfg.EWMAAlpha {
 		s.log.Warn("replica: the deployment's shared prober already runs with other probe settings; using them",
-			"master_name", env.MasterName, "probe_interval", p.interval, "probe_timeout", p.timeout, "ewma_alpha", p.alpha)
+			"rediskit.master_name", env.MasterName, "probe_interval", p.interval, "probe_timeout", p.timeout, "ewma_alpha", p.alpha)
 	}
 	p.mu.Lock()
 	p.subs = append(p.subs, s)
@@ -143,7 +144,7 @@ func newProber(key string, env Env, cfg Config, log *slog.Logger) *prober {
 		interval: cfg.ProbeInterval,
 		timeout:  cfg.ProbeTimeout,
 		alpha:    cfg.EWMAAlpha,
-		log:      log.With("master_name", env.MasterName, "component", "replica prober"),
+		log:      logdedup.Logger(log).With("rediskit.master_name", env.MasterName, "rediskit.component", "replica prober"),
 		clients:  map[string]*redis.Client{},
 		done:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),

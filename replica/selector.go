@@ -12,6 +12,7 @@ import (
 
 	"github.com/rediskit/rediskit/redisurl"
 
+	"github.com/rediskit/rediskit/internal/logdedup"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
@@ -99,7 +100,7 @@ func NewSelector(cfg Config) (*Selector, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Selector{cfg: cfg, log: cfg.Logger, slots: map[string]*slot{}, closedCh: make(chan struct{})}
+	s := &Selector{cfg: cfg, log: logdedup.Logger(cfg.Logger), slots: map[string]*slot{}, closedCh: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -117,13 +118,16 @@ func (s *Selector) Bind(env Env) {
 		return
 	}
 	if s.bound {
-		s.log.Warn("replica: Selector bound twice; a Selector serves one client", "master_name", env.MasterName)
+		s.log.Warn("replica: Selector bound twice; a Selector serves one client", "rediskit.master_name", env.MasterName)
 		return
 	}
 	s.bound = true
 	s.env = env
 	if s.cfg.Logger == nil && env.Logger != nil {
-		s.log = env.Logger
+		// The client's logger may already carry rediskit.master_name (the
+		// Sentinel client's does); the records below add it too, for a
+		// Selector with a logger of its own. The wrapper keeps one.
+		s.log = logdedup.Logger(env.Logger)
 	}
 	s.prober.Store(attach(s, env))
 	s.reelect(false)
@@ -395,7 +399,7 @@ func (s *Selector) reelect(topologyChanged bool) {
 		PreviousNearestMaster: prev.nearestMaster,
 		Detail:                detail,
 	}
-	s.log.Info("replica election changed", "master_name", s.env.MasterName, "reason", reason,
+	s.log.Info("replica election changed", "rediskit.master_name", s.env.MasterName, "reason", reason,
 		"elected", ev.Elected, "previous", ev.Previous, "nearest_master", ev.NearestMaster, "detail", detail)
 	if s.cfg.Observer != nil {
 		n.event = &ev
@@ -417,7 +421,7 @@ func (s *Selector) notify(n notice) {
 			}
 		}
 		if n.event != nil {
-			s.log.Warn("replica: the Observer is too slow; election event dropped", "master_name", s.env.MasterName,
+			s.log.Warn("replica: the Observer is too slow; election event dropped", "rediskit.master_name", s.env.MasterName,
 				"pending", len(s.pending), "reason", n.event.Reason)
 		}
 		return
@@ -454,7 +458,7 @@ func (s *Selector) deliver() {
 			// A panicking Observer is the caller's bug, but it must not end
 			// the process from a goroutine the caller cannot protect.
 			if err := safe.Call(func() { observe(*n.event) }); err != nil {
-				s.log.Error("replica: the Observer panicked", "master_name", s.env.MasterName, "err", err)
+				s.log.Error("replica: the Observer panicked", "rediskit.master_name", s.env.MasterName, "err", err)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/logdedup"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/replica"
@@ -101,7 +102,7 @@ func NewClient(opts Options) (*Client, error) {
 		opts:          opts,
 		classifier:    opts.Classifier,
 		selector:      opts.ReplicaSelector,
-		log:           opts.Logger.With("master_name", opts.MasterName),
+		log:           logdedup.Logger(opts.Logger).With("rediskit.master_name", opts.MasterName),
 		events:        make(chan sentinelEvent, 256),
 		kickCh:        make(chan struct{}, 1),
 		evictSig:      make(chan struct{}, 1),

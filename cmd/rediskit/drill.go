@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/sentinel"
@@ -54,6 +55,9 @@ of all workers together; each operation is bounded by --timeout. A
 redis+sentinel:// URL is driven through the rediskit Sentinel client
 (with the URL's readFrom for reads), a redis:// URL through a plain
 go-redis client without retries.
+
+A redis:// URL of a replica is refused (exit code 2): the drill writes,
+and it writes nothing there.
 
 The drill refuses to run without --yes against anything that is not a
 rediskit lab. --lab starts one. A URL is judged a lab only when every
@@ -238,8 +242,14 @@ func runDrill(ctx context.Context, out io.Writer, t *target, f *drillFlags) erro
 		t, kind, f.duration, f.writers, f.readers, rateText, prefix)
 
 	// Every key is deleted at the end, whatever happened; then the JSON
-	// report is printed.
+	// report is printed. Unless nothing was written: the setup's SET was
+	// refused before it ran (a replica's READONLY, no connection), and no
+	// worker started.
+	wroteNothing := false
 	cleanup := sync.OnceFunc(func() {
+		if wroteNothing {
+			return
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.timeout)
 		defer cancel()
 		n, err := client.Del(sentinel.WithReadFrom(cctx, sentinel.Master), opsKey, readKey).Result()
@@ -272,6 +282,16 @@ func runDrill(ctx context.Context, out io.Writer, t *target, f *drillFlags) erro
 	err = client.Set(setup, readKey, runID, 0).Err()
 	cancel()
 	if err != nil {
+		wroteNothing = failure.NotExecuted(err)
+		if redis.IsReadOnlyError(err) && !t.isSentinel() {
+			// A replica's URL: the drill writes, and there is no master
+			// behind the URL to follow. Nothing to check or delete.
+			return usagef("%s is a replica (read-only: %v); the drill wrote nothing. "+
+				"Give it the master's URL, or a redis+sentinel:// URL to follow the master", t, err)
+		}
+		if wroteNothing {
+			text("the setup's SET was not run (%v): the drill wrote no keys\n", err)
+		}
 		return finish([]string{fmt.Sprintf("setup: SET %s: %v", readKey, err)})
 	}
 

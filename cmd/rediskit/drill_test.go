@@ -115,6 +115,38 @@ func TestDrillRefusesWhatIsNotALab(t *testing.T) {
 	assertNoDrillKeys(t, ctx, node)
 }
 
+// A replica's URL: the drill says so and that it wrote nothing, instead
+// of failing its cleanup and asking for keys to be deleted by hand.
+func TestDrillRefusesAReplica(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := lab.New(t, lab.Config{Replicas: 1})
+	master, rep := l.Node(0), l.Node(1)
+	url := "redis://" + rep.Addr()
+
+	out := mustRun(t, ctx, nil, exitUsage, "drill", url, "--duration", "1s")
+	contains(t, out, "rediskit: redis://"+rep.Addr()+" is a replica (read-only: READONLY ", "the drill wrote nothing",
+		"Give it the master's URL, or a redis+sentinel:// URL")
+	for _, wrong := range []string{"by hand", "could not delete", "writes:", "check on the master"} {
+		if strings.Contains(out, wrong) {
+			t.Errorf("output has %q:\n%s", wrong, out)
+		}
+	}
+	// With --json the refusal is the usage error on stderr, as for a
+	// target that is not a lab; stdout has no report.
+	stdout, stderr, code := rediskitSplit(t, ctx, nil, "drill", url, "--duration", "1s", "--json")
+	if code != exitUsage || strings.TrimSpace(stdout) != "" || !strings.Contains(stderr, "is a replica (read-only") {
+		t.Errorf("--json: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	assertNoDrillKeys(t, ctx, master)
+	assertNoDrillKeys(t, ctx, rep)
+
+	// The master's URL runs (the replica's refusal was about the URL).
+	out = mustRun(t, ctx, nil, exitOK, "drill", "redis://"+master.Addr(), "--duration", "1s", "--rate", "100")
+	contains(t, out, "0 lost", "deleted 2 keys")
+	assertNoDrillKeys(t, ctx, master)
+}
+
 func assertNoDrillKeys(t *testing.T, ctx context.Context, n *lab.Node) {
 	t.Helper()
 	keys, err := n.Do(ctx, "KEYS", "rediskit:drill:*").StringSlice()

@@ -1,19 +1,38 @@
-// Package redisopt applies rediskit's policy to the go-redis clients it
-// creates for itself: the layer above decides what is retried and how long
-// a call may take, so go-redis must not retry, must honour context
-// deadlines, and must not send commands of its own on connect.
+// Package redisopt is rediskit's one definition of how a go-redis client
+// must behave under rediskit: the layer above decides what is retried and
+// how long a call may take, so go-redis must not retry, must honour
+// context deadlines, and must not send commands of its own on connect.
+//
+// Inner applies the policy to the options of a client rediskit builds
+// (its inner clients, guard.Settings, redisurl.Config.Options, multidb's
+// Database.Options). Check is the same policy read back from a client a
+// caller built: guard.New and multidb.NewClient refuse what it reports.
+// Every copy of the policy is one of these two functions; a package that
+// needs it calls them rather than restating the fields.
 package redisopt
 
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// Inner sets, on o, the settings every inner go-redis client of rediskit
+// The policy's retry settings, as go-redis options take them.
+const (
+	// MaxRetries -1: no command is re-sent by go-redis (0 would mean 3
+	// retries, go-redis's default).
+	MaxRetries = -1
+	// DialerRetries 1: one dial attempt per connection (go-redis treats 0
+	// or less as 5 attempts, 100 ms apart).
+	DialerRetries = 1
+)
+
+// Inner sets, on o, the settings every go-redis client rediskit creates
 // runs with, and returns o:
 //
 //   - MaxRetries -1: no command is re-sent by go-redis.
@@ -25,13 +44,82 @@ import (
 //   - Maintenance notifications off: a Redis Enterprise feature whose
 //     "auto" mode costs a command per connection and starts a background
 //     goroutine per client.
+//
+// The last two save round trips; the first three are what Check verifies.
 func Inner(o *redis.Options) *redis.Options {
-	o.MaxRetries = -1
-	o.DialerRetries = 1
+	o.MaxRetries = MaxRetries
+	o.DialerRetries = DialerRetries
 	o.ContextTimeoutEnabled = true
 	o.DisableIdentity = true
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return o
+}
+
+// Violation is one way a client's options depart from the policy.
+type Violation struct {
+	// Field is the redis.Options field: "MaxRetries", "DialerRetries" or
+	// "ContextTimeoutEnabled".
+	Field string
+	// Problem says what the client does, with the value it has, e.g.
+	// "retries commands (MaxRetries 3; go-redis's default is 3)".
+	Problem string
+}
+
+// Violations are what Check found, in field order.
+type Violations []Violation
+
+// String joins the problems with "; ".
+func (vs Violations) String() string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.Problem
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Has reports whether field is among the violations.
+func (vs Violations) Has(field string) bool {
+	for _, v := range vs {
+		if v.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+// Fix is the settings that satisfy the policy, for error messages.
+const Fix = "set MaxRetries -1, DialerRetries 1 and ContextTimeoutEnabled"
+
+// Check reports every way opt lets go-redis act on its own where rediskit
+// must decide: it retries commands, retries dials, or ignores context
+// deadlines. nil means none. opt is what a live client's Options()
+// returns, which go-redis has normalized: MaxRetries -1 reads 0 and 0
+// reads 3; DialerRetries 0 reads 5. (Raw options cannot be checked the
+// same way, since a raw MaxRetries 0 means 3 retries; build the client
+// first, or use Inner.)
+//
+// A retried command may already have run (a counter counts twice, a write
+// lands twice, an admission refuses its own caller); retried dials make a
+// dead server cost several attempts instead of one; a client that ignores
+// context deadlines cannot be bounded by the caller's limits.
+func Check(opt *redis.Options) Violations {
+	if opt == nil {
+		return nil
+	}
+	var vs Violations
+	if opt.MaxRetries > 0 {
+		vs = append(vs, Violation{Field: "MaxRetries",
+			Problem: fmt.Sprintf("retries commands (MaxRetries %d; go-redis's default is 3), and a retried command may already have run", opt.MaxRetries)})
+	}
+	if opt.DialerRetries > DialerRetries {
+		vs = append(vs, Violation{Field: "DialerRetries",
+			Problem: fmt.Sprintf("retries dials (%d attempts; DialerRetries 0 means 5), so a dead server costs several attempts instead of one", opt.DialerRetries)})
+	}
+	if !opt.ContextTimeoutEnabled {
+		vs = append(vs, Violation{Field: "ContextTimeoutEnabled",
+			Problem: "ignores context deadlines (ContextTimeoutEnabled is false), so no deadline bounds its socket reads and writes"})
+	}
+	return vs
 }
 
 // Handshake runs a TLS client handshake on conn for addr, bounded by ctx.
