@@ -76,6 +76,17 @@
 // parameters that follow sentinelPassword therefore do not show their
 // values either.
 //
+// # go-redis's failover URL
+//
+// go-redis reads another form for Sentinel (redis.ParseFailoverURL):
+// redis://sentinelUser:sentinelPassword@host:port/db?master_name=…&addr=host2:port&username=…&password=…,
+// where the userinfo is the sentinels' credentials, not the data nodes'.
+// Parse refuses it (master_name is not a parameter here, and says whose it
+// is); ParseFailoverURL reads it as go-redis does, with errors that never
+// quote a password, and sentinel.FromFailoverURL turns it into the
+// Sentinel client's options. ParseFailoverURL's documentation sets the two
+// forms side by side.
+//
 // # Connecting
 //
 // Options returns go-redis options for redis://, rediss:// and unix:// URLs

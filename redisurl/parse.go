@@ -553,6 +553,8 @@ func paramHint(name string) string {
 		return "put the data nodes' credentials in the URL: redis://user:password@host"
 	case "sentinelusername":
 		return "did you mean sentinelUser?"
+	case "mastername", "addr":
+		return "master_name and addr are go-redis's failover URL (read it with ParseFailoverURL); the sentinel URL is redis+sentinel://host1,host2/mymaster"
 	}
 	for _, k := range paramNames() {
 		if strings.ToLower(k) == norm {

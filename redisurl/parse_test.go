@@ -150,6 +150,7 @@ func TestParseErrors(t *testing.T) {
 		{"redis://h?dial_timeout=1s", "parameter", ReasonUnknown, "dial_timeout", "did you mean dialTimeout?"},
 		{"redis://h?dialTimout=1s", "parameter", ReasonUnknown, "dialTimout", "did you mean dialTimeout?"},
 		{"redis://h?password=x", "parameter", ReasonUnknown, "password", "redis://user:password@host"},
+		{"redis://h:26379?master_name=mymaster", "parameter", ReasonUnknown, "master_name", "go-redis's failover URL (read it with ParseFailoverURL)"},
 		{"redis+sentinel://a/m?sentinelUsername=x", "parameter", ReasonUnknown, "sentinelUsername", "did you mean sentinelUser?"},
 		{"redis://h?dialTimeout", "dialTimeout", "needs a value", "", "dialTimeout: needs a value"},
 		{"redis://h?dialTimeout=", "dialTimeout", "needs a value", "", "needs a value"},

@@ -3,6 +3,7 @@ package sentinel
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // The trust model. The client dials whatever address a sentinel names
@@ -34,7 +36,10 @@ import (
 //
 // TLS with verification (TLSConfig, SentinelTLSConfig) is what proves a
 // node is the one it claims to be; the policy only bounds where the
-// client goes.
+// client goes. Options.Dialer, the caller's own code, only replaces how
+// the connection is opened: the address it is given has passed the
+// checks above, and what it returns gets the same AllowedNetworks check,
+// TLS and reply bounds as a connection rediskit opened itself.
 
 // AddressError reports an address in a server's reply that the client
 // refused to dial: malformed, outside Options.AllowedNetworks, or refused
@@ -152,10 +157,23 @@ func (o *Options) allowedIP(ip netip.Addr) bool {
 
 // allowedConn checks a new connection's peer against AllowedNetworks,
 // before anything is sent on it (AUTH comes later): nil, or an error that
-// names the address dialled and the one reached.
+// names the address dialled and the one reached. An IP address was
+// checked before it was dialled (replyAddr), and is what the connection
+// was asked to reach: it is judged as given, so that a Dialer through a
+// proxy (whose connections report the proxy) can reach it. A host name is
+// judged by the peer the connection reports, the only word on what it
+// resolved to: a proxy's address then fails closed.
 func (o *Options) allowedConn(conn net.Conn, addr string) error {
 	if len(o.AllowedNetworks) == 0 {
 		return nil
+	}
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if ip, err := netip.ParseAddr(host); err == nil {
+			if o.allowedIP(ip) {
+				return nil
+			}
+			return &AddressError{Source: "the client", Field: "address", Reply: addr, Reason: "outside Options.AllowedNetworks"}
+		}
 	}
 	ap, err := netip.ParseAddrPort(conn.RemoteAddr().String())
 	if err == nil && o.allowedIP(ap.Addr()) {
@@ -165,11 +183,13 @@ func (o *Options) allowedConn(conn net.Conn, addr string) error {
 		Reason: fmt.Sprintf("it resolved to %s, outside Options.AllowedNetworks", conn.RemoteAddr())}
 }
 
-// dialWith connects with d, checks the peer against AllowedNetworks when
-// check is set, and runs the TLS handshake when tlsConfig is set. Every
-// failure is a *failure.DialError: nothing was sent.
+// dialWith connects with Options.Dialer (d when it is nil), checks the
+// peer against AllowedNetworks when check is set, and runs the TLS
+// handshake when tlsConfig is set: the caller's Dialer gets the same
+// checks and TLS as rediskit's own. Every failure is a
+// *failure.DialError: nothing was sent.
 func (o *Options) dialWith(ctx context.Context, d *net.Dialer, network, addr string, tlsConfig *tls.Config, check bool) (net.Conn, error) {
-	conn, err := d.DialContext(ctx, network, addr)
+	conn, err := o.dialConn(ctx, d, network, addr)
 	if err != nil {
 		return nil, &failure.DialError{Addr: addr, Err: err}
 	}
@@ -189,9 +209,35 @@ func (o *Options) dialWith(ctx context.Context, d *net.Dialer, network, addr str
 	return tc, nil
 }
 
-// sentinelDialer dials a sentinel (TLS with SentinelTLSConfig), refusing a
-// learned one whose address resolves outside AllowedNetworks; the
-// configured ones are the caller's own choice and always allowed.
+// dialConn opens the plain connection: with Options.Dialer when set (a
+// panic in it, or a nil connection, fails the dial), else with d.
+func (o *Options) dialConn(ctx context.Context, d *net.Dialer, network, addr string) (conn net.Conn, err error) {
+	if o.Dialer == nil {
+		return d.DialContext(ctx, network, addr)
+	}
+	if perr := safe.Call(func() { conn, err = o.Dialer(ctx, network, addr) }); perr != nil {
+		if conn != nil {
+			_ = conn.Close()
+		}
+		return nil, callbackPanic(o.Logger, "Dialer", perr)
+	}
+	if err != nil {
+		if conn != nil {
+			_ = conn.Close()
+		}
+		return nil, err
+	}
+	if conn == nil {
+		return nil, errors.New("Options.Dialer returned neither a connection nor an error")
+	}
+	return conn, nil
+}
+
+// sentinelDialer dials a sentinel (with Options.Dialer when set; TLS with
+// SentinelTLSConfig), refusing a learned one whose address resolves
+// outside AllowedNetworks; the configured ones are the caller's own choice
+// and always allowed. Its connections are bounded by respguard
+// (sentinelOptions), whoever dialled them.
 func (o *Options) sentinelDialer(configured bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: o.SentinelTimeout}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -139,7 +139,7 @@ func NewClient(opts Options) (*Client, error) {
 			MasterName: opts.MasterName,
 			Sentinels:  slices.Clone(c.opts.SentinelAddrs),
 			NodeOptions: func(addr string) *redis.Options {
-				return c.opts.nodeOptions(addr, dialer(&c.opts))
+				return c.opts.controlOptions(addr)
 			},
 			Evict:  c.evict,
 			Logger: c.log,

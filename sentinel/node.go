@@ -111,7 +111,10 @@ func (s *nodeSet) get(addr string) *node {
 	}
 	n := &node{addr: addr, counts: counts}
 	n.client = redis.NewClient(s.opts.nodeOptions(addr, dialer(s.opts)))
-	ctl := s.opts.nodeOptions(addr, dialer(s.opts))
+	// The control client has the caller's dialer and credentials but not
+	// their connection settings (OnConnect, Protocol, pool policy): see
+	// controlOptions.
+	ctl := s.opts.controlOptions(addr)
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = controlPoolSize, 0, controlPoolSize
 	// The client's own commands' replies are bounded; the caller's are
 	// theirs (a LRANGE may rightly return millions of elements).
@@ -219,9 +222,11 @@ func (s *nodeSet) closeAll() {
 	}
 }
 
-// dialer connects to data nodes (with TLS when configured), refuses a
-// peer outside AllowedNetworks before anything is sent, and marks every
-// failure as a *failure.DialError.
+// dialer connects to data nodes (with Options.Dialer when set, and TLS
+// when configured), refuses a peer outside AllowedNetworks before
+// anything is sent, and marks every failure as a *failure.DialError. The
+// control client's connections are then bounded by respguard (nodeSet.get),
+// whoever dialled them.
 func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: opts.DialTimeout}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {

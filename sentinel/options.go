@@ -16,6 +16,7 @@ import (
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
+	"github.com/rediskit/rediskit/internal/safe"
 	"github.com/rediskit/rediskit/redisurl"
 )
 
@@ -95,6 +96,14 @@ const (
 	// at the cost of four small queries per second to each sentinel from
 	// each client.
 	DefaultSentinelPollInterval = 250 * time.Millisecond
+	// DefaultProtocol is the RESP version of the caller's data-node
+	// connections (Options.Protocol): RESP3, go-redis's default.
+	DefaultProtocol = 3
+	// DefaultConnMaxIdleTime is how long a caller's data-node connection
+	// may sit idle in its pool before it is closed (Options.ConnMaxIdleTime):
+	// go-redis's default, well under the idle timeouts of the load
+	// balancers and NAT tables that drop connections silently.
+	DefaultConnMaxIdleTime = 30 * time.Minute
 )
 
 // Options configure a Client. Only MasterName and SentinelAddrs are
@@ -173,6 +182,90 @@ type Options struct {
 	MaxIdleConns int
 	PoolTimeout  time.Duration
 
+	// Dialer, when set, opens every connection the client makes: to the
+	// data nodes and to the sentinels, the caller's connections and the
+	// client's own (ROLE checks, probes, event subscriptions). It is given
+	// the address to reach ("host:port", after MapAddr) and a context
+	// whose deadline bounds the dial (DialTimeout for a data node,
+	// SentinelTimeout for a sentinel, or a probe's shorter bound), and
+	// returns the plain connection. rediskit then does what it does with
+	// its own dialer's connections: checks the peer against
+	// AllowedNetworks, runs the TLS handshake (TLSConfig, or
+	// SentinelTLSConfig for a sentinel) over it, and bounds the replies to
+	// its own commands. So a Dialer that does TLS itself must be used
+	// without TLSConfig. Default: a net.Dialer. A panic in it fails the
+	// dial.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// OnConnect, when set, runs on every new connection that carries the
+	// caller's commands (to the master and the replicas, and
+	// subscriptions), once go-redis has authenticated it and selected DB;
+	// an error (or a panic) closes the connection and fails the call that
+	// needed it, with that error. It does not run on the sentinels'
+	// connections nor on the client's own connections to the data nodes:
+	// those carry only rediskit's commands, and an OnConnect that fails or
+	// is slow must not make a healthy node look down. (go-redis's
+	// NewFailoverClient runs it on its sentinel connections too.)
+	OnConnect func(ctx context.Context, cn *redis.Conn) error
+	// Protocol is the RESP version of the caller's data-node connections:
+	// 2 or 3 (DefaultProtocol). The client's own connections are not
+	// affected.
+	Protocol int
+	// Identity sends CLIENT SETINFO (go-redis's library name, with
+	// IdentitySuffix, and version) on every new caller's data-node
+	// connection, as go-redis does unless DisableIdentity is set. Off by
+	// default: it is two commands more per connection (which Redis before
+	// 7.2 answers with an error, that go-redis ignores). The client's own
+	// connections never send it.
+	Identity bool
+	// IdentitySuffix is added to the library name Identity sends
+	// (go-redis(<suffix>,<Go version>)).
+	IdentitySuffix string
+
+	// The settings below are go-redis's, for the pools of the caller's
+	// data-node connections (one pool per node); zero means go-redis's
+	// default, and the client's own connections keep theirs.
+	//
+	// PoolFIFO hands out the connection that has been idle longest
+	// instead of the one used last (LIFO, the default): traffic spreads
+	// over every pooled connection, where LIFO lets the surplus ones go
+	// idle until ConnMaxIdleTime closes them.
+	PoolFIFO bool
+	// MaxActiveConns bounds the connections open to one node at a time,
+	// pooled or held (Conn, Watch): a call that needs one more fails at
+	// once with redis.ErrPoolExhausted, unsent. go-redis v9.23 counts a
+	// connection only once it is open, so concurrent dials can overshoot
+	// the bound by one; its pipeline pool (PipelinePoolSize) adds
+	// connections of its own, and subscriptions have their own pool.
+	// Default 0: no bound of its own.
+	MaxActiveConns int
+	// MaxConcurrentDials bounds how many connections to one node are
+	// being opened at once (default PoolSize): after a failover, every
+	// caller needs a connection to the new master at the same moment.
+	MaxConcurrentDials int
+	// ConnMaxIdleTime closes a connection idle for longer
+	// (DefaultConnMaxIdleTime; negative: never).
+	ConnMaxIdleTime time.Duration
+	// ConnMaxLifetime closes a connection older than this when it is next
+	// taken from the pool, and opens a new one (with a fresh
+	// CredentialsProvider answer): for load balancers, rotated
+	// credentials and server-side timeouts. ConnMaxLifetimeJitter spreads
+	// the expiries by up to plus or minus that much, so the connections
+	// opened together after a failover are not all replaced at once.
+	// Default 0: no age limit.
+	ConnMaxLifetime       time.Duration
+	ConnMaxLifetimeJitter time.Duration
+	// ReadBufferSize and WriteBufferSize are each connection's buffers
+	// (go-redis default 32 KiB).
+	ReadBufferSize  int
+	WriteBufferSize int
+	// PipelinePoolSize, PipelineReadBufferSize and
+	// PipelineWriteBufferSize size go-redis's separate pool for pipelines
+	// on each node (default 10 connections of 128 KiB buffers; negative
+	// PipelinePoolSize: pipelines use the main pool).
+	PipelinePoolSize        int
+	PipelineReadBufferSize  int
+	PipelineWriteBufferSize int
+
 	// MaxSentinels bounds how many sentinels the client knows: the ones in
 	// SentinelAddrs and those it learns from them (SENTINEL SENTINELS),
 	// each of which it subscribes to and asks in discovery. A peer is
@@ -185,7 +278,11 @@ type Options struct {
 	// replica, another sentinel) is refused with an *AddressError, and a
 	// host name that resolves outside them is refused when dialled, before
 	// any credential is sent. The configured SentinelAddrs are always
-	// allowed. See the package documentation for the trust model.
+	// allowed. See the package documentation for the trust model. A host
+	// name is judged by the peer its connection reports (RemoteAddr): with
+	// a Dialer that goes through a proxy or a tunnel, which reports the
+	// proxy, have the sentinels announce IP addresses (or MapAddr names to
+	// them).
 	AllowedNetworks []netip.Prefix
 	// MapAddr, when set, is given every address a sentinel or a ROLE reply
 	// names ("host:port", validated) and returns the address to dial
@@ -228,7 +325,9 @@ type Options struct {
 	Logger *slog.Logger
 	// NodeOptions, when set, may adjust the go-redis options of every
 	// data-node client after rediskit filled them in (for settings not
-	// covered here). Turning retries back on defeats the failover rules.
+	// covered here), the client's own as well as the caller's. Turning
+	// retries back on defeats the failover rules; replacing the Dialer
+	// drops rediskit's checks and TLS (set Dialer instead).
 	NodeOptions func(*redis.Options)
 
 	// deaf (tests only) keeps the client from subscribing to sentinel
@@ -284,6 +383,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Classifier == nil {
 		o.Classifier = classify.New()
 	}
+	switch o.Protocol {
+	case 0:
+		o.Protocol = DefaultProtocol
+	case 2, 3:
+	default:
+		return o, fmt.Errorf("sentinel: Options.Protocol %d: want 2 or 3 (RESP2 or RESP3)", o.Protocol)
+	}
+	setDefault(&o.ConnMaxIdleTime, DefaultConnMaxIdleTime)
 	setDefault(&o.DialTimeout, DefaultDialTimeout)
 	setDefault(&o.ReadTimeout, DefaultReadTimeout)
 	// WAIT's reply must come within ReadTimeout, which bounds every read.
@@ -326,9 +433,58 @@ func normalizeSentinelAddr(a string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// nodeOptions are the go-redis options of the client for one data node.
-// Retries are off: this package alone decides what is re-run.
+// nodeOptions are the go-redis options of the client for one data node
+// that carries the caller's commands: the connection settings of Options
+// (OnConnect, Protocol, identity, the pool's) apply to it. Retries are
+// off: this package alone decides what is re-run.
 func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
+	opt := o.baseNodeOptions(addr, dial)
+	if o.OnConnect != nil {
+		opt.OnConnect = o.onConnect
+	}
+	opt.Protocol = o.Protocol
+	// redisopt.Inner turned identity off; the caller may want it back on
+	// their own connections.
+	opt.DisableIdentity = !o.Identity
+	opt.IdentitySuffix = o.IdentitySuffix
+	opt.PoolFIFO = o.PoolFIFO
+	opt.MaxActiveConns = o.MaxActiveConns
+	opt.MaxConcurrentDials = o.MaxConcurrentDials
+	opt.ConnMaxIdleTime = o.ConnMaxIdleTime
+	opt.ConnMaxLifetime = o.ConnMaxLifetime
+	opt.ConnMaxLifetimeJitter = o.ConnMaxLifetimeJitter
+	opt.ReadBufferSize = o.ReadBufferSize
+	opt.WriteBufferSize = o.WriteBufferSize
+	opt.PipelinePoolSize = o.PipelinePoolSize
+	opt.PipelineReadBufferSize = o.PipelineReadBufferSize
+	opt.PipelineWriteBufferSize = o.PipelineWriteBufferSize
+	if o.NodeOptions != nil {
+		o.NodeOptions(opt)
+	}
+	return opt
+}
+
+// controlOptions are the go-redis options of the client's own connections
+// to a data node (ROLE checks, replication probes, the replica prober's
+// PINGs): the caller's Dialer, credentials, database and TLS, so that they
+// reach the node the caller's connections reach, but none of the caller's
+// connection settings. They carry only rediskit's commands, parsed by
+// rediskit (so RESP3 whatever Protocol says), and what they measure must
+// not depend on the caller's OnConnect or pool policy: a connection
+// recycled by ConnMaxLifetime in the middle of a probe would be timed as
+// a slow node. NodeOptions still applies (it is go-redis's, for every
+// data-node client).
+func (o *Options) controlOptions(addr string) *redis.Options {
+	opt := o.baseNodeOptions(addr, dialer(o))
+	if o.NodeOptions != nil {
+		o.NodeOptions(opt)
+	}
+	return opt
+}
+
+// baseNodeOptions are the go-redis options every client of a data node
+// shares.
+func (o *Options) baseNodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
 	// No go-redis retries, context deadlines bound socket I/O (so a
 	// caller's deadline and the client's own probe bounds hold against a
 	// silent node): see redisopt.Inner.
@@ -352,10 +508,30 @@ func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, networ
 		opt.Username, opt.Password = "", ""
 		opt.CredentialsProviderContext = o.CredentialsProvider
 	}
-	if o.NodeOptions != nil {
-		o.NodeOptions(opt)
-	}
 	return opt
+}
+
+// onConnect runs the caller's OnConnect, a panic in it failing the
+// connection rather than the process (go-redis may run it in a goroutine
+// of its own).
+func (o *Options) onConnect(ctx context.Context, cn *redis.Conn) (err error) {
+	if perr := safe.Call(func() { err = o.OnConnect(ctx, cn) }); perr != nil {
+		return callbackPanic(o.Logger, "OnConnect", perr)
+	}
+	return err
+}
+
+// callbackPanic is the error of a caller's callback that panicked: it
+// names the callback; the stack goes to the log.
+func callbackPanic(log *slog.Logger, name string, perr error) error {
+	var pe *safe.PanicError
+	if errors.As(perr, &pe) {
+		if log != nil {
+			log.Error("sentinel: a caller's callback panicked", "callback", "Options."+name, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		}
+		return fmt.Errorf("sentinel: Options.%s panicked: %v", name, pe.Value)
+	}
+	return perr
 }
 
 // sentinelOptions are the go-redis options of the client for one sentinel

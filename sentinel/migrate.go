@@ -1,0 +1,432 @@
+package sentinel
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/redisurl"
+	"github.com/rediskit/rediskit/replica"
+)
+
+// Coming from go-redis. FromFailoverOptions and FromFailoverURL turn the
+// options of go-redis's NewFailoverClient into Options. Every field of
+// redis.FailoverOptions has a rule in failoverRules: it is mapped to its
+// counterpart, or its value is refused with the reason, because rediskit
+// does not do what it asks (retries, above all) and converting it silently
+// would change what the program does. A zero value always converts: it
+// means go-redis's default, and rediskit's default applies (the README's
+// "Coming from go-redis" says how the two differ). A field go-redis adds
+// later, which no rule knows, is refused whenever it is set, and the test
+// of the rules fails until one is written.
+
+// FailoverOptionsError is the error of FromFailoverOptions and
+// FromFailoverURL when some fields cannot be converted: each one, in the
+// order of redis.FailoverOptions, and why.
+type FailoverOptionsError struct {
+	Refused []RefusedOption
+}
+
+// RefusedOption is one redis.FailoverOptions field FromFailoverOptions
+// refused.
+type RefusedOption struct {
+	// Field is the field's name in redis.FailoverOptions.
+	Field string
+	// Value is the value refused: a number, a boolean or a duration as
+	// written in Go, or "set" for a function, a pointer, an interface or
+	// text (never quoted: it could be a secret).
+	Value string
+	// Reason says why, and what to do instead.
+	Reason string
+}
+
+func (e *FailoverOptionsError) Error() string {
+	var b strings.Builder
+	if len(e.Refused) == 1 {
+		b.WriteString("sentinel: a redis.FailoverOptions field has no counterpart: ")
+	} else {
+		fmt.Fprintf(&b, "sentinel: %d redis.FailoverOptions fields have no counterpart: ", len(e.Refused))
+	}
+	for i, r := range e.Refused {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s): %s", r.Field, r.Value, r.Reason)
+	}
+	return b.String()
+}
+
+// FromFailoverOptions converts go-redis's options for NewFailoverClient
+// (and NewFailoverClusterClient) into Options, field by field (the README,
+// "Coming from go-redis", has the table). A field whose value rediskit
+// cannot honour is refused: the error is a *FailoverOptionsError listing
+// every such field and why, and the Options are zero. Zero values always
+// convert, to rediskit's defaults. Options that go-redis has no
+// counterpart for (ReadFrom, Durable, FailoverHold, Observer, ...) are left
+// zero, for the caller to set on the result.
+//
+// RouteByLatencyTolerance and RouteRandomly make a ReplicaSelector, which
+// serves one client: convert once per client.
+func FromFailoverOptions(fo *redis.FailoverOptions) (Options, error) {
+	if fo == nil {
+		return Options{}, fmt.Errorf("sentinel: FromFailoverOptions(nil)")
+	}
+	return convertFailover(fo, failoverRules)
+}
+
+// FromFailoverURL converts a URL in go-redis's failover form (what
+// redis.ParseFailoverURL reads: redis://sentinelUser:sentinelPassword@host:port/db?master_name=…&addr=…)
+// into Options, as FromFailoverOptions converts what ParseFailoverURL
+// returns. It is read with redisurl.ParseFailoverURL, whose errors never
+// quote a password; the package documentation of redisurl, and its
+// ParseFailoverURL, relate that form to rediskit's redis+sentinel:// URL
+// (which NewClientFromURL takes).
+//
+// One thing is not copied: go-redis sets the TLS ServerName to the host
+// of the first sentinel, so that every sentinel, the master and the
+// replicas are verified against that one name. The Options verify each
+// server against the host the client dials, as NewClientFromURL does.
+func FromFailoverURL(rawURL string) (Options, error) {
+	fo, err := redisurl.ParseFailoverURL(rawURL)
+	if err != nil {
+		return Options{}, err
+	}
+	if fo.TLSConfig != nil {
+		fo.TLSConfig.ServerName = ""
+	}
+	return FromFailoverOptions(fo)
+}
+
+// failoverRule converts one field of redis.FailoverOptions into o. It is
+// given the whole struct, so that fields which depend on each other
+// (ReplicaOnly, RouteByLatency, RouteRandomly) give the same result in
+// any order; it returns "" when the field converted (or had nothing to
+// convert), else the reason it is refused.
+type failoverRule func(fo *redis.FailoverOptions, o *Options) (refused string)
+
+// convertFailover applies rules to every exported field of fo, in order.
+// A field without a rule is refused when it is set.
+func convertFailover(fo *redis.FailoverOptions, rules map[string]failoverRule) (Options, error) {
+	var o Options
+	var refused []RefusedOption
+	v := reflect.ValueOf(fo).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		rule, ok := rules[f.Name]
+		var reason string
+		switch {
+		case ok:
+			reason = rule(fo, &o)
+		case !v.Field(i).IsZero():
+			reason = "this version of rediskit does not know the field (a later go-redis added it), so it cannot tell what converting it would change; leave it unset"
+		}
+		if reason != "" {
+			refused = append(refused, RefusedOption{Field: f.Name, Value: shownValue(v.Field(i)), Reason: reason})
+		}
+	}
+	if len(refused) > 0 {
+		return Options{}, &FailoverOptionsError{Refused: refused}
+	}
+	return o, nil
+}
+
+// shownValue is a refused value as an error may show it: numbers,
+// booleans and durations; "set" for anything else.
+func shownValue(v reflect.Value) string {
+	if d, ok := v.Interface().(time.Duration); ok {
+		return d.String()
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(v.Uint(), 10)
+	}
+	return "set"
+}
+
+// Reasons shared by several rules.
+const (
+	reasonRetries = "rediskit alone decides what is re-run: a read once on the re-resolved node, a write only when it provably did not run " +
+		"(go-redis re-sends a write that timed out, which can then run twice); leave it 0 or set -1"
+	reasonDialRetries = "rediskit dials once: a failed dial is a sign that the node moved, which starts a re-resolution " +
+		"(and one re-run of the unsent work) instead of more attempts at the same address; leave it unset"
+	reasonUnbounded = "rediskit bounds every data-node dial, read and write, so that a node that stops answering fails the call " +
+		"and the failover rules can act on it; leave it 0 for rediskit's default or give a positive bound"
+)
+
+// failoverRules has a rule for every field of redis.FailoverOptions
+// (go-redis v9.23); TestFailoverRulesCoverEveryField checks it.
+var failoverRules = map[string]failoverRule{
+	"MasterName": func(fo *redis.FailoverOptions, o *Options) string { o.MasterName = fo.MasterName; return "" },
+	"SentinelAddrs": func(fo *redis.FailoverOptions, o *Options) string {
+		o.SentinelAddrs = slices.Clone(fo.SentinelAddrs)
+		return ""
+	},
+	// ClientName: go-redis also names its sentinel connections with it;
+	// rediskit names the data-node connections only.
+	"ClientName": func(fo *redis.FailoverOptions, o *Options) string { o.ClientName = fo.ClientName; return "" },
+	"SentinelUsername": func(fo *redis.FailoverOptions, o *Options) string {
+		o.SentinelUsername = fo.SentinelUsername
+		return ""
+	},
+	"SentinelPassword": func(fo *redis.FailoverOptions, o *Options) string {
+		o.SentinelPassword = fo.SentinelPassword
+		return ""
+	},
+
+	// Where reads go. RouteByLatency and RouteRandomly work only with
+	// NewFailoverClusterClient (NewFailoverClient panics on them): they
+	// send read-only commands to the master or a replica, the nearest or
+	// one at random. ReplicaOnly sends every command to a replica
+	// (NewFailoverClient: a random one, the master when Sentinel lists
+	// none; writes then fail with READONLY).
+	"RouteByLatency": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.RouteByLatency && !fo.ReplicaOnly {
+			o.ReadFrom = Nearest // the default selector is the latency-aware one
+		}
+		return ""
+	},
+	"RouteByLatencyTolerance": func(fo *redis.FailoverOptions, o *Options) string {
+		switch tol := fo.RouteByLatencyTolerance; {
+		case tol < 0:
+			return "a negative tolerance has no meaning (replica.Config.LatencyWindow may not be negative)"
+		case tol > 0 && fo.RouteByLatency && !fo.RouteRandomly:
+			// Zero keeps rediskit's default window (2 ms), not go-redis's
+			// strict minimum, which sends every client's reads to the
+			// same replica. Without RouteByLatency it has no effect, in
+			// go-redis as here.
+			cfg := replica.DefaultConfig()
+			cfg.LatencyWindow = tol
+			sel, err := replica.NewSelector(cfg)
+			if err != nil {
+				return "replica.NewSelector refuses it as LatencyWindow: " + err.Error()
+			}
+			o.ReplicaSelector = sel
+		}
+		return ""
+	},
+	"RouteRandomly": func(fo *redis.FailoverOptions, o *Options) string {
+		if !fo.RouteRandomly {
+			return ""
+		}
+		if fo.RouteByLatency {
+			return "RouteByLatency is set too, and takes precedence in go-redis: set one of them"
+		}
+		// Round robin over the healthy replicas: the reads spread evenly
+		// whatever the latency, as with go-redis, but the master takes
+		// none while a replica is healthy.
+		o.ReplicaSelector = NewRoundRobinSelector()
+		if !fo.ReplicaOnly {
+			o.ReadFrom = ReplicaPreferred
+		}
+		return ""
+	},
+	"ReplicaOnly": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.ReplicaOnly {
+			// Read-only work goes to a replica, never to the master, and
+			// fails with a *NoReplicaError when none may serve it (go-redis
+			// falls back to the master: ReplicaPreferred does); writes go
+			// to the master (go-redis sends them to the replica, which
+			// refuses them).
+			o.ReadFrom = Replica
+		}
+		return ""
+	},
+	"UseDisconnectedReplicas": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.UseDisconnectedReplicas {
+			return "rediskit never reads from a replica whose link to the master is down (its data can be arbitrarily old): " +
+				"with no replica to read from, ReadFrom Replica fails with a *NoReplicaError and ReplicaPreferred reads the master"
+		}
+		return ""
+	},
+
+	"Dialer":    func(fo *redis.FailoverOptions, o *Options) string { o.Dialer = fo.Dialer; return "" },
+	"OnConnect": func(fo *redis.FailoverOptions, o *Options) string { o.OnConnect = fo.OnConnect; return "" },
+	"Protocol": func(fo *redis.FailoverOptions, o *Options) string {
+		switch p := fo.Protocol; {
+		case p < 2: // go-redis: RESP3
+		case p <= 3:
+			o.Protocol = p
+		default:
+			return "the RESP versions are 2 and 3"
+		}
+		return ""
+	},
+	"Username": func(fo *redis.FailoverOptions, o *Options) string { o.Username = fo.Username; return "" },
+	"Password": func(fo *redis.FailoverOptions, o *Options) string { o.Password = fo.Password; return "" },
+	// go-redis asks CredentialsProviderContext first, then
+	// CredentialsProvider: so does the conversion.
+	"CredentialsProvider": func(fo *redis.FailoverOptions, o *Options) string {
+		if p := fo.CredentialsProvider; p != nil && fo.CredentialsProviderContext == nil {
+			o.CredentialsProvider = func(context.Context) (string, string, error) {
+				user, pass := p()
+				return user, pass, nil
+			}
+		}
+		return ""
+	},
+	"CredentialsProviderContext": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.CredentialsProviderContext != nil {
+			o.CredentialsProvider = fo.CredentialsProviderContext
+		}
+		return ""
+	},
+	"StreamingCredentialsProvider": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.StreamingCredentialsProvider != nil {
+			return "rediskit does not re-authenticate open connections: give CredentialsProviderContext (Options.CredentialsProvider, " +
+				"asked for every new connection) and ConnMaxLifetime to bound how long a connection keeps its credentials"
+		}
+		return ""
+	},
+	"DB": func(fo *redis.FailoverOptions, o *Options) string { o.DB = fo.DB; return "" },
+
+	"MaxRetries": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.MaxRetries > 0 {
+			return reasonRetries
+		}
+		return ""
+	},
+	"MinRetryBackoff": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.MinRetryBackoff > 0 {
+			return "rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset"
+		}
+		return ""
+	},
+	"MaxRetryBackoff": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.MaxRetryBackoff > 0 {
+			return "rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset"
+		}
+		return ""
+	},
+	"DialTimeout": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.DialTimeout < 0 {
+			return reasonUnbounded
+		}
+		o.DialTimeout = fo.DialTimeout
+		return ""
+	},
+	"DialerRetries": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.DialerRetries > 1 {
+			return reasonDialRetries
+		}
+		return ""
+	},
+	"DialerRetryTimeout": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.DialerRetryTimeout > 0 {
+			return reasonDialRetries
+		}
+		return ""
+	},
+	"DialerRetryBackoff": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.DialerRetryBackoff != nil {
+			return reasonDialRetries
+		}
+		return ""
+	},
+	"ReadTimeout": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.ReadTimeout < 0 {
+			return reasonUnbounded
+		}
+		o.ReadTimeout = fo.ReadTimeout
+		return ""
+	},
+	"WriteTimeout": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.WriteTimeout < 0 {
+			return reasonUnbounded
+		}
+		o.WriteTimeout = fo.WriteTimeout
+		return ""
+	},
+	// rediskit always lets the context's deadline bound socket reads and
+	// writes (its own probes depend on it). false, go-redis's default,
+	// converts: refusing it would refuse nearly every go-redis
+	// configuration and URL, for a difference the README states.
+	"ContextTimeoutEnabled": func(*redis.FailoverOptions, *Options) string { return "" },
+
+	"ReadBufferSize":  func(fo *redis.FailoverOptions, o *Options) string { o.ReadBufferSize = fo.ReadBufferSize; return "" },
+	"WriteBufferSize": func(fo *redis.FailoverOptions, o *Options) string { o.WriteBufferSize = fo.WriteBufferSize; return "" },
+	"PipelineReadBufferSize": func(fo *redis.FailoverOptions, o *Options) string {
+		o.PipelineReadBufferSize = fo.PipelineReadBufferSize
+		return ""
+	},
+	"PipelineWriteBufferSize": func(fo *redis.FailoverOptions, o *Options) string {
+		o.PipelineWriteBufferSize = fo.PipelineWriteBufferSize
+		return ""
+	},
+	"PipelinePoolSize": func(fo *redis.FailoverOptions, o *Options) string {
+		o.PipelinePoolSize = fo.PipelinePoolSize
+		return ""
+	},
+	"AutoPipelineOptions": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.AutoPipelineOptions != nil {
+			return "Client.AutoPipeline is not supported yet (it returns ErrUnsupported): go-redis's auto-pipeliners send on " +
+				"connections of their own, past rediskit's routing; use Pipeline"
+		}
+		return ""
+	},
+	"PoolFIFO": func(fo *redis.FailoverOptions, o *Options) string { o.PoolFIFO = fo.PoolFIFO; return "" },
+	"PoolSize": func(fo *redis.FailoverOptions, o *Options) string { o.PoolSize = fo.PoolSize; return "" },
+	"MaxConcurrentDials": func(fo *redis.FailoverOptions, o *Options) string {
+		o.MaxConcurrentDials = fo.MaxConcurrentDials
+		return ""
+	},
+	"PoolTimeout":     func(fo *redis.FailoverOptions, o *Options) string { o.PoolTimeout = fo.PoolTimeout; return "" },
+	"MinIdleConns":    func(fo *redis.FailoverOptions, o *Options) string { o.MinIdleConns = fo.MinIdleConns; return "" },
+	"MaxIdleConns":    func(fo *redis.FailoverOptions, o *Options) string { o.MaxIdleConns = fo.MaxIdleConns; return "" },
+	"MaxActiveConns":  func(fo *redis.FailoverOptions, o *Options) string { o.MaxActiveConns = fo.MaxActiveConns; return "" },
+	"ConnMaxIdleTime": func(fo *redis.FailoverOptions, o *Options) string { o.ConnMaxIdleTime = fo.ConnMaxIdleTime; return "" },
+	"ConnMaxLifetime": func(fo *redis.FailoverOptions, o *Options) string { o.ConnMaxLifetime = fo.ConnMaxLifetime; return "" },
+	"ConnMaxLifetimeJitter": func(fo *redis.FailoverOptions, o *Options) string {
+		o.ConnMaxLifetimeJitter = fo.ConnMaxLifetimeJitter
+		return ""
+	},
+
+	"TLSConfig": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.TLSConfig != nil && fo.Dialer != nil {
+			return "go-redis ignores TLSConfig when Dialer is set (it uses the Dialer's connections as they are), and rediskit " +
+				"runs its TLS handshake over them: convert without TLSConfig if the Dialer does TLS itself, or set " +
+				"Options.TLSConfig on the result if it returns plain connections"
+		}
+		o.TLSConfig = fo.TLSConfig
+		return ""
+	},
+	// go-redis sends CLIENT SETINFO unless either is set; Identity says
+	// the same.
+	"DisableIndentity": func(fo *redis.FailoverOptions, o *Options) string {
+		o.Identity = !fo.DisableIdentity && !fo.DisableIndentity
+		return ""
+	},
+	"DisableIdentity": func(fo *redis.FailoverOptions, o *Options) string {
+		o.Identity = !fo.DisableIdentity && !fo.DisableIndentity
+		return ""
+	},
+	"IdentitySuffix": func(fo *redis.FailoverOptions, o *Options) string { o.IdentitySuffix = fo.IdentitySuffix; return "" },
+	"FailingTimeoutSeconds": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.FailingTimeoutSeconds != 0 {
+			return "it is NewFailoverClusterClient's time a failing node is avoided; rediskit leaves a replica out for as " +
+				"long as its probes fail or a sentinel flags it, and has no such setting"
+		}
+		return ""
+	},
+	// A no-op in go-redis v9.23 (deprecated).
+	"UnstableResp3": func(*redis.FailoverOptions, *Options) string { return "" },
+	"PushNotificationProcessor": func(fo *redis.FailoverOptions, o *Options) string {
+		if fo.PushNotificationProcessor != nil {
+			return "rediskit's data-node clients come and go with the topology and handle their own push messages " +
+				"(pub/sub goes through Subscribe): a processor of the caller's is not supported"
+		}
+		return ""
+	},
+}
