@@ -261,7 +261,12 @@
 // switch. When multidb switches to another database, it ends the
 // subscription on the old one; go-redis's PubSub reconnects, as after any
 // connection loss, and subscribes to its channels, patterns and shard
-// channels again, on the new database. Messages published during a switch
+// channels again, on the new database. The error the caller's PubSub sees
+// at the switch (from ReceiveMessage, or on its Channel's reconnect)
+// matches ErrSubscriptionMoved, the same error as
+// sentinel.ErrSubscriptionMoved, so a reader can tell a switch (subscribe
+// again at once, then re-read what the messages would have said) from a
+// lost connection. Messages published during a switch
 // or a failover (on either database) can be lost: Pub/Sub delivers at most
 // once. Close ends every subscription, and the PubSubs then fail with
 // ErrClosed.

@@ -40,7 +40,7 @@ func (s *sentinelSet) addConfigured(addr string) {
 	defer s.mu.Unlock()
 	if _, ok := s.clients[addr]; !ok {
 		s.order = append(s.order, addr)
-		s.clients[addr] = redis.NewClient(s.opts.sentinelOptions(addr, true))
+		s.clients[addr] = s.opts.sentinelClient(addr, true)
 	}
 }
 
@@ -65,7 +65,7 @@ func (s *sentinelSet) add(addr string) bool {
 		return false
 	}
 	s.order = append(s.order, addr)
-	s.clients[addr] = redis.NewClient(s.opts.sentinelOptions(addr, false))
+	s.clients[addr] = s.opts.sentinelClient(addr, false)
 	return true
 }
 

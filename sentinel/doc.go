@@ -334,5 +334,7 @@
 //	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
 //
 // It is called for every data node the client has and every one it makes
-// later (after a failover, for a new replica).
+// later (after a failover, for a new replica). Options.InternalHook is the
+// other half: it sees the client's own traffic (the sentinels', the ROLE
+// checks, CLIENT ID and CLIENT UNBLOCK) and none of the caller's.
 package sentinel

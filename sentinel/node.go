@@ -119,6 +119,10 @@ func (s *nodeSet) get(addr string) *node {
 	// The client's own commands' replies are bounded; the caller's are
 	// theirs (a LRANGE may rightly return millions of elements).
 	n.ctl = redis.NewClient(respguard.Guard(ctl))
+	if h := s.opts.InternalHook; h != nil {
+		n.ctl.AddHook(h)
+		n.client.AddHook(routing.InternalHook(h))
+	}
 	if s.closed {
 		// The client is closing: hand out a closed node (its calls fail
 		// with ErrClosed) rather than one nobody would close.

@@ -323,6 +323,17 @@ type Options struct {
 	Observer func(Event)
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
+	// InternalHook, when set, sees the client's own traffic, which the
+	// hooks of AddHook and the clients of OnNewNode never carry: the
+	// sentinels' connections (discovery, polls, event subscriptions), the
+	// ROLE and INFO checks on the data nodes, and the CLIENT ID and
+	// CLIENT UNBLOCK that let a blocking call follow a failover. It is for
+	// debugging and for counting that traffic; it must not change what it
+	// sees. The replica selector's probes are not included: its prober is
+	// shared by every client of a deployment (replica.Selector reports
+	// them through its own Observer). A durable write's WAIT is part of
+	// the caller's pipeline, so AddHook's hooks see it, not this one.
+	InternalHook redis.Hook
 	// NodeOptions, when set, may adjust the go-redis options of every
 	// data-node client after rediskit filled them in (for settings not
 	// covered here), the client's own as well as the caller's. Turning
@@ -532,6 +543,15 @@ func callbackPanic(log *slog.Logger, name string, perr error) error {
 		return fmt.Errorf("sentinel: Options.%s panicked: %v", name, pe.Value)
 	}
 	return perr
+}
+
+// sentinelClient is the client for one sentinel, with InternalHook.
+func (o *Options) sentinelClient(addr string, configured bool) *redis.Client {
+	c := redis.NewClient(o.sentinelOptions(addr, configured))
+	if o.InternalHook != nil {
+		c.AddHook(o.InternalHook)
+	}
+	return c
 }
 
 // sentinelOptions are the go-redis options of the client for one sentinel
