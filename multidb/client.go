@@ -79,6 +79,13 @@ type database struct {
 	index  int // order of addition: breaks weight ties
 	client redis.UniversalClient
 	owned  bool // built from Database.Options: the client closes it
+	// checker runs the client's own health and burst checks: for a
+	// *redis.Client, a sibling of the same options with a small pool and
+	// none of the caller's hooks or instrumentation (OnNewNode), so those
+	// see only the caller's calls; for any other client, client itself,
+	// whose nodes the checks then reach (a Sentinel client sends them on
+	// its control connections: see routing.Internal).
+	checker redis.UniversalClient
 	probe  Probe
 
 	det detector // lock-free
@@ -187,7 +194,15 @@ func (c *Client) newDatabase(d Database) *database {
 	for _, h := range c.hooks {
 		db.client.AddHook(routing.UserHook(h))
 	}
-	if c.cfg.InternalHook != nil {
+	db.checker = db.client
+	if rc, ok := db.client.(*redis.Client); ok {
+		opt := *rc.Options()
+		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = checkerPoolSize, 0, checkerPoolSize, 0
+		db.checker = redis.NewClient(&opt)
+		if c.cfg.InternalHook != nil {
+			db.checker.AddHook(c.cfg.InternalHook)
+		}
+	} else if c.cfg.InternalHook != nil {
 		db.client.AddHook(routing.InternalHook(c.cfg.InternalHook))
 	}
 	for _, fn := range c.onNew {
@@ -195,6 +210,24 @@ func (c *Client) newDatabase(d Database) *database {
 	}
 	db.ctx, db.cancel = context.WithCancel(c.ctx)
 	return db
+}
+
+// checkerPoolSize is the pool of a database's checker client: the checks
+// of one database run one at a time, and a burst check may overlap a
+// periodic one.
+const checkerPoolSize = 2
+
+// close closes what the database owns: its checker, and its client when
+// it was built from Database.Options.
+func (db *database) close() error {
+	var errs []error
+	if db.checker != db.client {
+		errs = append(errs, db.checker.Close())
+	}
+	if db.owned {
+		errs = append(errs, db.client.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // sortLocked puts the databases in failover order.
@@ -396,10 +429,8 @@ func (c *Client) Close() error {
 	c.wg.Wait()
 	var errs []error
 	for _, db := range dbs {
-		if db.owned {
-			if err := db.client.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("database %q: %w", db.name, err))
-			}
+		if err := db.close(); err != nil {
+			errs = append(errs, fmt.Errorf("database %q: %w", db.name, err))
 		}
 	}
 	c.events.close()

@@ -157,9 +157,14 @@ type Config struct {
 	Observer func(Event)
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
-	// InternalHook, when set, is added to every database client and sees
-	// only the client's own calls (health checks and burst checks), which
-	// the hooks of AddHook do not see.
+	// InternalHook, when set, sees only the client's own calls (health
+	// checks and burst checks), which the hooks of AddHook and the clients
+	// given to OnNewNode do not see. For a database on a *redis.Client
+	// (Database.Options, or a Database.Client of that type) the checks run
+	// on a sibling client of the same options with a pool of 2, which has
+	// this hook; on any other client they run through that client, marked
+	// internal (a sentinel.Client sends them on its control connections,
+	// where its own Options.InternalHook sees them, not this one).
 	InternalHook redis.Hook
 }
 

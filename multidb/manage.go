@@ -78,7 +78,7 @@ func (c *Client) healthLoop(db *database) {
 
 // check runs one health check on db with the client's settings.
 func (c *Client) check(ctx context.Context, db *database) (checkResult, error) {
-	return check(ctx, db.client, db.probe, c.cfg.HealthPolicy, c.cfg.Probes, c.cfg.ProbeDelay, c.cfg.ProbeTimeout)
+	return check(ctx, db.checker, db.probe, c.cfg.HealthPolicy, c.cfg.Probes, c.cfg.ProbeDelay, c.cfg.ProbeTimeout)
 }
 
 // applyCheck records a health check that started at start and applies its
@@ -372,8 +372,5 @@ func (c *Client) RemoveDatabase(name string) error {
 	db.cancel()
 	<-db.done
 	db.bursts.Wait()
-	if db.owned {
-		return db.client.Close()
-	}
-	return nil
+	return db.close()
 }

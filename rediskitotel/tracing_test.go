@@ -124,12 +124,27 @@ func TestStandardTracingThroughOnNewNode(t *testing.T) {
 }
 
 // Through a multi-database client, a database's nodes are instrumented
-// the same way, a Sentinel database's through its own OnNewNode.
+// the same way, a Sentinel database's through its own OnNewNode; the
+// multidb client's own health checks, however many, make no span.
 func TestStandardTracingThroughMultidb(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	tp, exp := spanRecorder(t)
 	plain := lab.New(t, lab.Standalone()).Node(0)
-	c, err := multidb.NewClient(multidb.Config{Databases: []multidb.Database{{Name: "main", Weight: 1, Options: plain.Options()}}})
+	sl := lab.New(t, lab.Sentinel(1))
+	sc, err := sentinel.NewClient(sentinel.Options{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	checks := &countingHook{seen: map[string]int{}}
+	c, err := multidb.NewClient(multidb.Config{
+		Databases: []multidb.Database{
+			{Name: "main", Weight: 2, Options: plain.Options()},
+			{Name: "sentinel", Weight: 1, Client: sc},
+		},
+		HealthCheckInterval: 20 * time.Millisecond,
+		InternalHook:        checks,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +153,22 @@ func TestStandardTracingThroughMultidb(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Three health checks of each database (each of several probes), each
+	// of which would make spans if it went through an instrumented client.
+	testkit.WaitFor(t, 20*time.Second, "three health checks of each database", func() bool {
+		for _, db := range c.Stats().Databases {
+			if db.ChecksPassed < 3 {
+				return false
+			}
+		}
+		return true
+	})
 	got := spanNodes(exp)
 	if len(got) != 1 || got[0] != "set@"+plain.Addr() {
 		t.Fatalf("spans %v, want one SET on %s", got, plain.Addr())
+	}
+	if n := checks.counts()["ping"]; n < 3 {
+		t.Errorf("the internal hook saw %d PINGs, want the health checks of the plain database (at least 3): %v", n, checks.counts())
 	}
 }
 

@@ -569,10 +569,17 @@ type work struct {
 	cmds []redis.Cmder
 }
 
-// runOn sends the work to n and returns the error go-redis reports.
+// runOn sends the work to n and returns the error go-redis reports. Work
+// marked internal (routing.Internal: a multidb client's health checks
+// through this one) runs on n's control client, so the caller's hooks and
+// the clients instrumented through OnNewNode see only the caller's work;
+// Options.InternalHook sees it there.
 func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []redis.Cmder) error {
 	n.acquire()
 	defer n.release()
+	if routing.IsInternal(ctx) {
+		return routing.Run(ctx, n.ctl, cmd, cmds)
+	}
 	return routing.Run(ctx, n.client, cmd, cmds)
 }
 

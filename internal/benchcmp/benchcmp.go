@@ -6,6 +6,7 @@ package benchcmp
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +42,19 @@ func AllocsAtMost(t *testing.T, ctx context.Context, what string, ours, plain re
 	}
 	run(ours)()
 	run(plain)()
-	if o, p := testing.AllocsPerRun(2000, run(ours)), testing.AllocsPerRun(2000, run(plain)); o > p+extra {
+	// testing.AllocsPerRun counts every allocation in the process while it
+	// runs: another goroutine's (a client's periodic checks, the lab's
+	// proxies, the race detector's) land on whichever client is being
+	// measured, more of them the busier the machine. They can only add, so
+	// the least of several short measurements is the calls' own count.
+	least := func(c redis.UniversalClient) float64 {
+		best := math.Inf(1)
+		for range 5 {
+			best = min(best, testing.AllocsPerRun(400, run(c)))
+		}
+		return best
+	}
+	if o, p := least(ours), least(plain); o > p+extra {
 		t.Errorf("%s: %v allocations a call, go-redis %v", what, o, p)
 	}
 }
