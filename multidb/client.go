@@ -57,8 +57,8 @@ type Client struct {
 	stats   counters
 	events  *dispatcher
 	pubsub  *pubsubRouter
-	cursors scanCursors   // the SCAN cursors it could not tag (scan.go)
-	kick    chan struct{} // wakes the manager when no database is healthy
+	cursors routing.UntaggedCursors // the SCAN cursors it could not tag (scan.go)
+	kick    chan struct{}           // wakes the manager when no database is healthy
 
 	ctx    context.Context
 	cancel context.CancelFunc

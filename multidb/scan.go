@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -95,7 +94,7 @@ func (c *Client) runScans(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmd
 		}
 		tag, _ := routing.UntagCursor(cursor, routing.DatabaseTagShift, routing.DatabaseTagBits)
 		if tag == 0 {
-			if t, ok := c.cursors.lookup(cursor); ok {
+			if t, ok := c.cursors.Lookup(cursor); ok {
 				tag = t
 			}
 		}
@@ -137,7 +136,7 @@ func (c *Client) runScans(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmd
 		if tagged, ok := routing.TagCursor(out, routing.DatabaseTagShift, routing.DatabaseTagBits, tagOf(served)); ok {
 			sc.SetReplyCursor(tagged)
 		} else {
-			c.cursors.remember(out, tagOf(served))
+			c.cursors.Remember(out, tagOf(served))
 		}
 	}
 	return err
@@ -153,39 +152,4 @@ func (c *Client) databaseByTag(tag uint64) *database {
 		}
 	}
 	return nil
-}
-
-// scanCursors remembers the database of the cursors the client could not
-// tag (a server, or an inner client, using the tag's bits), for a bounded
-// number of them: the oldest is forgotten first, and a forgotten one runs
-// on the active database as an untagged cursor does.
-type scanCursors struct {
-	mu    sync.Mutex
-	tag   map[uint64]uint64
-	order []uint64
-}
-
-const maxUntaggedCursors = 4096
-
-func (s *scanCursors) remember(cursor, tag uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.tag == nil {
-		s.tag = map[uint64]uint64{}
-	}
-	if _, ok := s.tag[cursor]; !ok {
-		if len(s.order) == maxUntaggedCursors {
-			delete(s.tag, s.order[0])
-			s.order = s.order[1:]
-		}
-		s.order = append(s.order, cursor)
-	}
-	s.tag[cursor] = tag
-}
-
-func (s *scanCursors) lookup(cursor uint64) (uint64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.tag[cursor]
-	return t, ok
 }

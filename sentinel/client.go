@@ -66,7 +66,7 @@ type Client struct {
 	evicts  map[string]struct{}
 
 	// cursors are the SCAN cursors the client could not tag (scan.go).
-	cursors scanCursors
+	cursors routing.UntaggedCursors
 	// blocking holds the connections of blocking commands (blocking.go).
 	blocking blockingConns
 

@@ -3,7 +3,6 @@ package sentinel
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -57,41 +56,6 @@ func (e *CursorError) Is(target error) bool { return target == ErrCursorLost }
 // Unwrap returns the cause.
 func (e *CursorError) Unwrap() error { return e.Cause }
 
-// scanCursors remembers the node of the cursors the client could not tag
-// (a server whose cursors use the tag's bits), for a bounded number of
-// them: the oldest is forgotten first, and a forgotten one runs on the
-// master as an untagged cursor does.
-type scanCursors struct {
-	mu    sync.Mutex
-	node  map[uint64]uint64 // cursor -> node id
-	order []uint64
-}
-
-const maxUntaggedCursors = 4096
-
-func (s *scanCursors) remember(cursor, id uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.node == nil {
-		s.node = map[uint64]uint64{}
-	}
-	if _, ok := s.node[cursor]; !ok {
-		if len(s.order) == maxUntaggedCursors {
-			delete(s.node, s.order[0])
-			s.order = s.order[1:]
-		}
-		s.order = append(s.order, cursor)
-	}
-	s.node[cursor] = id
-}
-
-func (s *scanCursors) lookup(cursor uint64) (uint64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id, ok := s.node[cursor]
-	return id, ok
-}
-
 // addrOf returns the address numbered id (see nodeCounts.id).
 func (s *nodeSet) addrOf(id uint64) (string, bool) {
 	s.mu.Lock()
@@ -144,7 +108,7 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 	}
 	tag, real := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
 	if tag == 0 {
-		if id, ok := c.cursors.lookup(cursor); ok {
+		if id, ok := c.cursors.Lookup(cursor); ok {
 			tag, real = id, cursor
 		}
 	}
@@ -203,7 +167,7 @@ func (c *Client) tagReply(sc routing.Scan, addr string) {
 		sc.SetReplyCursor(tagged)
 		return
 	}
-	c.cursors.remember(out, id)
+	c.cursors.Remember(out, id)
 }
 
 // findScans returns the SCAN-family commands of a pipeline, or nil (no
@@ -242,7 +206,7 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 		}
 		tag, _ := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
 		if tag == 0 {
-			if id, ok := c.cursors.lookup(cursor); ok {
+			if id, ok := c.cursors.Lookup(cursor); ok {
 				tag = id
 			}
 		}

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -154,4 +155,45 @@ func (s Scan) SetReplyCursor(c uint64) {
 			cmd.SetVal([]any{strconv.FormatUint(c, 10), v[1]})
 		}
 	}
+}
+
+// MaxUntaggedCursors bounds the cursors an UntaggedCursors remembers: a
+// caller that starts iterations and abandons them must not grow it without
+// bound.
+const MaxUntaggedCursors = 4096
+
+// UntaggedCursors remembers where the cursors came from that a client
+// could not tag (a server whose cursors use the tag's bits), for at most
+// MaxUntaggedCursors of them: the oldest is forgotten first, and the
+// client then treats a forgotten cursor as it treats an untagged one. The
+// zero value is ready; it is safe for concurrent use.
+type UntaggedCursors struct {
+	mu     sync.Mutex
+	origin map[uint64]uint64 // cursor -> tag of the node or database
+	order  []uint64          // oldest first
+}
+
+// Remember records that cursor came from origin.
+func (u *UntaggedCursors) Remember(cursor, origin uint64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.origin == nil {
+		u.origin = map[uint64]uint64{}
+	}
+	if _, ok := u.origin[cursor]; !ok {
+		if len(u.order) == MaxUntaggedCursors {
+			delete(u.origin, u.order[0])
+			u.order = u.order[1:]
+		}
+		u.order = append(u.order, cursor)
+	}
+	u.origin[cursor] = origin
+}
+
+// Lookup returns where cursor came from, if it is remembered.
+func (u *UntaggedCursors) Lookup(cursor uint64) (origin uint64, ok bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	origin, ok = u.origin[cursor]
+	return origin, ok
 }

@@ -116,3 +116,33 @@ func TestFindScan(t *testing.T) {
 		t.Errorf("FindScan allocates %v times", n)
 	}
 }
+
+// UntaggedCursors keeps the newest MaxUntaggedCursors cursors, forgets
+// the oldest first, and a cursor remembered again keeps its place.
+func TestUntaggedCursorsAreBounded(t *testing.T) {
+	var u UntaggedCursors
+	for c := uint64(1); c <= MaxUntaggedCursors; c++ {
+		u.Remember(c, c%7)
+	}
+	u.Remember(1, 9) // again: a new origin, the same place
+	u.Remember(MaxUntaggedCursors+1, 5)
+	tests := []struct {
+		cursor, origin uint64
+		ok             bool
+	}{
+		{1, 0, false}, // the oldest, forgotten for the newest
+		{2, 2, true},
+		{MaxUntaggedCursors, MaxUntaggedCursors % 7, true},
+		{MaxUntaggedCursors + 1, 5, true},
+		{MaxUntaggedCursors + 2, 0, false},
+	}
+	for _, tt := range tests {
+		origin, ok := u.Lookup(tt.cursor)
+		if ok != tt.ok || origin != tt.origin {
+			t.Errorf("Lookup(%d) = %d, %v; want %d, %v", tt.cursor, origin, ok, tt.origin, tt.ok)
+		}
+	}
+	if len(u.order) != MaxUntaggedCursors || len(u.origin) != MaxUntaggedCursors {
+		t.Errorf("holds %d cursors (%d in order), want %d", len(u.origin), len(u.order), MaxUntaggedCursors)
+	}
+}
