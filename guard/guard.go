@@ -89,7 +89,7 @@ func New(client redis.Cmdable, cfg Config) (*Guard, error) {
 	if o, ok := client.(optionser); ok {
 		opt := o.Options()
 		if vs := redisopt.Check(opt); len(vs) > 0 {
-			return nil, &ConfigError{Field: "client", Problem: clientProblem(vs)}
+			return nil, &ConfigError{Field: "client", Problem: vs.Explain(clientConsequence, "build the client with guard.Settings or redisurl.Config.Options")}
 		}
 		if cfg.Server == "" && opt != nil {
 			cfg.Server = opt.Addr
@@ -113,23 +113,6 @@ var clientConsequence = map[string]string{
 	"MaxRetries":            "a limiter attempt would count twice, an admission would refuse its own caller",
 	"DialerRetries":         "a call to a dead Redis would wait out the dial attempts up to CallLimit instead of failing at once",
 	"ContextTimeoutEnabled": "CallLimit cannot bound its calls",
-}
-
-// clientProblem describes a client New refuses: every violation with what
-// it breaks, then the fix.
-func clientProblem(vs redisopt.Violations) string {
-	var b strings.Builder
-	for i, v := range vs {
-		if i > 0 {
-			b.WriteString("; it ")
-		}
-		b.WriteString(v.Problem)
-		if c := clientConsequence[v.Field]; c != "" {
-			b.WriteString(" (here: " + c + ")")
-		}
-	}
-	b.WriteString("; " + redisopt.Fix + ", or build the client with guard.Settings or redisurl.Config.Options")
-	return b.String()
 }
 
 func checkPrefix(p string) error {

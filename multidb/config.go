@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -272,18 +271,7 @@ func checkClientOptions(name string, opt *redis.Options) error {
 	if len(vs) == 0 {
 		return nil
 	}
-	var b strings.Builder
-	for i, v := range vs {
-		if i > 0 {
-			b.WriteString("; it ")
-		}
-		b.WriteString(v.Problem)
-		if c := clientConsequence[v.Field]; c != "" {
-			b.WriteString(" (here: " + c + ")")
-		}
-	}
-	b.WriteString("; " + redisopt.Fix + ", or pass Database.Options and multidb builds the client")
-	return &ConfigError{Database: name, Field: "Client", Problem: b.String()}
+	return &ConfigError{Database: name, Field: "Client", Problem: vs.Explain(clientConsequence, "pass Database.Options and multidb builds the client")}
 }
 
 // clientConsequence says what each departure from the client policy would

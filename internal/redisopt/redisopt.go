@@ -90,6 +90,25 @@ func (vs Violations) Has(field string) bool {
 // Fix is the settings that satisfy the policy, for error messages.
 const Fix = "set MaxRetries -1, DialerRetries 1 and ContextTimeoutEnabled"
 
+// Explain describes a refused client for an error message: every
+// violation with what it would break for the refusing package
+// (consequence, by Field; a field without one is left unexplained), then
+// Fix and alternative (how else to get a client that meets the policy).
+func (vs Violations) Explain(consequence map[string]string, alternative string) string {
+	var b strings.Builder
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteString("; it ")
+		}
+		b.WriteString(v.Problem)
+		if c := consequence[v.Field]; c != "" {
+			b.WriteString(" (here: " + c + ")")
+		}
+	}
+	b.WriteString("; " + Fix + ", or " + alternative)
+	return b.String()
+}
+
 // Check reports every way opt lets go-redis act on its own where rediskit
 // must decide: it retries commands, retries dials, or ignores context
 // deadlines. nil means none. opt is what a live client's Options()
