@@ -86,7 +86,7 @@ type database struct {
 	// whose nodes the checks then reach (a Sentinel client sends them on
 	// its control connections: see routing.Internal).
 	checker redis.UniversalClient
-	probe  Probe
+	probe   Probe
 
 	det detector // lock-free
 	// bursting is true while a burst check of this database runs (at most
