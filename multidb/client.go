@@ -80,7 +80,7 @@ type database struct {
 	client redis.UniversalClient
 	owned  bool // built from Database.Options: the client closes it
 	// checker runs the client's own health and burst checks: for a
-	// *redis.Client, a sibling of the same options with a small pool and
+	// *redis.Client, a sibling of the same options, a few connections and
 	// none of the caller's hooks or instrumentation (OnNewNode), so those
 	// see only the caller's calls; for any other client, client itself,
 	// whose nodes the checks then reach (a Sentinel client sends them on
@@ -197,7 +197,8 @@ func (c *Client) newDatabase(d Database) *database {
 	db.checker = db.client
 	if rc, ok := db.client.(*redis.Client); ok {
 		opt := *rc.Options()
-		opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns, opt.MaxActiveConns = checkerPoolSize, 0, checkerPoolSize, 0
+		opt.PoolSize, opt.MaxActiveConns = checkerPoolSize, checkerActiveConns
+		opt.MinIdleConns, opt.MaxIdleConns = 0, checkerActiveConns
 		db.checker = redis.NewClient(&opt)
 		if c.cfg.InternalHook != nil {
 			db.checker.AddHook(c.cfg.InternalHook)
@@ -212,10 +213,19 @@ func (c *Client) newDatabase(d Database) *database {
 	return db
 }
 
-// checkerPoolSize is the pool of a database's checker client: the checks
-// of one database run one at a time, and a burst check may overlap a
-// periodic one.
-const checkerPoolSize = 2
+// The pool of a database's checker client. The checks of one database run
+// one at a time, and a burst check may overlap a periodic one: a few
+// connections (checkerActiveConns) are all it uses. Its PoolSize is large
+// all the same, because go-redis stops dialling after PoolSize failed dials
+// in a row and answers with the last dial error until a background dial
+// succeeds (tried every second, by a goroutine that outlives Close by up
+// to a second): a check must dial, or it would report a restarted database
+// as down. 1024 failed checks in a row take over an hour at the default
+// interval and probe count; the pool's cost is its idle slice, 8 KiB.
+const (
+	checkerPoolSize    = 1024
+	checkerActiveConns = 4
+)
 
 // close closes what the database owns: its checker, and its client when
 // it was built from Database.Options.

@@ -162,6 +162,11 @@ func check(ctx context.Context, client redis.UniversalClient, probe Probe, polic
 		start := time.Now()
 		err := runProbe(pctx, client, probe)
 		r.latency = time.Since(start)
+		if err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			// Say so whatever form the error took: a read that timed out
+			// on its socket, or a dial or handshake cut by the context.
+			err = fmt.Errorf("no answer within the probe timeout (%v): %w", timeout, err)
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return r, ctx.Err()
