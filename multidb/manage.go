@@ -105,9 +105,15 @@ func (c *Client) applyCheckLocked(db *database, start time.Time, res checkResult
 		db.det.answer(res.answered)
 		db.checksPassed++
 		// The dwell counts from the first check of an unbroken run of
-		// passes, unless traffic tripped the breaker while this check ran.
+		// passes, unless traffic tripped the breaker while this check ran:
+		// from that check's answer, not its start, since a probe may have
+		// waited (its connection accepted by a proxy, or queued by a
+		// restarting server) until the database could answer.
 		if db.healthySince.IsZero() && db.brk.openedAt.Before(start) {
-			db.healthySince = start
+			db.healthySince = res.answered
+			if db.healthySince.IsZero() {
+				db.healthySince = start
+			}
 		}
 	} else {
 		db.checksFailed++
