@@ -361,7 +361,12 @@ func (d *drill) finish(failures []string) error {
 		d.rep.Error = strings.Join(failures, "; ")
 	}
 	if d.f.json {
-		if err := writeJSON(d.out, d.rep); err != nil {
+		// The client is still open: its observer may still append to
+		// rep.Events.
+		d.evMu.Lock()
+		err := writeJSON(d.out, d.rep)
+		d.evMu.Unlock()
+		if err != nil {
 			return err
 		}
 	}
