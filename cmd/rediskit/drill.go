@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -176,313 +177,452 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
-func runDrill(ctx context.Context, out io.Writer, t *target, f *drillFlags) error {
-	isLab := t.lab != nil
-	if !isLab {
-		ok, why := judgeLab(ctx, t)
-		isLab = ok
-		if !ok && !f.yes {
-			return usagef("%s is not a rediskit lab (%s): pass --yes to run the drill against it", t, why)
-		}
-	}
-	runID := newRunID()
-	prefix := "rediskit:drill:" + runID
-	opsKey, readKey := prefix+":ops", prefix+":read"
-	rep := drillJSON{Target: t.String(), Lab: isLab, RunID: runID, KeyPrefix: prefix + ":", Writers: f.writers,
-		Readers: f.readers, Rate: f.rate, Events: []drillEvent{}}
+// drill is one run of the drill command: the target and its client, the
+// keys of this run, and the report its stages fill in. runDrill calls the
+// stages in order on one goroutine; the client's observer and the load's
+// workers run alongside it, so what they write is behind evMu and opsMu.
+type drill struct {
+	out    io.Writer
+	t      *target
+	f      *drillFlags
+	client redis.UniversalClient
 
-	var began time.Time
-	var evMu sync.Mutex
-	event := func(at time.Time, name, detail string) {
-		evMu.Lock()
-		defer evMu.Unlock()
-		if began.IsZero() {
-			return
-		}
-		rep.Events = append(rep.Events, drillEvent{AtS: at.Sub(began).Seconds(), Event: name, Detail: detail})
-	}
-	var switchedAt time.Time
-	var switchedTo string
-	client, err := t.client(func(o *sentinel.Options) {
-		o.Observer = func(ev sentinel.Event) {
-			switch ev.Kind {
-			case sentinel.EventMasterChanged, sentinel.EventFailoverStarted, sentinel.EventFailoverHoldEnded,
-				sentinel.EventWriteRefused, sentinel.EventWriteRerun:
-				detail := strings.TrimPrefix(ev.String(), ev.Time.Format("15:04:05.000")+" ")
-				event(ev.Time, ev.Kind.String(), detail)
-			}
-			if ev.Kind == sentinel.EventMasterChanged && ev.OldMaster != "" {
-				evMu.Lock()
-				if switchedAt.IsZero() {
-					switchedAt, switchedTo = ev.Time, ev.Master
-				}
-				evMu.Unlock()
-			}
-		}
-	})
+	runID, prefix, opsKey, readKey string
+	rep                            drillJSON
+
+	// evMu guards what the client's observer writes or reads: rep.Events,
+	// began (events before the load are dropped) and the client's first
+	// switch to a new master.
+	evMu       sync.Mutex
+	began      time.Time
+	switchedAt time.Time
+	switchedTo string
+
+	// The load: stop ends the workers, each paced interval apart (0: no
+	// --rate cap); opsMu guards their records.
+	stop          chan struct{}
+	interval      time.Duration
+	opsMu         sync.Mutex
+	writes, reads []opRecord
+
+	fo        *failoverJSON // the failover requested, nil without one
+	oldMaster string        // the client's master when it was requested
+
+	wroteNothing bool   // the setup's SET did not run: no key to delete
+	cleanup      func() // deletes the keys, once (deleteKeys)
+}
+
+// runDrill runs the drill's stages in order: refuse a target that is not
+// a lab before anything writes to it; open the client and say what will
+// run; write the readers' key (a setup that fails ends the drill before
+// any load); run the load, with the failover a third of the way in; then,
+// no longer cut short by Ctrl-C, wait for the client to follow the
+// failover, print the timeline and the load's figures, check the op list
+// on the master, and finish: delete the keys and print the JSON report.
+// The keys are deleted on every way out (the deferred cleanup).
+func runDrill(ctx context.Context, out io.Writer, t *target, f *drillFlags) error {
+	isLab, err := drillTargetIsLab(ctx, t, f.yes)
 	if err != nil {
+		return err
+	}
+	d := newDrill(out, t, f, isLab)
+	if err := d.openClient(); err != nil {
 		return usageError{err}
 	}
-	defer client.Close()
-
-	text := func(format string, args ...any) {
-		if !f.json {
-			fmt.Fprintf(out, format, args...)
-		}
+	defer d.client.Close()
+	d.printHeader()
+	d.cleanup = sync.OnceFunc(func() { d.deleteKeys(ctx) })
+	defer d.cleanup()
+	if err := d.setup(ctx); err != nil {
+		return d.setupFailed(err)
 	}
+	d.runLoad(ctx)
+	// From here on, Ctrl-C no longer cuts the checks short: each is bounded.
+	ctx = context.WithoutCancel(ctx)
+	failures := d.awaitFailover()
+	d.printTimeline()
+	d.printOps()
+	failures = append(failures, d.verify(ctx)...)
+	return d.finish(failures)
+}
+
+// drillTargetIsLab says whether the target is a rediskit lab, and refuses
+// one that is not without --yes: the drill writes to it.
+func drillTargetIsLab(ctx context.Context, t *target, yes bool) (bool, error) {
+	if t.lab != nil {
+		return true, nil
+	}
+	ok, why := judgeLab(ctx, t)
+	if !ok && !yes {
+		return false, usagef("%s is not a rediskit lab (%s): pass --yes to run the drill against it", t, why)
+	}
+	return ok, nil
+}
+
+// newDrill names this run's keys, under a prefix of its own, and starts
+// the report.
+func newDrill(out io.Writer, t *target, f *drillFlags, isLab bool) *drill {
+	runID := newRunID()
+	prefix := "rediskit:drill:" + runID
+	return &drill{
+		out: out, t: t, f: f, runID: runID, prefix: prefix, opsKey: prefix + ":ops", readKey: prefix + ":read",
+		rep: drillJSON{Target: t.String(), Lab: isLab, RunID: runID, KeyPrefix: prefix + ":", Writers: f.writers,
+			Readers: f.readers, Rate: f.rate, Events: []drillEvent{}},
+	}
+}
+
+// openClient opens the target's client, observed for the timeline and the
+// failover check.
+func (d *drill) openClient() error {
+	client, err := d.t.client(func(o *sentinel.Options) { o.Observer = d.observe })
+	if err != nil {
+		return err
+	}
+	d.client = client
+	return nil
+}
+
+// observe records the Sentinel client's events that tell a failover's
+// story, and its first switch away from a known master: the one the
+// failover check waits for.
+func (d *drill) observe(ev sentinel.Event) {
+	switch ev.Kind {
+	case sentinel.EventMasterChanged, sentinel.EventFailoverStarted, sentinel.EventFailoverHoldEnded,
+		sentinel.EventWriteRefused, sentinel.EventWriteRerun:
+		detail := strings.TrimPrefix(ev.String(), ev.Time.Format("15:04:05.000")+" ")
+		d.event(ev.Time, ev.Kind.String(), detail)
+	}
+	if ev.Kind == sentinel.EventMasterChanged && ev.OldMaster != "" {
+		d.evMu.Lock()
+		if d.switchedAt.IsZero() {
+			d.switchedAt, d.switchedTo = ev.Time, ev.Master
+		}
+		d.evMu.Unlock()
+	}
+}
+
+// event adds an event to the report's timeline, once the load has begun.
+func (d *drill) event(at time.Time, name, detail string) {
+	d.evMu.Lock()
+	defer d.evMu.Unlock()
+	if d.began.IsZero() {
+		return
+	}
+	d.rep.Events = append(d.rep.Events, drillEvent{AtS: at.Sub(d.began).Seconds(), Event: name, Detail: detail})
+}
+
+// text prints a line of the text report; with --json nothing is printed
+// but the JSON report.
+func (d *drill) text(format string, args ...any) {
+	if !d.f.json {
+		fmt.Fprintf(d.out, format, args...)
+	}
+}
+
+// printHeader says what the drill will do, to what, and where its keys are.
+func (d *drill) printHeader() {
 	kind := "not a lab, run with --yes"
-	if isLab {
+	if d.rep.Lab {
 		kind = "a rediskit lab"
 	}
 	rateText := "no rate cap"
-	if f.rate > 0 {
-		rateText = fmt.Sprintf("at most %d ops/s", f.rate)
+	if d.f.rate > 0 {
+		rateText = fmt.Sprintf("at most %d ops/s", d.f.rate)
 	}
-	text("drill on %s (%s): %v, %d writers, %d readers, %s; keys %s:*\n",
-		t, kind, f.duration, f.writers, f.readers, rateText, prefix)
+	d.text("drill on %s (%s): %v, %d writers, %d readers, %s; keys %s:*\n",
+		d.t, kind, d.f.duration, d.f.writers, d.f.readers, rateText, d.prefix)
+}
 
-	// Every key is deleted at the end, whatever happened; then the JSON
-	// report is printed. Unless nothing was written: the setup's SET was
-	// refused before it ran (a replica's READONLY, no connection), and no
-	// worker started.
-	wroteNothing := false
-	cleanup := sync.OnceFunc(func() {
-		if wroteNothing {
-			return
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.timeout)
-		defer cancel()
-		n, err := client.Del(sentinel.WithReadFrom(cctx, sentinel.Master), opsKey, readKey).Result()
-		if err != nil {
-			text("could not delete the drill's keys %s:* (%v): delete them by hand\n", prefix, err)
-			return
-		}
-		rep.DeletedKeys = n
-		text("deleted %d keys (%s:*)\n", n, prefix)
-	})
-	defer cleanup()
-	finish := func(failures []string) error {
-		cleanup()
-		rep.OK = len(failures) == 0
-		if !rep.OK {
-			rep.Error = strings.Join(failures, "; ")
-		}
-		if f.json {
-			if err := writeJSON(out, rep); err != nil {
-				return err
-			}
-		}
-		if !rep.OK {
-			return checkFailed{errors.New("drill failed: " + rep.Error)}
-		}
-		return nil
+// deleteKeys deletes the drill's keys, whatever happened (it runs before
+// the JSON report, and on every way out), unless nothing was written: the
+// setup's SET was refused before it ran (a replica's READONLY, no
+// connection), and no worker started.
+func (d *drill) deleteKeys(ctx context.Context) {
+	if d.wroteNothing {
+		return
 	}
-
-	setup, cancel := context.WithTimeout(ctx, t.timeout)
-	err = client.Set(setup, readKey, runID, 0).Err()
-	cancel()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.t.timeout)
+	defer cancel()
+	n, err := d.client.Del(sentinel.WithReadFrom(cctx, sentinel.Master), d.opsKey, d.readKey).Result()
 	if err != nil {
-		wroteNothing = failure.NotExecuted(err)
-		if redis.IsReadOnlyError(err) && !t.isSentinel() {
-			// A replica's URL: the drill writes, and there is no master
-			// behind the URL to follow. Nothing to check or delete.
-			return usagef("%s is a replica (read-only: %v); the drill wrote nothing. "+
-				"Give it the master's URL, or a redis+sentinel:// URL to follow the master", t, err)
-		}
-		if wroteNothing {
-			text("the setup's SET was not run (%v): the drill wrote no keys\n", err)
-		}
-		return finish([]string{fmt.Sprintf("setup: SET %s: %v", readKey, err)})
+		d.text("could not delete the drill's keys %s:* (%v): delete them by hand\n", d.prefix, err)
+		return
 	}
+	d.rep.DeletedKeys = n
+	d.text("deleted %d keys (%s:*)\n", n, d.prefix)
+}
 
-	// The load.
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	var writes, reads []opRecord
-	workers := f.writers + f.readers
-	var interval time.Duration
-	if f.rate > 0 {
-		interval = time.Duration(float64(time.Second) * float64(workers) / float64(f.rate))
+// finish deletes the keys first (the report counts them), prints the JSON
+// report, and turns the failures into the drill's error (exit code 1).
+func (d *drill) finish(failures []string) error {
+	d.cleanup()
+	d.rep.OK = len(failures) == 0
+	if !d.rep.OK {
+		d.rep.Error = strings.Join(failures, "; ")
 	}
-	pace := func(next *time.Time) bool {
-		if interval > 0 {
-			*next = next.Add(interval)
-			if d := time.Until(*next); d > 0 {
-				timer := time.NewTimer(d)
-				defer timer.Stop()
-				select {
-				case <-stop:
-					return false
-				case <-timer.C:
-				}
-			} else if d < -interval {
-				*next = time.Now() // behind: no burst to catch up
-			}
+	if d.f.json {
+		// The client is still open: its observer may still append to
+		// rep.Events.
+		d.evMu.Lock()
+		err := writeJSON(d.out, d.rep)
+		d.evMu.Unlock()
+		if err != nil {
+			return err
 		}
-		select {
-		case <-stop:
-			return false
-		default:
-			return true
-		}
+	}
+	if !d.rep.OK {
+		return checkFailed{errors.New("drill failed: " + d.rep.Error)}
+	}
+	return nil
+}
+
+// setup writes the key the readers GET: the drill's first write, which
+// tells whether the target takes writes at all.
+func (d *drill) setup(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, d.t.timeout)
+	defer cancel()
+	return d.client.Set(sctx, d.readKey, d.runID, 0).Err()
+}
+
+// setupFailed ends a drill whose setup SET failed, before any load.
+func (d *drill) setupFailed(err error) error {
+	d.wroteNothing = failure.NotExecuted(err)
+	if redis.IsReadOnlyError(err) && !d.t.isSentinel() {
+		// A replica's URL: the drill writes, and there is no master
+		// behind the URL to follow. Nothing to check or delete.
+		return usagef("%s is a replica (read-only: %v); the drill wrote nothing. "+
+			"Give it the master's URL, or a redis+sentinel:// URL to follow the master", d.t, err)
+	}
+	if d.wroteNothing {
+		d.text("the setup's SET was not run (%v): the drill wrote no keys\n", err)
+	}
+	return d.finish([]string{fmt.Sprintf("setup: SET %s: %v", d.readKey, err)})
+}
+
+// runLoad runs the writers and readers until --duration has passed or
+// Ctrl-C, and returns once every worker has stopped. The load's start
+// (began) is set before the first worker starts: the timeline and the
+// gaps count from it.
+func (d *drill) runLoad(ctx context.Context) {
+	d.stop = make(chan struct{})
+	if d.f.rate > 0 {
+		workers := d.f.writers + d.f.readers
+		d.interval = time.Duration(float64(time.Second) * float64(workers) / float64(d.f.rate))
 	}
 	var wg sync.WaitGroup
-	evMu.Lock()
-	began = time.Now()
-	evMu.Unlock()
-	for w := range f.writers {
-		wg.Go(func() {
-			next := time.Now()
-			for i := 0; pace(&next); i++ {
-				id := fmt.Sprintf("%d-%d", w, i)
-				octx, cancel := context.WithTimeout(ctx, t.timeout)
-				start := time.Now()
-				err := client.RPush(octx, opsKey, id).Err()
-				cancel()
-				mu.Lock()
-				writes = append(writes, opRecord{id: id, end: time.Now(), took: time.Since(start), err: err})
-				mu.Unlock()
-			}
-		})
+	d.evMu.Lock()
+	d.began = time.Now()
+	d.evMu.Unlock()
+	for w := range d.f.writers {
+		wg.Go(func() { d.writer(ctx, w) })
 	}
-	for range f.readers {
-		wg.Go(func() {
-			next := time.Now()
-			for pace(&next) {
-				octx, cancel := context.WithTimeout(ctx, t.timeout)
-				start := time.Now()
-				err := client.Get(octx, readKey).Err()
-				cancel()
-				if errors.Is(err, redis.Nil) {
-					err = nil // a replica that has not the key yet answered
-				}
-				mu.Lock()
-				reads = append(reads, opRecord{end: time.Now(), took: time.Since(start), err: err})
-				mu.Unlock()
-			}
-		})
+	for range d.f.readers {
+		wg.Go(func() { d.reader(ctx) })
 	}
+	interrupted := d.awaitLoadEnd(ctx)
+	close(d.stop)
+	wg.Wait()
+	d.rep.DurationS = time.Since(d.began).Seconds()
+	d.rep.Interrupted = interrupted
+	if interrupted {
+		d.text("interrupted after %.1fs: the load stopped; checking and cleaning up\n", d.rep.DurationS)
+	}
+}
 
-	// The failover, a third of the way in.
-	var fo *failoverJSON
-	var oldMaster string
-	timer := time.NewTimer(f.duration / 3)
-	end := time.NewTimer(f.duration)
-	defer timer.Stop()
+// writer RPUSHes op ids of its own ("<w>-<n>") to the op list until the
+// load stops, recording each outcome for the check.
+func (d *drill) writer(ctx context.Context, w int) {
+	next := time.Now()
+	for i := 0; d.pace(&next); i++ {
+		id := fmt.Sprintf("%d-%d", w, i)
+		octx, cancel := context.WithTimeout(ctx, d.t.timeout)
+		start := time.Now()
+		err := d.client.RPush(octx, d.opsKey, id).Err()
+		cancel()
+		d.record(&d.writes, id, start, err)
+	}
+}
+
+// reader GETs the setup's key until the load stops, recording each outcome.
+func (d *drill) reader(ctx context.Context) {
+	next := time.Now()
+	for d.pace(&next) {
+		octx, cancel := context.WithTimeout(ctx, d.t.timeout)
+		start := time.Now()
+		err := d.client.Get(octx, d.readKey).Err()
+		cancel()
+		if errors.Is(err, redis.Nil) {
+			err = nil // a replica that has not the key yet answered
+		}
+		d.record(&d.reads, "", start, err)
+	}
+}
+
+// record adds an operation that started at start and ends now to ops.
+func (d *drill) record(ops *[]opRecord, id string, start time.Time, err error) {
+	d.opsMu.Lock()
+	defer d.opsMu.Unlock()
+	*ops = append(*ops, opRecord{id: id, end: time.Now(), took: time.Since(start), err: err})
+}
+
+// pace waits for a worker's next turn under the --rate cap (next is the
+// worker's schedule) and says whether the load is still running.
+func (d *drill) pace(next *time.Time) bool {
+	if d.interval > 0 {
+		*next = next.Add(d.interval)
+		if wait := time.Until(*next); wait > 0 {
+			timer := time.NewTimer(wait)
+			defer timer.Stop()
+			select {
+			case <-d.stop:
+				return false
+			case <-timer.C:
+			}
+		} else if wait < -d.interval {
+			*next = time.Now() // behind: no burst to catch up
+		}
+	}
+	select {
+	case <-d.stop:
+		return false
+	default:
+		return true
+	}
+}
+
+// awaitLoadEnd waits for the end of --duration or Ctrl-C (interrupted),
+// requesting the failover when a third of the duration has passed.
+func (d *drill) awaitLoadEnd(ctx context.Context) (interrupted bool) {
+	third := time.NewTimer(d.f.duration / 3)
+	end := time.NewTimer(d.f.duration)
+	defer third.Stop()
 	defer end.Stop()
-	interrupted := false
-load:
 	for {
 		select {
 		case <-ctx.Done():
-			interrupted = true
-			break load
+			return true
 		case <-end.C:
-			break load
-		case <-timer.C:
-			if !f.failover {
-				continue
-			}
-			sc := client.(*sentinel.Client)
-			oldMaster = sc.Master()
-			fo = &failoverJSON{RequestedAtS: time.Since(began).Seconds(), OldMaster: oldMaster}
-			addr, err := sendFailover(ctx, t)
-			fo.Sentinel = addr
-			if err != nil {
-				fo.Error = "SENTINEL FAILOVER: " + err.Error()
-				event(time.Now(), "failover request failed", fo.Error)
-			} else {
-				event(time.Now(), "failover requested",
-					fmt.Sprintf("SENTINEL FAILOVER %s sent to %s (the client's master: %s)", t.cfg.MasterName, addr, oldMaster))
+			return false
+		case <-third.C:
+			if d.f.failover {
+				d.requestFailover(ctx)
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
-	rep.DurationS = time.Since(began).Seconds()
-	rep.Interrupted = interrupted
-	if interrupted {
-		text("interrupted after %.1fs: the load stopped; checking and cleaning up\n", rep.DurationS)
-	}
-	// From here on, Ctrl-C no longer cuts the checks short: each is bounded.
-	ctx = context.WithoutCancel(ctx)
+}
 
-	var failures []string
-	if fo != nil && fo.Error == "" {
-		sc := client.(*sentinel.Client)
-		deadline := time.Now().Add(f.failoverWait)
-		for sc.Master() == oldMaster && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		evMu.Lock()
-		at, to := switchedAt, switchedTo
-		evMu.Unlock()
-		if !at.IsZero() {
-			fo.NewMaster = to
-			fo.SwitchedAfterS = at.Sub(began).Seconds() - fo.RequestedAtS
-		} else {
-			fo.Error = fmt.Sprintf("the client did not follow the failover within %v of the load's end (master still %s)", f.failoverWait, sc.Master())
-		}
-	}
-	if fo != nil && fo.Error != "" {
-		failures = append(failures, "failover: "+fo.Error)
-	}
-	rep.Failover = fo
-
-	evMu.Lock()
-	slices.SortStableFunc(rep.Events, func(a, b drillEvent) int {
-		switch {
-		case a.AtS < b.AtS:
-			return -1
-		case a.AtS > b.AtS:
-			return 1
-		}
-		return 0
-	})
-	events := slices.Clone(rep.Events)
-	evMu.Unlock()
-	if len(events) > 0 {
-		text("timeline (seconds since the load started; the Sentinel client's events):\n")
-		for _, ev := range events {
-			text("  %+7.3fs  %s\n", ev.AtS, ev.Detail)
-		}
-	}
-	if fo != nil {
-		if fo.Error != "" {
-			text("failover: %s\n", fo.Error)
-		} else {
-			text("failover: the client followed to %s %v after the request\n",
-				fo.NewMaster, time.Duration(fo.SwitchedAfterS*float64(time.Second)).Round(time.Millisecond))
-		}
-	}
-
-	rep.Writes = summarizeOps(writes, began)
-	rep.Reads = summarizeOps(reads, began)
-	text("writes: %d acknowledged, %d failed%s; longest gap without an acknowledged write %v (at %+.2fs); p50 %.2fms, p99 %.2fms\n",
-		rep.Writes.Succeeded, rep.Writes.Failed, errorsText(rep.Writes.Errors), msDuration(rep.Writes.LongestGapMS), rep.Writes.GapAtS,
-		rep.Writes.P50MS, rep.Writes.P99MS)
-	if f.readers > 0 {
-		text("reads:  %d answered, %d failed%s; longest gap without an answered read %v (at %+.2fs); p50 %.2fms, p99 %.2fms\n",
-			rep.Reads.Succeeded, rep.Reads.Failed, errorsText(rep.Reads.Errors), msDuration(rep.Reads.LongestGapMS), rep.Reads.GapAtS,
-			rep.Reads.P50MS, rep.Reads.P99MS)
-	}
-
-	v, err := verifyDrill(ctx, client, t.timeout, opsKey, writes)
+// requestFailover sends SENTINEL FAILOVER, noting the client's master
+// before it: the check waits for the client to leave that one.
+func (d *drill) requestFailover(ctx context.Context) {
+	d.oldMaster = d.client.(*sentinel.Client).Master()
+	d.fo = &failoverJSON{RequestedAtS: time.Since(d.began).Seconds(), OldMaster: d.oldMaster}
+	addr, err := sendFailover(ctx, d.t)
+	d.fo.Sentinel = addr
 	if err != nil {
-		failures = append(failures, "check: "+err.Error())
-		text("check: could not read %s: %v\n", opsKey, err)
-	} else {
-		rep.Verification = v
-		text("check on the master: %d of %d acknowledged writes present; %d duplicated; %d lost; %d failed writes applied anyway\n",
-			v.Acknowledged-v.Lost, v.Acknowledged, v.Duplicates, v.Lost, v.FailedButFound)
-		if v.Lost > 0 {
-			failures = append(failures, fmt.Sprintf("%d acknowledged writes lost", v.Lost))
-		}
-		if v.Duplicates > 0 {
-			failures = append(failures, fmt.Sprintf("%d writes applied twice", v.Duplicates))
+		d.fo.Error = "SENTINEL FAILOVER: " + err.Error()
+		d.event(time.Now(), "failover request failed", d.fo.Error)
+		return
+	}
+	d.event(time.Now(), "failover requested",
+		fmt.Sprintf("SENTINEL FAILOVER %s sent to %s (the client's master: %s)", d.t.cfg.MasterName, addr, d.oldMaster))
+}
+
+// awaitFailover puts the failover, if one was requested, in the report:
+// once the request was sent, it waits for the client to follow it. It
+// returns the failover's failure, if any.
+func (d *drill) awaitFailover() []string {
+	fo := d.fo
+	d.rep.Failover = fo
+	if fo == nil {
+		return nil
+	}
+	if fo.Error == "" {
+		d.followFailover(fo)
+	}
+	if fo.Error != "" {
+		return []string{"failover: " + fo.Error}
+	}
+	return nil
+}
+
+// followFailover waits, up to --failover-wait after the load, for the
+// client to leave the old master, and notes when it switched (its first
+// master change, from the observer) or that it did not.
+func (d *drill) followFailover(fo *failoverJSON) {
+	sc := d.client.(*sentinel.Client)
+	deadline := time.Now().Add(d.f.failoverWait)
+	for sc.Master() == d.oldMaster && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.evMu.Lock()
+	at, to := d.switchedAt, d.switchedTo
+	d.evMu.Unlock()
+	if at.IsZero() {
+		fo.Error = fmt.Sprintf("the client did not follow the failover within %v of the load's end (master still %s)", d.f.failoverWait, sc.Master())
+		return
+	}
+	fo.NewMaster = to
+	fo.SwitchedAfterS = at.Sub(d.began).Seconds() - fo.RequestedAtS
+}
+
+// printTimeline sorts the client's events by time (the observer records
+// them from the client's goroutines) and prints them, then the failover's
+// outcome.
+func (d *drill) printTimeline() {
+	d.evMu.Lock()
+	slices.SortStableFunc(d.rep.Events, func(a, b drillEvent) int { return cmp.Compare(a.AtS, b.AtS) })
+	events := slices.Clone(d.rep.Events)
+	d.evMu.Unlock()
+	if len(events) > 0 {
+		d.text("timeline (seconds since the load started; the Sentinel client's events):\n")
+		for _, ev := range events {
+			d.text("  %+7.3fs  %s\n", ev.AtS, ev.Detail)
 		}
 	}
-	return finish(failures)
+	switch fo := d.fo; {
+	case fo == nil:
+	case fo.Error != "":
+		d.text("failover: %s\n", fo.Error)
+	default:
+		d.text("failover: the client followed to %s %v after the request\n",
+			fo.NewMaster, time.Duration(fo.SwitchedAfterS*float64(time.Second)).Round(time.Millisecond))
+	}
+}
+
+// printOps sums up the writes and the reads in the report and prints them
+// (the reads only when there were readers).
+func (d *drill) printOps() {
+	d.rep.Writes = summarizeOps(d.writes, d.began)
+	d.rep.Reads = summarizeOps(d.reads, d.began)
+	w, r := d.rep.Writes, d.rep.Reads
+	d.text("writes: %d acknowledged, %d failed%s; longest gap without an acknowledged write %v (at %+.2fs); p50 %.2fms, p99 %.2fms\n",
+		w.Succeeded, w.Failed, errorsText(w.Errors), msDuration(w.LongestGapMS), w.GapAtS, w.P50MS, w.P99MS)
+	if d.f.readers > 0 {
+		d.text("reads:  %d answered, %d failed%s; longest gap without an answered read %v (at %+.2fs); p50 %.2fms, p99 %.2fms\n",
+			r.Succeeded, r.Failed, errorsText(r.Errors), msDuration(r.LongestGapMS), r.GapAtS, r.P50MS, r.P99MS)
+	}
+}
+
+// verify reads the op list on the master and compares it with the writes'
+// outcomes; it returns the failures: the list unread, acknowledged writes
+// lost, writes applied twice.
+func (d *drill) verify(ctx context.Context) []string {
+	v, err := verifyDrill(ctx, d.client, d.t.timeout, d.opsKey, d.writes)
+	if err != nil {
+		d.text("check: could not read %s: %v\n", d.opsKey, err)
+		return []string{"check: " + err.Error()}
+	}
+	d.rep.Verification = v
+	d.text("check on the master: %d of %d acknowledged writes present; %d duplicated; %d lost; %d failed writes applied anyway\n",
+		v.Acknowledged-v.Lost, v.Acknowledged, v.Duplicates, v.Lost, v.FailedButFound)
+	var failures []string
+	if v.Lost > 0 {
+		failures = append(failures, fmt.Sprintf("%d acknowledged writes lost", v.Lost))
+	}
+	if v.Duplicates > 0 {
+		failures = append(failures, fmt.Sprintf("%d writes applied twice", v.Duplicates))
+	}
+	return failures
 }
 
 func msDuration(v float64) time.Duration {

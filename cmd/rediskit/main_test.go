@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -26,32 +27,61 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// binary is the rediskit binary built once for the end-to-end tests.
-var binary string
+// BinaryBuildLimit bounds building the rediskit binary for the
+// end-to-end tests: a -race build takes about a minute on a loaded 2-core
+// machine.
+const BinaryBuildLimit = 10 * time.Minute
+
+// cli is the rediskit binary the end-to-end tests run, built with -race on
+// first use (rediskitBinary), so that a run with no such test builds
+// nothing; TestMain removes its directory at the end.
+var cli struct {
+	once sync.Once
+	dir  string // the temporary directory holding it; "" until built
+	path string
+	err  error // why the build failed, reported to every test that needs it
+}
 
 func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if cli.dir != "" {
+			_ = os.RemoveAll(cli.dir)
+		}
+		os.Exit(code)
+	}))
+}
+
+// rediskitBinary returns the path of the rediskit binary, building it on
+// the first call; a failed build fails the calling test (and every later
+// one) with the build's output.
+func rediskitBinary(t *testing.T) string {
+	t.Helper()
+	cli.once.Do(func() { cli.path, cli.err = buildRediskit() })
+	if cli.err != nil {
+		t.Fatal(cli.err)
+	}
+	return cli.path
+}
+
+// buildRediskit builds the package's binary with -race into a temporary
+// directory (cli.dir), within BinaryBuildLimit.
+func buildRediskit() (string, error) {
 	dir, err := os.MkdirTemp("", "rediskit-cli-")
 	if err != nil {
-		panic(err)
+		return "", fmt.Errorf("build rediskit: %w", err)
 	}
-	binary = filepath.Join(dir, "rediskit")
-	build := exec.Command("go", "build", "-race", "-o", binary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic("build rediskit: " + err.Error())
+	cli.dir = dir
+	ctx, cancel := context.WithTimeout(context.Background(), BinaryBuildLimit)
+	defer cancel()
+	path := filepath.Join(dir, "rediskit")
+	out, err := exec.CommandContext(ctx, "go", "build", "-race", "-o", path, ".").CombinedOutput()
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("build rediskit: not done within %v: %w\n%s", BinaryBuildLimit, err, out)
 	}
-	code := 0
-	func() {
-		defer func() { _ = os.RemoveAll(dir) }()
-		code = m.Run()
-	}()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
+	if err != nil {
+		return "", fmt.Errorf("build rediskit: %w\n%s", err, out)
 	}
-	os.Exit(code)
+	return path, nil
 }
 
 // rediskit runs the built binary and returns its output (stdout and
@@ -73,7 +103,7 @@ func rediskitSplit(t *testing.T, ctx context.Context, env []string, args ...stri
 
 func runBinary(t *testing.T, ctx context.Context, env []string, stdout, stderr io.Writer, args ...string) int {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, rediskitBinary(t), args...)
 	cmd.Env = commandEnv(env)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
@@ -117,7 +147,7 @@ type running struct {
 // if it is still running.
 func startRediskit(t *testing.T, ctx context.Context, env []string, split bool, args ...string) *running {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := exec.CommandContext(ctx, rediskitBinary(t), args...)
 	cmd.Env = commandEnv(env)
 	r := &running{args: args, cmd: cmd, out: &testkit.Buffer{}, errs: &testkit.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = r.out, r.out

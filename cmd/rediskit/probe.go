@@ -103,120 +103,45 @@ type probeNodeJSON struct {
 	Why        string   `json:"why"`
 }
 
-func runProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) error {
-	var evMu sync.Mutex
-	var events []replica.Event
-	// The Sentinel client's default election, with the flags' settings.
-	cfg := replica.DefaultConfig()
-	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.MaxStaleness = f.interval, t.timeout, f.maxStaleness
-	cfg.Observer = func(ev replica.Event) {
-		evMu.Lock()
-		events = append(events, ev)
-		evMu.Unlock()
-	}
-	sel, err := replica.NewSelector(cfg)
-	if err != nil {
-		return usageError{err}
-	}
-	opts, err := t.sentinelOptions()
-	if err != nil {
-		_ = sel.Close()
-		return usageError{err}
-	}
-	opts.ReplicaSelector = sel
-	client, err := sentinel.NewClient(opts)
-	if err != nil {
-		_ = sel.Close()
-		return usageError{err}
-	}
-	defer client.Close() // closes the selector too
+// prober is one run of the probe command: the election (the selector) and
+// the Sentinel client it learns the topology from, the election's changes
+// its observer records (behind evMu) until the next table takes them, and,
+// on a terminal with --watch, the last ones shown under the table.
+type prober struct {
+	out    io.Writer
+	t      *target
+	f      *probeFlags
+	sel    *replica.Selector
+	client *sentinel.Client
 
-	// The selector learns the topology from the client: wait for the
-	// client's first discovery, bounded by --timeout.
-	pctx, cancel := context.WithTimeout(ctx, t.timeout)
-	err = client.Ping(pctx).Err()
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return checkFailed{fmt.Errorf("no master for %q: %w", t.cfg.MasterName, err)}
+	evMu   sync.Mutex
+	events []replica.Event
+
+	tty    bool     // --watch redraws the screen
+	recent []string // the last election changes, shown under the table on a terminal
+}
+
+// runProbe opens the election and its client, waits for the client's
+// first discovery (the selector learns the nodes from it) and starts
+// probing; then, round after round, waits for the round and prints its
+// table. Without --watch it stops after the first round with the verdict;
+// with it, at Ctrl-C.
+func runProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) error {
+	p := &prober{out: out, t: t, f: f, tty: !f.json && isTerminal(out)}
+	if err := p.open(); err != nil {
+		return usageError{err}
 	}
-	if err := sel.Start(); err != nil {
+	defer p.client.Close() // closes the selector too
+	if err := p.start(ctx); err != nil {
 		return err
 	}
-
-	tty := !f.json && isTerminal(out)
-	var recent []string // the last election changes, shown under the table on a terminal
 	for round := uint64(1); ; round++ {
-		// A round takes at most a few probe timeouts; the first starts now.
-		wctx, cancel := context.WithTimeout(ctx, f.interval+4*t.timeout)
-		err := sel.WaitRound(wctx, round)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				if f.watch {
-					return nil // Ctrl-C ends --watch
-				}
-				return ctx.Err()
-			}
-			return checkFailed{fmt.Errorf("no probe round completed within %v: %w", f.interval+4*t.timeout, err)}
+		if done, err := p.awaitRound(ctx, round); done {
+			return err
 		}
-		table := sel.Table()
-		evMu.Lock()
-		evs := events
-		events = nil
-		evMu.Unlock()
-		rep := probeJSON{Target: t.String(), MasterName: t.cfg.MasterName, Round: sel.Rounds(), At: time.Now(), Nodes: []probeNodeJSON{}}
-		for _, n := range table {
-			rep.Nodes = append(rep.Nodes, nodeJSON(n))
-		}
-		switch {
-		case f.json && f.watch:
-			if err := writeJSONLine(out, rep); err != nil {
-				return err
-			}
-		case f.json:
-			if err := writeJSON(out, rep); err != nil {
-				return err
-			}
-		default:
-			var changes []string
-			for _, ev := range evs {
-				changes = append(changes, fmt.Sprintf("%s election changed (%s): elected %s (was %s): %s",
-					ev.Time.Format("15:04:05.000"), ev.Reason, addrList(ev.Elected), addrList(ev.Previous), ev.Detail))
-			}
-			var b strings.Builder
-			header := fmt.Sprintf("%s  round %d of %q, every %v\n", rep.At.Format("15:04:05.000"), rep.Round, t.cfg.MasterName, f.interval)
-			switch {
-			case f.watch && tty:
-				// Redraw the screen, as watch(1) does (lines that wrap make
-				// moving the cursor up by a count unreliable); the last
-				// changes stay under the table.
-				recent = append(recent, changes...)
-				recent = recent[max(0, len(recent)-5):]
-				b.WriteString("\x1b[H\x1b[2J")
-				b.WriteString(header)
-				writeProbeTable(&b, table, nil)
-				if len(recent) > 0 {
-					b.WriteString("\nlast changes of the election:\n")
-					for _, c := range recent {
-						b.WriteString(c + "\n")
-					}
-				}
-				b.WriteString("\nCtrl-C stops\n")
-			case f.watch:
-				for _, c := range changes {
-					b.WriteString(c + "\n")
-				}
-				b.WriteString(header)
-				writeProbeTable(&b, table, nil)
-				b.WriteString("\n")
-			default:
-				b.WriteString(header)
-				writeProbeTable(&b, table, nil)
-			}
-			fmt.Fprint(out, b.String())
+		table := p.sel.Table()
+		if err := p.report(table); err != nil {
+			return err
 		}
 		if !f.watch {
 			if err := probeVerdict(table); err != nil {
@@ -225,6 +150,135 @@ func runProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) erro
 			return nil
 		}
 	}
+}
+
+// open creates the Sentinel client's default election, with the flags'
+// settings, and the client that feeds it the topology.
+func (p *prober) open() error {
+	cfg := replica.DefaultConfig()
+	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.MaxStaleness = p.f.interval, p.t.timeout, p.f.maxStaleness
+	cfg.Observer = p.observe
+	sel, err := replica.NewSelector(cfg)
+	if err != nil {
+		return err
+	}
+	opts, err := p.t.sentinelOptions()
+	if err != nil {
+		_ = sel.Close()
+		return err
+	}
+	opts.ReplicaSelector = sel
+	client, err := sentinel.NewClient(opts)
+	if err != nil {
+		_ = sel.Close()
+		return err
+	}
+	p.sel, p.client = sel, client
+	return nil
+}
+
+// observe records a change of the election for the next table.
+func (p *prober) observe(ev replica.Event) {
+	p.evMu.Lock()
+	p.events = append(p.events, ev)
+	p.evMu.Unlock()
+}
+
+// start waits for the client's first discovery, bounded by --timeout (the
+// selector learns the topology from the client), then starts probing.
+func (p *prober) start(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, p.t.timeout)
+	err := p.client.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return checkFailed{fmt.Errorf("no master for %q: %w", p.t.cfg.MasterName, err)}
+	}
+	return p.sel.Start()
+}
+
+// awaitRound waits for probe round round; done says the probe ends, with
+// err (nil when Ctrl-C ends --watch).
+func (p *prober) awaitRound(ctx context.Context, round uint64) (done bool, err error) {
+	// A round takes at most a few probe timeouts; the first starts now.
+	limit := p.f.interval + 4*p.t.timeout
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	err = p.sel.WaitRound(wctx, round)
+	cancel()
+	switch {
+	case err == nil:
+		return false, nil
+	case ctx.Err() != nil && p.f.watch:
+		return true, nil // Ctrl-C ends --watch
+	case ctx.Err() != nil:
+		return true, ctx.Err()
+	}
+	return true, checkFailed{fmt.Errorf("no probe round completed within %v: %w", limit, err)}
+}
+
+// report prints the round's table, with the election's changes since the
+// last one: as JSON (one line a round with --watch), or as text.
+func (p *prober) report(table []replica.NodeStatus) error {
+	p.evMu.Lock()
+	evs := p.events
+	p.events = nil
+	p.evMu.Unlock()
+	rep := probeJSON{Target: p.t.String(), MasterName: p.t.cfg.MasterName, Round: p.sel.Rounds(), At: time.Now(), Nodes: []probeNodeJSON{}}
+	for _, n := range table {
+		rep.Nodes = append(rep.Nodes, nodeJSON(n))
+	}
+	switch {
+	case p.f.json && p.f.watch:
+		return writeJSONLine(p.out, rep)
+	case p.f.json:
+		return writeJSON(p.out, rep)
+	}
+	var changes []string
+	for _, ev := range evs {
+		changes = append(changes, fmt.Sprintf("%s election changed (%s): elected %s (was %s): %s",
+			ev.Time.Format("15:04:05.000"), ev.Reason, addrList(ev.Elected), addrList(ev.Previous), ev.Detail))
+	}
+	header := fmt.Sprintf("%s  round %d of %q, every %v\n", rep.At.Format("15:04:05.000"), rep.Round, p.t.cfg.MasterName, p.f.interval)
+	fmt.Fprint(p.out, p.text(header, table, changes))
+	return nil
+}
+
+// text lays out one round's text: on a terminal with --watch a redrawn
+// screen with the last changes under the table; with --watch elsewhere
+// the changes, then the table; without --watch the table alone.
+func (p *prober) text(header string, table []replica.NodeStatus, changes []string) string {
+	var b strings.Builder
+	switch {
+	case p.f.watch && p.tty:
+		// Redraw the screen, as watch(1) does (lines that wrap make
+		// moving the cursor up by a count unreliable); the last
+		// changes stay under the table.
+		p.recent = append(p.recent, changes...)
+		p.recent = p.recent[max(0, len(p.recent)-5):]
+		b.WriteString("\x1b[H\x1b[2J")
+		b.WriteString(header)
+		writeProbeTable(&b, table, nil)
+		if len(p.recent) > 0 {
+			b.WriteString("\nlast changes of the election:\n")
+			for _, c := range p.recent {
+				b.WriteString(c + "\n")
+			}
+		}
+		b.WriteString("\nCtrl-C stops\n")
+	case p.f.watch:
+		for _, c := range changes {
+			b.WriteString(c + "\n")
+		}
+		b.WriteString(header)
+		writeProbeTable(&b, table, nil)
+		b.WriteString("\n")
+	default:
+		b.WriteString(header)
+		writeProbeTable(&b, table, nil)
+	}
+	return b.String()
 }
 
 // probeVerdict fails when the master did not answer, or when no replica is
