@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/pubsubbridge"
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
@@ -87,6 +88,9 @@ type database struct {
 	// its control connections: see routing.Internal).
 	checker redis.UniversalClient
 	probe   Probe
+	// subscriptions is where the subscription bridges to this database
+	// subscribe (through client): see pubsub.go.
+	subscriptions *pubsubbridge.Target
 
 	det detector // lock-free
 	// bursting is true while a burst check of this database runs (at most
@@ -190,7 +194,8 @@ func (c *Client) newDatabase(d Database) *database {
 		rc := redis.NewClient(clientOptions(d.Options))
 		db.client, db.owned = rc, true
 	}
-	addBridgeHook(db.client)
+	pubsubbridge.AddHook(db.client)
+	db.subscriptions = &pubsubbridge.Target{Name: db.name, Client: db.client}
 	for _, h := range c.hooks {
 		db.client.AddHook(routing.UserHook(h))
 	}

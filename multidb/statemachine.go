@@ -22,11 +22,14 @@ const (
 
 var breakerNames = [...]string{"closed", "open", "half-open"}
 
-func (s BreakerState) String() string {
-	if s >= 0 && int(s) < len(breakerNames) {
-		return breakerNames[s]
+func (s BreakerState) String() string { return enumString(breakerNames[:], s, "BreakerState") }
+
+// enumString is the name of v in names, or typ(v) for a value with none.
+func enumString[T ~int | ~int32](names []string, v T, typ string) string {
+	if v >= 0 && int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("BreakerState(%d)", int(s))
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // The breaker's state machine, all of it: the events that drive it, the
@@ -78,12 +81,7 @@ const (
 
 var breakerEventNames = [...]string{"tripped", "check failed", "check passed", "grace tick", "forced close"}
 
-func (e breakerEvent) String() string {
-	if e >= 0 && int(e) < len(breakerEventNames) {
-		return breakerEventNames[e]
-	}
-	return fmt.Sprintf("breakerEvent(%d)", int(e))
-}
+func (e breakerEvent) String() string { return enumString(breakerEventNames[:], e, "breakerEvent") }
 
 // breakerAction is what a transition asks of the client (Client.fireLocked
 // does it).
@@ -108,12 +106,7 @@ const (
 
 var breakerActionNames = [...]string{"none", "opened", "half-opened", "closed", "resumed"}
 
-func (a breakerAction) String() string {
-	if a >= 0 && int(a) < len(breakerActionNames) {
-		return breakerActionNames[a]
-	}
-	return fmt.Sprintf("breakerAction(%d)", int(a))
-}
+func (a breakerAction) String() string { return enumString(breakerActionNames[:], a, "breakerAction") }
 
 // breakerPhase is a breaker's state as the transition function sees it.
 type breakerPhase struct {
