@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/pubsubbridge"
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
@@ -87,6 +88,9 @@ type database struct {
 	// its control connections: see routing.Internal).
 	checker redis.UniversalClient
 	probe   Probe
+	// subscriptions is where the subscription bridges to this database
+	// subscribe (through client): see pubsub.go.
+	subscriptions *pubsubbridge.Target
 
 	det detector // lock-free
 	// bursting is true while a burst check of this database runs (at most
@@ -190,7 +194,8 @@ func (c *Client) newDatabase(d Database) *database {
 		rc := redis.NewClient(clientOptions(d.Options))
 		db.client, db.owned = rc, true
 	}
-	addBridgeHook(db.client)
+	pubsubbridge.AddHook(db.client)
+	db.subscriptions = &pubsubbridge.Target{Name: db.name, Client: db.client}
 	for _, h := range c.hooks {
 		db.client.AddHook(routing.UserHook(h))
 	}
@@ -332,19 +337,35 @@ func (c *Client) refreshDownLocked() {
 	c.down.Store(e)
 }
 
-// openLocked opens db's breaker (why says which rule or check) and moves
-// traffic away from it when it was active.
-func (c *Client) openLocked(db *database, now time.Time, why string, cause error) {
-	from := db.brk.get()
-	if !db.brk.open(now) {
-		return
+// fireLocked sends ev, seen at now, to db's breaker (see statemachine.go)
+// and does what the transition asks: the one place a breaker's changes
+// have effects (counts, logs, events to the Observer, re-routing). why
+// says which rule, check or choice sent ev (the Event's Detail when the
+// breaker moves); cause is the failure that would open it, nil otherwise.
+func (c *Client) fireLocked(db *database, ev breakerEvent, now time.Time, why string, cause error) {
+	from, act := db.brk.fire(ev, now)
+	switch act {
+	case actNone:
+	case actOpened:
+		c.openedLocked(db, from, why, cause)
+	case actHalfOpened:
+		c.log.Info("multidb: grace period over; the next health check decides", "database", db.name)
+		c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: from, To: HalfOpen, Detail: why})
+	case actClosed, actResumed:
+		// Calls that started before it closed belong to what opened it
+		// (detector.reset).
+		db.det.reset(time.Now())
+		c.log.Info("multidb: database reachable again", "database", db.name, "reason", why)
+		c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: from, To: Closed, Detail: why})
+		if act == actResumed && c.route.Load().active == nil {
+			c.setActiveLocked(c.pickLocked(), ReasonAutomatic, false, nil)
+		}
 	}
-	c.openedLocked(db, from, why, cause)
 }
 
 // openedLocked does what follows db's breaker opening (from state from):
-// counts, logs and reports it, and moves traffic away from db when it was
-// active.
+// counts, logs and reports it, wakes db's health loop, and moves traffic
+// away from db when it was active.
 func (c *Client) openedLocked(db *database, from BreakerState, why string, cause error) {
 	db.trips++
 	db.healthySince = time.Time{}
@@ -367,30 +388,6 @@ func (c *Client) openedLocked(db *database, from BreakerState, why string, cause
 	}
 	if c.route.Load().active == nil {
 		c.refreshDownLocked()
-	}
-}
-
-// closeBreakerLocked closes db's breaker (a passed health check in
-// HALF_OPEN, or a manual choice) and starts its failure counts afresh.
-// With resume, service resumes on it if no database was active.
-func (c *Client) closeBreakerLocked(db *database, why string, resume bool) {
-	from := db.brk.get()
-	if from == Closed {
-		return
-	}
-	db.brk.set(Closed)
-	c.closedLocked(db, from, why, resume)
-}
-
-// closedLocked does what follows db's breaker closing (from state from):
-// its failure counts start afresh, it is logged and reported, and with
-// resume service resumes on it if no database was active.
-func (c *Client) closedLocked(db *database, from BreakerState, why string, resume bool) {
-	db.det.reset(time.Now())
-	c.log.Info("multidb: database reachable again", "database", db.name, "reason", why)
-	c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: from, To: Closed, Detail: why})
-	if resume && c.route.Load().active == nil {
-		c.setActiveLocked(c.pickLocked(), ReasonAutomatic, false, nil)
 	}
 }
 
@@ -709,8 +706,8 @@ func (c *Client) afterFailure(db *database, start time.Time, cause error) *route
 	}
 	if trip {
 		c.mu.Lock()
-		if !db.removed && db.brk.get() == Closed {
-			c.openLocked(db, time.Now(), why, cause)
+		if !db.removed { // the breaker trips only when closed (transition)
+			c.fireLocked(db, evTripped, time.Now(), why, cause)
 		}
 		c.mu.Unlock()
 		return c.route.Load()

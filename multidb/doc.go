@@ -51,6 +51,23 @@
 // lock (to trip the breaker, to start a burst check, or to wait for the
 // switch another call's trip makes).
 //
+// It reads like gobreaker's all the same: five events move it (traffic
+// tripped it; a health check failed; one passed; the grace period is over,
+// seen by the health loop before each check; an operator closed it with
+// SetActive or UpdateWeight after a passed check), and one pure function
+// of the state, the event and the time decides the next state and what
+// the client does about it:
+//
+//	CLOSED    --traffic trips, a check fails-->  OPEN (its grace period starts)
+//	OPEN      --grace period over-->             HALF_OPEN
+//	HALF_OPEN --a check passes-->                CLOSED (service resumes on it if none was active)
+//	HALF_OPEN --a check fails-->                 OPEN (another grace period)
+//	OPEN, HALF_OPEN --SetActive, UpdateWeight--> CLOSED
+//
+// Nothing else moves it: traffic and checks within the grace period leave
+// an OPEN breaker (and its opening time) as it is, and traffic never
+// reaches a HALF_OPEN one.
+//
 // # Failures seen in traffic
 //
 // Every call's outcome is counted for the database that ran it, by failure

@@ -61,10 +61,7 @@ func (c *Client) healthLoop(db *database) {
 			continue
 		}
 		c.mu.Lock()
-		if db.brk.halfOpen(now) {
-			c.log.Info("multidb: grace period over; the next health check decides", "database", db.name)
-			c.events.emit(Event{Kind: EventBreakerChanged, Database: db.name, From: Open, To: HalfOpen, Detail: "grace period over"})
-		}
+		c.fireLocked(db, evGraceTick, now, "grace period over", nil)
 		c.mu.Unlock()
 		start := time.Now()
 		res, err := c.check(db.ctx, db)
@@ -122,13 +119,11 @@ func (c *Client) applyCheckLocked(db *database, start time.Time, res checkResult
 			db.lastErr = res.err.Error()
 		}
 	}
-	// The breaker's own state machine decides; this does what follows.
-	switch from, changed := db.brk.checked(res.healthy, now); {
-	case !changed:
-	case db.brk.get() == Open:
-		c.openedLocked(db, from, fmt.Sprintf("%s (%d of %d probes passed, %s)", failed, res.passed, res.probes, c.cfg.HealthPolicy), res.err)
-	default:
-		c.closedLocked(db, from, "health check passed after the grace period", true)
+	// The breaker's state machine decides what the verdict changes.
+	if res.healthy {
+		c.fireLocked(db, evCheckPassed, now, "health check passed after the grace period", nil)
+	} else {
+		c.fireLocked(db, evCheckFailed, now, fmt.Sprintf("%s (%d of %d probes passed, %s)", failed, res.passed, res.probes, c.cfg.HealthPolicy), res.err)
 	}
 	if c.route.Load().active == nil {
 		c.refreshDownLocked()
@@ -248,7 +243,7 @@ func (c *Client) SetActive(ctx context.Context, name string) error {
 	case db.removed:
 		return fmt.Errorf("%w: %q (removed meanwhile)", ErrUnknownDatabase, name)
 	}
-	c.closeBreakerLocked(db, "SetActive: health check passed", false)
+	c.fireLocked(db, evForcedClose, time.Now(), "SetActive: health check passed", nil)
 	c.setActiveLocked(db, ReasonManual, true, nil)
 	return nil
 }
@@ -309,7 +304,7 @@ func (c *Client) UpdateWeight(ctx context.Context, name string, weight float64) 
 	if c.closed || top.removed || c.dbs[0] != top || c.route.Load().active == nil {
 		return nil // the world moved on while checking; the usual rules apply
 	}
-	c.closeBreakerLocked(top, "UpdateWeight: health check passed", false)
+	c.fireLocked(top, evForcedClose, time.Now(), "UpdateWeight: health check passed", nil)
 	c.setActiveLocked(top, ReasonManual, false, nil)
 	return nil
 }

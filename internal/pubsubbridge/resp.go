@@ -1,4 +1,4 @@
-package multidb
+package pubsubbridge
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The little RESP2 a subscription bridge speaks (pubsub.go): it reads the
+// The little RESP2 a subscription bridge speaks (bridge.go): it reads the
 // commands go-redis's PubSub writes (arrays of bulk strings) and writes
 // the replies a Redis server in subscribed mode would.
 
@@ -22,7 +22,7 @@ const (
 )
 
 // errProtocol is a malformed command from the client side of a bridge.
-var errProtocol = errors.New("multidb: malformed RESP command on a subscription connection")
+var errProtocol = errors.New("malformed RESP command on a subscription connection")
 
 // readCommand reads one command: an array of bulk strings.
 func readCommand(rd *bufio.Reader) ([]string, error) {
@@ -119,9 +119,11 @@ func errorReply(msg string) frame {
 	return append(f, '\r', '\n')
 }
 
-// helloReply answers HELLO 2: the fields go-redis reads, as a RESP2 map (a
-// flat array of pairs).
-var helloReply = frame(nil).array(4).bulk("server").bulk("rediskit-multidb").bulk("proto").integer(2)
+// helloReply answers HELLO 2 as server (the Router's "rediskit-" + owner):
+// the fields go-redis reads, as a RESP2 map (a flat array of pairs).
+func helloReply(server string) frame {
+	return frame(nil).array(4).bulk("server").bulk(server).bulk("proto").integer(2)
+}
 
 // encodeMessage is what a server in subscribed mode sends for msg, one of
 // the values (*redis.Subscription, *redis.Message, *redis.Pong) that
