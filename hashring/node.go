@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/eventq"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
@@ -39,9 +40,13 @@ type Node struct {
 	timer  *time.Timer
 	shown  []Range // the ranges the last EventRangesChanged reported
 
-	// emitMu makes the Observer's calls one at a time: events come from
-	// the node's goroutine, Start, Stop and the deadline timer.
-	emitMu sync.Mutex
+	// events delivers the events of the current run (from the node's
+	// goroutine, Start, Stop and the deadline timer) to Options.Observer,
+	// one at a time, in order: made by Start, closed by Stop (nil while
+	// stopped, or without an Observer). eventsDropped counts the events
+	// dropped by the queues of the runs that ended.
+	events        atomic.Pointer[eventq.Queue[Event]]
+	eventsDropped atomic.Uint64
 }
 
 type phase int
@@ -243,9 +248,18 @@ func (n *Node) Start(ctx context.Context) error {
 		return ErrAlreadyStarted
 	}
 	n.phase = starting
+	n.events.Store(eventq.New(eventq.Config[Event]{Deliver: n.opts.Observer, Logger: n.opts.Logger, Name: "hashring"}))
 	n.mu.Unlock()
 
 	r, err := n.join(ctx)
+	if err != nil {
+		n.closeEvents()
+	} else {
+		// Start returns once the Observer has the events it caused.
+		fctx, cancel := context.WithTimeout(ctx, eventq.DefaultDrainTimeout)
+		_ = n.events.Load().Flush(fctx)
+		cancel()
+	}
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -323,7 +337,9 @@ func (n *Node) join(ctx context.Context) (*run, error) {
 // false from the moment Stop is called), its goroutine ends, and its
 // replicas are removed from the ring and the other nodes notified. It
 // waits for a Redis call the goroutine is making, which the client's
-// timeouts bound.
+// timeouts bound, and for the Observer to receive the events already
+// queued, at most eventq.DefaultDrainTimeout (1 s; past it they are
+// dropped): the Observer is not called after Stop returns.
 //
 // Stop on a node that is not started does nothing. While another Start
 // or Stop of the node runs it returns ErrBusy at once. When the removal
@@ -359,6 +375,10 @@ func (n *Node) Stop(ctx context.Context) error {
 
 	err := n.st.remove(ctx, n.names)
 
+	// The run's goroutine and deadline timer are done: its last events
+	// are queued. (Before the phase changes: a Start may follow at once,
+	// with a queue of its own.)
+	n.closeEvents()
 	n.mu.Lock()
 	n.phase, n.cur = stopped, nil
 	n.mu.Unlock()
@@ -366,6 +386,15 @@ func (n *Node) Stop(ctx context.Context) error {
 		return &Error{Op: "stop", Step: "remove", Key: n.st.key, Server: serverOf(n.st.client), Err: err}
 	}
 	return nil
+}
+
+// closeEvents closes the run's event queue: it delivers the events
+// queued, waiting at most eventq.DefaultDrainTimeout for the Observer.
+func (n *Node) closeEvents() {
+	if q := n.events.Swap(nil); q != nil {
+		q.Close()
+		n.eventsDropped.Add(q.Dropped())
+	}
 }
 
 // publish makes a new ring read the node's view, with the run's current

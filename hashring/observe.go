@@ -68,16 +68,20 @@ type Event struct {
 	Err  error
 }
 
+// emit queues ev for the Observer and returns at once.
 func (n *Node) emit(ev Event) {
-	if n.opts.Observer == nil {
+	q := n.events.Load()
+	if q == nil {
 		return
 	}
-	n.emitMu.Lock()
-	defer n.emitMu.Unlock()
 	ev.Time = time.Now()
 	ev.Key, ev.Node = n.st.key, n.id
-	n.opts.Observer(ev)
+	q.Push(ev)
 }
+
+// EventsDropped is the number of events the Observer missed because it
+// was too slow (see Options.Observer), since the node was created.
+func (n *Node) EventsDropped() uint64 { return n.eventsDropped.Load() + n.events.Load().Dropped() }
 
 // share is the fraction of the ring the ranges cover.
 func share(ranges []Range) float64 {

@@ -57,12 +57,17 @@ type Options struct {
 	// Default: discarded.
 	Logger *slog.Logger
 	// Observer, when set, receives every Event of a node (ranges changed,
-	// deadline passed, ownership restored, attempt failed), for metrics.
-	// It is called from the node's goroutine, from Start and Stop, and at
-	// the ownership deadline (the ranges the node takes or gives up), one
-	// call at a time per node (never concurrently, so it needs no lock of
-	// its own for a node's events); it must return quickly and must not
-	// call Start or Stop.
+	// deadline passed, ownership restored, attempt failed), for metrics,
+	// in order, one call at a time per node (so it needs no lock of its
+	// own for a node's events), from a goroutine of the node's own: a slow
+	// Observer holds up neither the node's goroutine nor its ownership
+	// deadline. Start and Stop return once it has received the events they
+	// caused (waiting at most eventq.DefaultDrainTimeout, 1 s; Start not
+	// past its ctx either), so it must not call them; it is not called
+	// after Stop returns. Past
+	// eventq.DefaultCapacity (1,024) waiting events, new ones are dropped
+	// (Node.EventsDropped, a WARN). See "The Observer contract" in
+	// internal/eventq's package documentation.
 	Observer func(Event)
 
 	// Replicas is the number of replicas of the node (node only). Default

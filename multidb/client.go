@@ -149,7 +149,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.route.Store(&route{})
-	c.events = newDispatcher(cfg.Observer)
+	c.events = newDispatcher(cfg.Observer, cfg.Logger)
 	c.front = routing.NewFront(&redis.Options{Addr: "multidb"}, c.process, c.processPipeline)
 	c.pubsub = newPubsubRouter(c)
 

@@ -152,7 +152,12 @@ type Config struct {
 	// active database after a failover). Default classify.New().
 	Classifier *classify.Classifier
 	// Observer, when set, receives every Event, in order, from one
-	// goroutine of the client's. It may call the client's methods.
+	// goroutine of the client's. It may call the client's methods (not
+	// Close). Past eventq.DefaultCapacity (1,024) waiting events, new ones
+	// are dropped (Stats.EventsDropped, a WARN); Close delivers the queued
+	// ones, waiting at most eventq.DefaultDrainTimeout (1 s) for a stuck
+	// Observer. See "The Observer contract" in internal/eventq's package
+	// documentation.
 	Observer func(Event)
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger

@@ -328,7 +328,11 @@
 // breaker changed state; no database is healthy; the attempts are used up;
 // a read retried, a write re-run or refused; weights and databases
 // changed), in order, from a goroutine of the client's; it may call the
-// client but not Close it. Stats returns each database's breaker state,
+// client but not Close it. A slow Observer holds nothing up: its events
+// wait in a bounded queue, and past it are dropped (counted in
+// Stats.EventsDropped, logged); Close delivers what is queued, within a
+// bound. The Observers of sentinel, replica and hashring keep the same
+// contract. Stats returns each database's breaker state,
 // last health check and probe latency, traffic failure counts and trips,
 // burst checks and their verdicts, and the client's counters. Config.Logger gets "database unreachable" and
 // "database reachable again" records, and every switch. Nothing shows a

@@ -2,12 +2,12 @@ package multidb
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/rediskit/rediskit/internal/safe"
+	"github.com/rediskit/rediskit/internal/eventq"
 )
 
 // EventKind names what an Event reports.
@@ -139,71 +139,30 @@ func (e Event) String() string {
 	return s
 }
 
-// eventBuffer is how many events may wait for a slow Observer before new
-// ones are dropped (and counted in Stats.EventsDropped).
-const eventBuffer = 1024
-
-// dispatcher delivers events to the Observer in order, from its own
-// goroutine, so the client never waits for the Observer and the Observer
-// may call the client.
+// dispatcher delivers events to the Observer under the one contract of
+// internal/eventq: in order, from its own goroutine, so the client never
+// waits for the Observer and the Observer may call the client.
 type dispatcher struct {
-	observe func(Event)
-	mu      sync.Mutex
-	ch      chan Event
-	closed  bool
-	dropped atomic.Uint64
-	done    chan struct{}
+	q *eventq.Queue[Event]
 }
 
-func newDispatcher(observe func(Event)) *dispatcher {
-	d := &dispatcher{observe: observe, done: make(chan struct{})}
-	if observe == nil {
-		close(d.done)
-		return d
-	}
-	d.ch = make(chan Event, eventBuffer)
-	go d.run()
-	return d
-}
-
-func (d *dispatcher) run() {
-	defer close(d.done)
-	for ev := range d.ch {
-		// A panicking Observer must not end the process from a goroutine
-		// the caller cannot protect; the next events are delivered.
-		_ = safe.Call(func() { d.observe(ev) })
-	}
+func newDispatcher(observe func(Event), log *slog.Logger) *dispatcher {
+	return &dispatcher{q: eventq.New(eventq.Config[Event]{Deliver: observe, Logger: log, Name: "multidb"})}
 }
 
 func (d *dispatcher) emit(ev Event) {
-	if d.observe == nil {
+	if d.q == nil {
 		return
 	}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return
-	}
-	select {
-	case d.ch <- ev:
-	default:
-		d.dropped.Add(1)
-	}
+	d.q.Push(ev)
 }
 
-// close delivers the events already queued and stops the goroutine.
-func (d *dispatcher) close() {
-	d.mu.Lock()
-	if !d.closed && d.ch != nil {
-		close(d.ch)
-	}
-	d.closed = true
-	d.mu.Unlock()
-	<-d.done
-}
+// close delivers the events already queued (within
+// eventq.DefaultDrainTimeout) and stops.
+func (d *dispatcher) close() { d.q.Close() }
 
 // DatabaseStats describe one database.
 type DatabaseStats struct {
@@ -292,7 +251,7 @@ func (c *Client) Stats() Stats {
 		ReadsRetried:     c.stats.readsRetried.Load(),
 		WritesRerun:      c.stats.writesRerun.Load(),
 		WritesRefused:    c.stats.writesRefused.Load(),
-		EventsDropped:    c.events.dropped.Load(),
+		EventsDropped:    c.events.q.Dropped(),
 	}
 	for _, db := range c.dbs {
 		failed, calls := db.det.window.sum(now)

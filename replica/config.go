@@ -96,7 +96,11 @@ type Config struct {
 	// may call the Selector's methods (Table, WaitRound, Start) except
 	// Close, and a slow Observer holds up neither the prober nor the
 	// client's failover handling, only the later events and evictions.
-	// Past 1,024 waiting changes, their events are dropped (and logged).
+	// Past eventq.DefaultCapacity (1,024) waiting changes, their events
+	// are dropped (Selector.EventsDropped, a WARN; their evictions are
+	// kept). See "The Observer contract" in internal/eventq's package
+	// documentation; unlike the other packages' Close, the Selector's
+	// drops the changes not yet reported.
 	Observer func(Event)
 	// Logger receives the selector's and prober's records. Default: the
 	// logger of the client the Selector is bound to (Env.Logger), else

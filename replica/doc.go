@@ -96,7 +96,10 @@
 // connection stays pinned to the old choice. Since the client picks the
 // node per read, reads move at the next read. Evictions and the Observer's
 // events are made after the election is installed, in order, from a
-// goroutine of the Selector's own, so neither runs under its lock.
+// goroutine of the Selector's own, so neither runs under its lock. They
+// wait in a bounded queue, the one the Observers of sentinel, multidb and
+// hashring use: past it an Event is dropped (Selector.EventsDropped,
+// logged) but its evictions are kept.
 //
 // Pick costs one atomic load of the current election (immutable, swapped
 // in whole after each round) and the choice: no lock, no allocation

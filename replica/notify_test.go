@@ -13,18 +13,10 @@ import (
 // its evictions done and its Event delivered.
 func settle(t *testing.T, s *Selector) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s.mu.Lock()
-		idle := len(s.pending) == 0 && !s.notifying
-		s.mu.Unlock()
-		if idle {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Selector's notices were not delivered within 5s")
-		}
-		time.Sleep(ms)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.notices.Flush(ctx); err != nil {
+		t.Fatalf("the Selector's notices were not delivered: %v", err)
 	}
 }
 

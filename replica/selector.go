@@ -12,8 +12,8 @@ import (
 
 	"github.com/rediskit/rediskit/redisurl"
 
+	"github.com/rediskit/rediskit/internal/eventq"
 	"github.com/rediskit/rediskit/internal/logdedup"
-	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // Errors of Selector methods.
@@ -47,14 +47,11 @@ type Selector struct {
 	slots    map[string]*slot
 	closedCh chan struct{}
 
-	// The election changes still to report, oldest first, and whether the
-	// notifier goroutine is running (guarded by mu). Evictions and the
-	// Observer run there, never under mu: the Observer may call the
-	// Selector, and a slow one holds up neither the prober nor the
-	// client's topology goroutine.
-	pending   []notice
-	notifying bool
-	notifier  sync.WaitGroup
+	// notices are the election changes still to report, oldest first.
+	// Evictions and the Observer run on the queue's goroutine, never
+	// under mu: the Observer may call the Selector, and a slow one holds
+	// up neither the prober nor the client's topology goroutine.
+	notices *eventq.Queue[notice]
 }
 
 // notice is what one election change asks of the outside world: the
@@ -64,10 +61,18 @@ type notice struct {
 	event *Event
 }
 
-// maxPending bounds the notices waiting for a slow Observer. Past it the
-// Events are dropped (and logged) and the evictions folded into the last
-// notice, so nothing grows without bound and no eviction is lost.
-const maxPending = 1024
+// foldEvictions is the notice queue's Merge: past eventq.DefaultCapacity
+// waiting notices, a new notice's Event is dropped (counted and logged by
+// the queue) and its evictions folded into the last notice, so nothing
+// grows without bound and no eviction is lost.
+func foldEvictions(last *notice, n notice) bool {
+	for _, addr := range n.evict {
+		if !slices.Contains(last.evict, addr) {
+			last.evict = append(last.evict, addr)
+		}
+	}
+	return n.event == nil
+}
 
 // slot is a replica the Selector can hand out, with its in-flight count.
 // Slots outlive elections, so a read's done decrements the count its Pick
@@ -104,6 +109,7 @@ func NewSelector(cfg Config) (*Selector, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.notices = eventq.New(eventq.Config[notice]{Deliver: s.deliver, Merge: foldEvictions, Logger: s.log, Name: "replica"})
 	s.install(&election{nearestMaster: true})
 	return s, nil
 }
@@ -128,6 +134,7 @@ func (s *Selector) Bind(env Env) {
 		// Sentinel client's does); the records below add it too, for a
 		// Selector with a logger of its own. The wrapper keeps one.
 		s.log = logdedup.Logger(env.Logger)
+		s.notices.SetLogger(s.log)
 	}
 	s.prober.Store(attach(s, env))
 	s.reelect(false)
@@ -250,9 +257,10 @@ func (s *Selector) startOnce() {
 // Close detaches the Selector from its deployment's prober; the last
 // Selector of a deployment stops the prober and closes its connections.
 // Election changes not yet reported are dropped; Close waits for an
-// Observer call in progress (WaitRound returns ErrClosed to it), and after
-// Close returns the Observer is not called again. It is safe to call more
-// than once, but not from the Observer.
+// Observer call in progress (WaitRound returns ErrClosed to it), at most
+// eventq.DefaultDrainTimeout, and after Close returns the Observer is not
+// called again. It is safe to call more than once, but not from the
+// Observer.
 func (s *Selector) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -261,13 +269,13 @@ func (s *Selector) Close() error {
 	}
 	s.closed = true
 	close(s.closedCh)
-	s.pending = nil
 	p := s.prober.Load()
 	s.mu.Unlock()
 	if p != nil {
 		detach(p, s)
 	}
-	s.notifier.Wait()
+	// The notices still queued are passed over (deliver sees s.closed).
+	s.notices.Close()
 	return nil
 }
 
@@ -407,62 +415,35 @@ func (s *Selector) reelect(topologyChanged bool) {
 	s.notify(n)
 }
 
-// notify queues n for the notifier goroutine, starting it if it is not
-// running. s.mu is held.
+// notify queues n for the notices' goroutine. s.mu is held.
 func (s *Selector) notify(n notice) {
 	if s.closed || (n.event == nil && len(n.evict) == 0) {
 		return
 	}
-	if len(s.pending) >= maxPending {
-		last := &s.pending[len(s.pending)-1]
-		for _, addr := range n.evict {
-			if !slices.Contains(last.evict, addr) {
-				last.evict = append(last.evict, addr)
-			}
-		}
-		if n.event != nil {
-			s.log.Warn("replica: the Observer is too slow; election event dropped", "rediskit.master_name", s.env.MasterName,
-				"pending", len(s.pending), "reason", n.event.Reason)
-		}
+	s.notices.Push(n)
+}
+
+// deliver performs one notice, on the notices' goroutine, without s.mu:
+// its evictions, then its Event. After Close it does nothing: election
+// changes not yet reported are dropped.
+func (s *Selector) deliver(n notice) {
+	s.mu.Lock()
+	closed, evict, observe := s.closed, s.env.Evict, s.cfg.Observer
+	s.mu.Unlock()
+	if closed {
 		return
 	}
-	s.pending = append(s.pending, n)
-	if !s.notifying {
-		s.notifying = true
-		s.notifier.Add(1)
-		go s.deliver()
+	for _, addr := range n.evict {
+		evict(addr)
+	}
+	if n.event != nil {
+		observe(*n.event)
 	}
 }
 
-// deliver is the notifier goroutine: it performs the queued notices in
-// order, without s.mu, and returns when the queue is empty or the
-// Selector closed.
-func (s *Selector) deliver() {
-	defer s.notifier.Done()
-	for {
-		s.mu.Lock()
-		if s.closed || len(s.pending) == 0 {
-			s.notifying = false
-			s.mu.Unlock()
-			return
-		}
-		n := s.pending[0]
-		s.pending[0] = notice{}
-		s.pending = s.pending[1:]
-		evict, observe := s.env.Evict, s.cfg.Observer
-		s.mu.Unlock()
-		for _, addr := range n.evict {
-			evict(addr)
-		}
-		if n.event != nil {
-			// A panicking Observer is the caller's bug, but it must not end
-			// the process from a goroutine the caller cannot protect.
-			if err := safe.Call(func() { observe(*n.event) }); err != nil {
-				s.log.Error("replica: the Observer panicked", "rediskit.master_name", s.env.MasterName, "err", err)
-			}
-		}
-	}
-}
+// EventsDropped is the number of election Events the Observer missed
+// because it was too slow (see Config.Observer).
+func (s *Selector) EventsDropped() uint64 { return s.notices.Dropped() }
 
 func sameSet(a, b []string) bool {
 	if len(a) != len(b) {

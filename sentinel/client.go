@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/eventq"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/logdedup"
 	"github.com/rediskit/rediskit/internal/routing"
@@ -45,6 +46,8 @@ type Client struct {
 	sentinels *sentinelSet
 	pubsub    *pubsubRouter
 	stats     counters
+	// observer delivers the events to Options.Observer (nil without one).
+	observer *eventq.Queue[Event]
 
 	// lastFailure holds the attempts of the last discovery round that
 	// found no master (nil after a success), for callers who time out
@@ -112,6 +115,7 @@ func NewClient(opts Options) (*Client, error) {
 		pollDone:      make(chan pollResult),
 		topo:          newTopoState(),
 	}
+	c.observer = eventq.New(eventq.Config[Event]{Deliver: opts.Observer, Logger: c.log, Name: "sentinel"})
 	if c.selector == nil {
 		sel, err := replica.NewSelector(replica.DefaultConfig())
 		if err != nil {
@@ -243,6 +247,8 @@ func (c *Client) Close() error {
 	c.pubsub.close()
 	c.wg.Wait()
 	err := c.selector.Close()
+	// The topology goroutine has ended: every event it reported is queued.
+	c.observer.Close()
 	if ferr := c.front.Close(); err == nil {
 		err = ferr
 	}

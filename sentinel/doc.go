@@ -319,7 +319,12 @@
 //
 // Options.Observer receives every Event (master changed, replicas changed,
 // failover started, master isolated, read retried, write re-run or
-// refused, sentinel skipped);
+// refused, sentinel skipped), in order, from a goroutine of the client's
+// own, so a slow Observer holds up neither a failover nor a call: events
+// it has no time for wait in a bounded queue, and past it are dropped
+// (counted in Stats.EventsDropped, logged). Close delivers what is
+// queued, within a bound. The same contract holds for the Observers of
+// replica, multidb and hashring.
 // Stats returns counters and the current topology; Options.Logger receives
 // records. Diagnose returns a staged trace of the path to the master for a
 // person to read.

@@ -15,6 +15,17 @@ import (
 type eventLog struct {
 	mu     sync.Mutex
 	events []Event
+	// flush, when set, waits until the client's events emitted so far
+	// are delivered: the Observer is called from a goroutine of the
+	// client's, so an event emitted before a call returned may still be
+	// on its way.
+	flush func()
+}
+
+func (e *eventLog) delivered() {
+	if e.flush != nil {
+		e.flush()
+	}
 }
 
 func (e *eventLog) observe(ev Event) {
@@ -24,6 +35,7 @@ func (e *eventLog) observe(ev Event) {
 }
 
 func (e *eventLog) count(kind EventKind) int {
+	e.delivered()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
@@ -36,6 +48,7 @@ func (e *eventLog) count(kind EventKind) int {
 }
 
 func (e *eventLog) all() []Event {
+	e.delivered()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]Event(nil), e.events...)
@@ -63,6 +76,11 @@ func newTestClient(t *testing.T, l *lab.Lab, mod func(*Options)) (*Client, *even
 	c, err := NewClient(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	log.flush = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.observer.Flush(ctx)
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-
-	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // EventKind names what an Event reports.
@@ -127,19 +125,17 @@ func (e Event) String() string {
 	return s
 }
 
+// emit queues ev for the Observer (see Options.Observer) and returns at
+// once: the topology goroutine never waits for it.
 func (c *Client) emit(ev Event) {
-	if c.opts.Observer == nil {
+	if c.observer == nil {
 		return
 	}
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
 	ev.MasterName = c.opts.MasterName
-	// A panicking Observer must not take the topology goroutine (or the
-	// process) with it.
-	if err := safe.Call(func() { c.opts.Observer(ev) }); err != nil {
-		c.log.Error("the Observer panicked", "event", ev.Kind.String(), "err", err)
-	}
+	c.observer.Push(ev)
 }
 
 // Stats are counters since the client was created, and the current
@@ -171,6 +167,7 @@ type Stats struct {
 	WritesRefused     uint64 // writes failed with a MasterChangedError
 	WritesHeld        uint64 // writes that waited for a failover to complete
 	WritesNotDurable  uint64 // durable writes WAIT did not confirm
+	EventsDropped     uint64 // events a slow Observer missed (see Options.Observer)
 }
 
 // NodeStats counts the calls a client sent to one node.
@@ -202,6 +199,7 @@ func (c *Client) Stats() Stats {
 		WritesRefused:     c.stats.writesRefused.Load(),
 		WritesHeld:        c.stats.writesHeld.Load(),
 		WritesNotDurable:  c.stats.writesNotDurable.Load(),
+		EventsDropped:     c.observer.Dropped(),
 	}
 	if snap.master != nil {
 		st.Master = snap.master.addr

@@ -316,10 +316,14 @@ type Options struct {
 	// unsent. Default 3 s.
 	FailoverHold time.Duration
 
-	// Observer, when set, receives every Event. It is called synchronously
-	// from the goroutine that produced the event (the topology goroutine,
-	// its workers, or a caller's), possibly concurrently: it must be safe
-	// for concurrent use and return quickly.
+	// Observer, when set, receives every Event, in order, one call at a
+	// time, from a goroutine of the client's own: a slow Observer never
+	// delays the client's reaction to a failover, and it may call the
+	// client's methods (not Close). Past eventq.DefaultCapacity (1,024)
+	// waiting events, new ones are dropped (Stats.EventsDropped, a WARN);
+	// Close delivers the queued ones, waiting at most
+	// eventq.DefaultDrainTimeout (1 s) for a stuck Observer. See "The
+	// Observer contract" in internal/eventq's package documentation.
 	Observer func(Event)
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
