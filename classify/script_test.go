@@ -117,7 +117,7 @@ func TestShebangAgainstRedis(t *testing.T) {
 					t.Errorf("want it to run everywhere; replica: %v, master: %v", replicaErr, masterErr)
 				}
 			case replicaRefuses:
-				if replicaErr == nil || !strings.HasPrefix(replicaErr.Error(), "READONLY") || masterErr != nil {
+				if replicaErr == nil || !redis.IsReadOnlyError(replicaErr) || masterErr != nil {
 					t.Errorf("want READONLY on the replica and success on the master; replica: %v, master: %v", replicaErr, masterErr)
 				}
 			case failsEverywhere:

@@ -107,7 +107,7 @@ func (a *Gate) Admit(ctx context.Context, id string) error {
 		return err
 	})
 	switch {
-	case err != nil && callerEnded(ctx, err):
+	case err != nil && callerGaveUp(ctx, err):
 		return err
 	case err != nil:
 		a.unavailable.Add(1)

@@ -251,7 +251,7 @@ func (c *Cache[V]) Lookup(ctx context.Context, id string) (Result[V], error) {
 		c.misses.Add(1)
 	case errors.Is(err, redis.Nil):
 		c.misses.Add(1)
-	case callerEnded(ctx, err):
+	case callerGaveUp(ctx, err):
 		c.readsCanceled.Add(1)
 		return Result[V]{}, err
 	default:
@@ -266,7 +266,7 @@ func (c *Cache[V]) Lookup(ctx context.Context, id string) (Result[V], error) {
 		switch {
 		case errors.As(err, &ue):
 			c.refusals.Add(1)
-		case callerEnded(ctx, err):
+		case callerGaveUp(ctx, err):
 			c.loadsCanceled.Add(1)
 		default:
 			c.loadFailures.Add(1)
@@ -322,7 +322,7 @@ func (c *Cache[V]) lead(ctx context.Context, id, key string, redisOK bool, call 
 		// finds the value in Redis instead of loading it again.
 		c.writeBack(ctx, key, v)
 	}
-	c.flight.finish(key, call, v, err, err != nil && callerEnded(ctx, err))
+	c.flight.finish(key, call, v, err, err != nil && callerGaveUp(ctx, err))
 	finished = true
 	if err != nil {
 		return Result[V]{}, err

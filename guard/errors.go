@@ -1,14 +1,14 @@
 package guard
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/failure"
 )
 
 // The three outcomes a route maps to an HTTP status (see StatusCode). Every
@@ -243,7 +243,7 @@ func classify(err error, limitHit bool) Failure {
 		return FailureTimeout
 	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
 		return FailurePoolFull
-	case redis.IsAuthError(err), redis.IsPermissionError(err), isNoPasswordConfigured(err):
+	case redis.IsAuthError(err), redis.IsPermissionError(err), failure.NoPasswordConfigured(err):
 		return FailureAuth
 	case redis.IsReadOnlyError(err):
 		return FailureReadOnly
@@ -254,17 +254,8 @@ func classify(err error, limitHit bool) Failure {
 	if errors.As(err, &re) {
 		return FailureReply
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+	if failure.Timeout(err) {
 		return FailureTimeout
 	}
 	return FailureUnreachable
-}
-
-// isNoPasswordConfigured matches the reply to a password sent to a server
-// whose default user has none ("ERR AUTH <password> called without any
-// password configured ..."; Redis never echoes the password itself).
-func isNoPasswordConfigured(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.Contains(re.Error(), "without any password configured")
 }

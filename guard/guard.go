@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
@@ -229,19 +230,21 @@ func callerDeadlinePassed(ctx context.Context, t time.Time) (bool, error) {
 	}
 }
 
-// callerEnded reports whether err, from Call or a bounded load, is the
-// caller's context ending rather than a failure: ctx has ended, or err is
-// the bare context error Call and loadBounded return when the caller's
-// deadline passed by the clock before ctx's own timer fired. A failure
-// that wraps a context error (a Redis timeout, a loader's own deadline) is
-// not bare, and stays a failure.
-func callerEnded(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || err == context.DeadlineExceeded || err == context.Canceled
+// callerGaveUp reports whether err, from Call or a bounded load, is the
+// caller giving up (its context cancelled or past its deadline) rather
+// than a failure of Redis or the loader: ctx has ended, or err is the bare
+// context error Call and loadBounded return when the caller's deadline
+// passed by the clock before ctx's own timer fired
+// (failure.BareContextError). A failure that wraps a context error (a
+// Redis timeout, a loader's own deadline) is not bare, and stays a
+// failure.
+func callerGaveUp(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || failure.BareContextError(err)
 }
 
 func (g *Guard) failure(op string, err error, elapsed time.Duration, limitHit bool) *RedisError {
 	kind := classify(err, limitHit)
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if failure.ContextError(err) {
 		// Our own limit's context error: keep the text, not the identity,
 		// so errors.Is(err, context.DeadlineExceeded) stays the caller's.
 		err = errors.New(err.Error())

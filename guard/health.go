@@ -209,7 +209,7 @@ func (c *Checker) Check(ctx context.Context) (Report, error) {
 
 func (c *Checker) failed(ctx context.Context, r Report, err error) (Report, error) {
 	r.Took = time.Since(r.At)
-	if callerEnded(ctx, err) {
+	if callerGaveUp(ctx, err) {
 		return r, err
 	}
 	r.Err = err

@@ -1,12 +1,13 @@
 package guard
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/failure"
 )
 
 // Transient is implemented by errors of a condition expected to pass by
@@ -58,7 +59,7 @@ func StatusCode(err error) int {
 		return http.StatusConflict
 	case transient(err) != nil,
 		errors.Is(err, ErrUnavailable),
-		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		failure.ContextError(err):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rediskit/rediskit/internal/failure"
 )
 
 // LimitScript is the limiter's Lua script. It counts an attempt and, on
@@ -124,7 +125,7 @@ func (l *Limiter) Allow(ctx context.Context, id string) (Allowance, error) {
 		return err
 	})
 	if err != nil {
-		if callerEnded(ctx, err) {
+		if callerGaveUp(ctx, err) {
 			return Allowance{}, err
 		}
 		l.unavailable.Add(1)
@@ -144,7 +145,7 @@ func (l *Limiter) Allow(ctx context.Context, id string) (Allowance, error) {
 func (l *Limiter) run(ctx context.Context, c redis.Cmdable, key string) (count, ttl int64, err error) {
 	keys := []string{key}
 	res, err := c.EvalSha(ctx, LimitScriptSHA, keys, l.windowMS).Int64Slice()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if failure.NoScript(err) {
 		if err := c.ScriptLoad(ctx, LimitScript).Err(); err != nil {
 			return 0, 0, err
 		}

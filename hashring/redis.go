@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 )
@@ -170,8 +170,7 @@ func (s *store) subscribe(ctx context.Context, timeout time.Duration) (*subscrip
 	}
 	if err != nil {
 		_ = ps.Close()
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if failure.Timeout(err) {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}

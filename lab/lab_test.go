@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
 )
 
@@ -187,7 +188,7 @@ func TestBlackHoledNodeTimesOut(t *testing.T) {
 	n.BlackHole()
 	start := time.Now()
 	err := c.Ping(ctx).Err()
-	if !isTimeout(err) {
+	if !failure.Timeout(err) {
 		t.Fatalf("PING to a black-holed node: %v, want a timeout", err)
 	}
 	if took := time.Since(start); took > time.Second {
@@ -357,7 +358,7 @@ func TestSentinelKillAndRestart(t *testing.T) {
 			if _, err := s.MasterAddr(ctx); err == nil {
 				t.Fatal("a killed sentinel answered")
 			}
-			if _, err := net.DialTimeout("tcp", s.Addr(), time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+			if _, err := net.DialTimeout("tcp", s.Addr(), time.Second); !failure.Refused(err) {
 				t.Fatalf("dial a killed sentinel at %s: %v, want connection refused", s.Addr(), err)
 			}
 			if m, err := l.Master(ctx); err != nil || m != l.Node(0) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
 )
 
@@ -41,7 +42,7 @@ func tryDialFrom(addr string, ip netip.Addr) (*lineConn, error) {
 
 // reset reports whether err is a connection the peer closed or reset, as
 // opposed to a timeout.
-func reset(err error) bool { return err != nil && !isTimeout(err) }
+func reset(err error) bool { return err != nil && !failure.Timeout(err) }
 
 // The proxy cuts connections by their source address: the cut ones and
 // only them, open and new, the way the mode says; lifting the cut resets
@@ -72,7 +73,7 @@ func TestProxyCutBySource(t *testing.T) {
 					t.Fatal(err)
 				}
 				_ = closer.SetReadDeadline(time.Now().Add(quiet))
-				if _, err := closer.r.ReadByte(); !isTimeout(err) {
+				if _, err := closer.r.ReadByte(); !failure.Timeout(err) {
 					t.Fatalf("half-closed connection under Drop: %v; want silence, not the server's close", err)
 				}
 			}
@@ -84,7 +85,7 @@ func TestProxyCutBySource(t *testing.T) {
 					t.Fatalf("open connection under Refuse: %v after %v, want a reset at once", err, took)
 				}
 			case Drop:
-				if !isTimeout(err) {
+				if !failure.Timeout(err) {
 					t.Fatalf("open connection under Drop: %v, want silence (a timeout)", err)
 				}
 			}
@@ -98,7 +99,7 @@ func TestProxyCutBySource(t *testing.T) {
 				t.Cleanup(func() { _ = fresh.Close() })
 				_, _, err = fresh.roundTrip("new", quiet)
 			}
-			if took := time.Since(start); mode == Refuse && !reset(err) || mode == Drop && !isTimeout(err) {
+			if took := time.Since(start); mode == Refuse && !reset(err) || mode == Drop && !failure.Timeout(err) {
 				t.Fatalf("new connection under %v: %v after %v", mode, err, took)
 			}
 			if got, _, err := bystander.roundTrip("still", time.Second); err != nil || got != "still\n" {
@@ -135,7 +136,7 @@ func TestProxyCutIsReplaced(t *testing.T) {
 	p := newTestProxy(t)
 	ca, cb := dialFrom(t, p.Addr(), a), dialFrom(t, p.Addr(), b)
 	p.setCut(&cutSet{mode: Drop, from: map[netip.Addr]struct{}{a: {}}})
-	if _, _, err := ca.roundTrip("x", 100*time.Millisecond); !isTimeout(err) {
+	if _, _, err := ca.roundTrip("x", 100*time.Millisecond); !failure.Timeout(err) {
 		t.Fatalf("a under Drop: %v, want a timeout", err)
 	}
 	p.setCut(&cutSet{mode: Refuse, from: map[netip.Addr]struct{}{b: {}}})
@@ -349,9 +350,9 @@ func expectCut(t *testing.T, what string, mode CutMode, took time.Duration, err 
 	switch {
 	case err == nil:
 		t.Fatalf("%s: answered across a %v partition", what, mode)
-	case mode == Refuse && isTimeout(err):
+	case mode == Refuse && failure.Timeout(err):
 		t.Fatalf("%s: %v after %v; want a reset at once under Refuse", what, err, took)
-	case mode == Drop && !isTimeout(err):
+	case mode == Drop && !failure.Timeout(err):
 		t.Fatalf("%s: %v; want silence (a timeout) under Drop", what, err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/failure"
 )
 
 // echoServer answers every line with the same line.
@@ -188,12 +190,12 @@ func TestProxyBlackHoleAndRestore(t *testing.T) {
 	p.BlackHole()
 
 	// An open connection gets no answer.
-	if _, _, err := before.roundTrip("b", 200*time.Millisecond); !isTimeout(err) {
+	if _, _, err := before.roundTrip("b", 200*time.Millisecond); !failure.Timeout(err) {
 		t.Fatalf("open connection: got %v, want a timeout", err)
 	}
 	// A new connection is accepted but never answered.
 	during := dialLine(t, p.Addr())
-	if _, _, err := during.roundTrip("c", 200*time.Millisecond); !isTimeout(err) {
+	if _, _, err := during.roundTrip("c", 200*time.Millisecond); !failure.Timeout(err) {
 		t.Fatalf("new connection: got %v, want a timeout", err)
 	}
 
@@ -239,7 +241,7 @@ func TestProxySuspendRefusesThenResumes(t *testing.T) {
 	p := newTestProxy(t)
 	addr := p.Addr()
 	p.Suspend()
-	if _, err := net.DialTimeout("tcp", addr, time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+	if _, err := net.DialTimeout("tcp", addr, time.Second); !failure.Refused(err) {
 		t.Fatalf("dial suspended proxy: %v, want connection refused", err)
 	}
 	if err := p.Resume(); err != nil {
@@ -272,7 +274,7 @@ func TestProxyUpstreamDownClosesClient(t *testing.T) {
 	}
 	defer raw.Close()
 	c := &lineConn{Conn: raw, r: bufio.NewReader(raw)}
-	if _, _, err := c.roundTrip("x", time.Second); err == nil || isTimeout(err) {
+	if _, _, err := c.roundTrip("x", time.Second); err == nil || failure.Timeout(err) {
 		t.Fatalf("got %v, want the connection closed", err)
 	}
 }
@@ -296,11 +298,6 @@ func TestProxyCloseEndsConnections(t *testing.T) {
 	if _, _, err := c.roundTrip("b", time.Second); err == nil {
 		t.Fatal("connection still relayed after Close")
 	}
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // A reader that does not keep up stalls the proxy's writes in both
@@ -462,7 +459,7 @@ func TestProxyBlackHoleDropsDelayedChunks(t *testing.T) {
 	p.Restore()
 	p.SetLatency(0)
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if got, err := c.r.ReadString('\n'); err == nil || isTimeout(err) {
+	if got, err := c.r.ReadString('\n'); err == nil || failure.Timeout(err) {
 		t.Fatalf("read %q, %v; want the connection reset", got, err)
 	}
 }
@@ -485,7 +482,7 @@ func TestProxyAbortIsPrompt(t *testing.T) {
 	start := time.Now()
 	p.ResetConnections()
 	_ = a.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := a.r.ReadString('\n'); err == nil || isTimeout(err) {
+	if _, err := a.r.ReadString('\n'); err == nil || failure.Timeout(err) {
 		t.Fatalf("got %v, want the connection reset", err)
 	}
 	b2 := dialLine(t, p.Addr())

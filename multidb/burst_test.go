@@ -435,7 +435,7 @@ func FuzzBurstVerdict(f *testing.F) {
 
 // call is one call for the detector: it started at start and its outcome
 // was seen at end (milliseconds from the detector's creation); a failure
-// is a timeout unless lost (a lost connection, see lostConnection).
+// is a timeout unless lost (a lost connection, see failure.ConnectionLost).
 type call struct {
 	start, end int
 	ok, lost   bool

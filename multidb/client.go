@@ -699,7 +699,7 @@ func connFailure(err error) bool {
 // coalesced into it) starts a burst check of db, in the background (see
 // burst.go): the call returns its error at once, as it would without.
 func (c *Client) afterFailure(db *database, start time.Time, cause error) *route {
-	t := db.det.failure(start, time.Now(), !lostConnection(cause))
+	t := db.det.failure(start, time.Now(), !failure.ConnectionLost(cause))
 	why, trip := c.rule.trips(t.inARow, t.failed, t.calls)
 	if !trip && t.confirms {
 		why, trip = "calls failed together, and one started after them failed too (a timeout or a failure to connect), with no answer in between", true

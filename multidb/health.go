@@ -118,19 +118,12 @@ type checkResult struct {
 	latency time.Duration // the last probe's
 	err     error         // the last failed probe's
 	// decisive: a probe failed otherwise than by a lost connection (see
-	// lostConnection); answered: when the last passing probe's answer came
-	// (zero: none passed).
+	// failure.ConnectionLost: such a failure of a probe or a call made just
+	// after a burst may be the burst itself, reaching the connection it
+	// used; see burstVerdict); answered: when the last passing probe's
+	// answer came (zero: none passed).
 	decisive bool
 	answered time.Time
-}
-
-// lostConnection reports whether err is a connection lost after it was
-// made (a reset, EOF, a broken pipe), not a timeout, a failure to connect
-// or an answer. Such a failure of a probe or a call made just after a
-// burst may be the burst itself, reaching the connection it used (see
-// burstVerdict); any other failure is the database's own.
-func lostConnection(err error) bool {
-	return failure.Network(err) && !failure.IsDial(err) && !failure.Timeout(err)
 }
 
 // check runs one health check: up to probes probes, delay apart, each
@@ -177,7 +170,7 @@ func check(ctx context.Context, client redis.UniversalClient, probe Probe, polic
 			r.answered = start.Add(r.latency)
 		} else {
 			r.err = err
-			r.decisive = r.decisive || !lostConnection(err)
+			r.decisive = r.decisive || !failure.ConnectionLost(err)
 		}
 		failed := r.probes - r.passed
 		switch policy {

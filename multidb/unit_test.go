@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/failure"
 )
 
 // TestBreakerTransitions drives the breaker's state machine: open (by
@@ -183,9 +185,9 @@ func TestCheckDecisive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.healthy || r.decisive != tt.decisive || lostConnection(tt.err) == tt.decisive {
+		if r.healthy || r.decisive != tt.decisive || failure.ConnectionLost(tt.err) == tt.decisive {
 			t.Errorf("%v: healthy %v, decisive %v (lost connection %v); want a failed check, decisive %v",
-				tt.err, r.healthy, r.decisive, lostConnection(tt.err), tt.decisive)
+				tt.err, r.healthy, r.decisive, failure.ConnectionLost(tt.err), tt.decisive)
 		}
 	}
 	// Decisive if any failed probe was (HealthyAny runs all three here).

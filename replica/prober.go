@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/logdedup"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
@@ -411,7 +411,7 @@ func (p *prober) probeNode(ctx context.Context, addr string, asMaster, asReplica
 		cancel()
 		if err != nil {
 			res.err = err
-			if isTimeout(err) || ctx.Err() != nil {
+			if failure.Timeout(err) || ctx.Err() != nil {
 				break
 			}
 			continue
@@ -552,9 +552,4 @@ func (p *prober) measure(masters, replicas []string) *measurements {
 		}
 	}
 	return m
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }

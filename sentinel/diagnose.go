@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/replica"
@@ -221,8 +222,7 @@ func askSentinelStep(ctx context.Context, opts *Options, addr string) (Step, str
 func sentinelSkipWord(st Stage, err error) string {
 	switch st {
 	case StageTCP:
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		if failure.Timeout(err) {
 			return string(SkipSlow)
 		}
 		return string(SkipDown)
@@ -377,7 +377,7 @@ func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisi
 	switch {
 	case err == nil:
 		tr.stage(StageHello, start, helloDetail(hello), nil)
-	case strings.Contains(err.Error(), "unknown command"):
+	case failure.UnknownCommand(err):
 		tr.stage(StageHello, start, "HELLO not supported (Redis before 6): RESP2", nil)
 	default:
 		if !tr.stage(StageHello, start, "", err) {

@@ -2,12 +2,9 @@ package sentinel
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -184,7 +181,7 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 			return rep, skipped(SkipBadAddress, err)
 		}
 		return rep, nil
-	case strings.Contains(err.Error(), "No such master"):
+	case failure.UnknownMaster(err):
 		return rep, skipped(SkipUnknownMaster, errUnknownMaster)
 	default:
 		return rep, describeSentinelError(err, c.opts.SentinelTimeout)
@@ -193,9 +190,8 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 
 // describeSentinelError says in words why a sentinel was skipped.
 func describeSentinelError(err error, timeout time.Duration) error {
-	var ne net.Error
 	switch {
-	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+	case failure.Timeout(err):
 		return skipped(SkipSlow, fmt.Errorf("slow: no answer within %v: %w", timeout, err))
 	case redis.IsAuthError(err):
 		return skipped(SkipAuth, fmt.Errorf("AUTH failed on the sentinel: %w", err))

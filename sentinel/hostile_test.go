@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
@@ -360,7 +361,7 @@ func TestNodeErrorsAreTyped(t *testing.T) {
 		defer func() { _ = master.Proxy().Resume() }()
 		err := c.Set(ctx, "k", "v", 0).Err()
 		var ne *NodeError
-		if !errors.As(err, &ne) || ne.MayHaveExecuted || !errors.Is(err, syscall.ECONNREFUSED) {
+		if !errors.As(err, &ne) || ne.MayHaveExecuted || !failure.Refused(err) {
 			t.Fatalf("SET to a master refusing connections: %v; want a NodeError, not executed, ECONNREFUSED", err)
 		}
 		if !strings.Contains(err.Error(), "re-running it is safe") {

@@ -176,7 +176,6 @@ func errSummary(m map[string]int) string {
 func errKind(err error) string {
 	var mce *MasterChangedError
 	var nde *NotDurableError
-	var ne net.Error
 	switch {
 	case errors.As(err, &mce):
 		return "master changed"
@@ -186,7 +185,7 @@ func errKind(err error) string {
 		return "failover in progress"
 	case redis.IsReadOnlyError(err):
 		return "READONLY"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+	case failure.Timeout(err):
 		return "timeout"
 	case failure.Network(err):
 		return "connection"

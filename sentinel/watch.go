@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
@@ -91,8 +92,7 @@ func (c *Client) watchOnce(addr string) {
 			return
 		}
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if failure.Timeout(err) {
 				pctx, cancel := context.WithTimeout(c.ctx, c.opts.SentinelTimeout)
 				err = ps.Ping(pctx)
 				cancel()

@@ -700,9 +700,9 @@ func errKind(err error) string {
 		return "no master"
 	case redis.IsReadOnlyError(err):
 		return "READONLY"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+	case failure.Timeout(err):
 		return "timeout"
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, redis.ErrClosed):
+	case errors.As(err, &ne), failure.Network(err), errors.Is(err, redis.ErrClosed):
 		return "connection"
 	}
 	var re redis.Error

@@ -1,10 +1,3 @@
-// Package failure classifies the errors of work a routed client ran on a
-// node or a database: which ones are signs that the target failed, and
-// which prove that the work did not execute, so that running it again
-// elsewhere cannot run it twice.
-//
-// The Sentinel client (package sentinel) and the multi-database client
-// (package multidb) share these rules.
 package failure
 
 import (
@@ -13,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -88,6 +82,9 @@ func NotExecuted(err error) bool {
 // Unblocked reports whether err is the UNBLOCKED reply a blocking command
 // gets when it is ended before it was served.
 func Unblocked(err error) bool {
+	if err == nil || IsNil(err) {
+		return false
+	}
 	var re redis.Error
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "UNBLOCKED ")
 }
@@ -106,14 +103,123 @@ func Network(err error) bool {
 	return errors.As(err, &op)
 }
 
-// Timeout reports whether err is a network timeout (a socket deadline, set
-// by the client's timeouts or the context's deadline, passed).
+// Timeout reports whether a deadline ended the call err ended: err is, or
+// wraps, an error whose Timeout method reports true (a net.Error), or a
+// tree of errors (errors.Join) holds context.DeadlineExceeded or
+// os.ErrDeadlineExceeded in any branch. That is:
+//
+//   - a socket read or write deadline (a *net.OpError around
+//     os.ErrDeadlineExceeded, "i/o timeout"), set by the client's
+//     ReadTimeout/WriteTimeout or, with ContextTimeoutEnabled, from the
+//     context's deadline;
+//   - a dial that timed out (a dial *net.OpError: IsDial too);
+//   - context.DeadlineExceeded, however wrapped, whoever's context it was
+//     (it is a net.Error whose Timeout is true).
+//
+// Not: context.Canceled (see ContextError), redis.ErrPoolTimeout (no pool
+// slot came free: the command was never sent; see NotExecuted), or any
+// server reply.
+//
+// Timeout does not say whose deadline it was, and cannot: with
+// ContextTimeoutEnabled go-redis turns the caller's deadline into the
+// socket's, so the caller's own deadline arrives as an i/o timeout, a
+// moment before the context's timer fires. Code that must tell the
+// caller's deadline from the server's slowness asks CallerEnded(ctx)
+// about the caller's context.
 func Timeout(err error) bool {
 	if err == nil || IsNil(err) {
 		return false
 	}
 	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	// errors.As stops at the first net.Error; in a tree, a deadline can
+	// sit in a later branch than a net.Error that is not a timeout.
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// ContextError reports whether err is, or wraps, a context's end:
+// context.Canceled or context.DeadlineExceeded, of any context (the
+// caller's, or one a layer made for a limit of its own). It says that a
+// context stopped the work, not that the server failed; whose context it
+// was, CallerEnded or BareContextError tell.
+func ContextError(err error) bool {
+	if err == nil || IsNil(err) {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// BareContextError reports whether err is context.Canceled or
+// context.DeadlineExceeded itself, not wrapped: what a function returns
+// when it passes its caller's ctx.Err() (or, the caller's deadline having
+// passed by the clock, the error that ctx is about to report) straight
+// back. A wrapped context error was given a meaning by whoever wrapped it
+// (a limit of the layer's own, a loader's deadline) and is not bare.
+func BareContextError(err error) bool {
+	return err == context.Canceled || err == context.DeadlineExceeded
+}
+
+// ConnectionLost reports whether err is a connection that had been made
+// and then failed otherwise than by a deadline: EOF, a reset, a broken
+// pipe, a connection closed under the call, or any other network error on
+// it (see Network). Not a failure to connect (IsDial, Refused), not a
+// Timeout, not a reply. Work that failed so may have run.
+func ConnectionLost(err error) bool {
+	return Network(err) && !IsDial(err) && !Refused(err) && !Timeout(err)
+}
+
+// Refused reports whether err is, or wraps, ECONNREFUSED: nothing listens
+// at the address (the server is down, or not started yet). It is a dial
+// error when go-redis reports it, and the command was never sent.
+func Refused(err error) bool {
+	if err == nil || IsNil(err) {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// UnknownMaster reports whether err is a Sentinel's reply that it
+// monitors no master of the name asked about ("ERR No such master with
+// that name", to SENTINEL MASTER, REPLICAS, SENTINELS, ...), matched on
+// the reply's leading words as go-redis's HasErrorPrefix exposes them
+// (after "ERR "), not on text anywhere in an error.
+func UnknownMaster(err error) bool {
+	return replyPrefix(err, "No such master")
+}
+
+// UnknownCommand reports whether err is the server's reply that it does
+// not know the command ("ERR unknown command 'HELLO', with args beginning
+// with: "): an older server, or a command renamed or disabled.
+func UnknownCommand(err error) bool {
+	return replyPrefix(err, "unknown command")
+}
+
+// NoScript reports whether err is the NOSCRIPT reply to EVALSHA: the
+// server does not have the script (it restarted, failed over, or ran
+// SCRIPT FLUSH); load it and run it again. The script did not run.
+func NoScript(err error) bool {
+	return replyPrefix(err, "NOSCRIPT")
+}
+
+// NoPasswordConfigured reports whether err is the reply to AUTH with a
+// password on a server whose default user has none ("ERR AUTH <password>
+// called without any password configured for the default user. ..."):
+// the client's settings name a password the server does not expect.
+// Redis never echoes the password: "<password>" is literal.
+func NoPasswordConfigured(err error) bool {
+	return replyPrefix(err, "AUTH <password> called without any password configured")
+}
+
+// replyPrefix reports whether err is, or wraps, a server reply (a
+// redis.Error) whose text starts with prefix, an "ERR " before it
+// ignored (redis.HasErrorPrefix).
+func replyPrefix(err error, prefix string) bool {
+	if err == nil || IsNil(err) {
+		return false
+	}
+	return redis.HasErrorPrefix(err, prefix)
 }
 
 // Signal reports whether err suggests the target failed or moved: it
@@ -128,7 +234,7 @@ func Signal(err error) bool {
 // deadline (ctx's) is not one, even when go-redis reports it as a socket
 // timeout.
 func WorkSignal(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || CallerEnded(ctx) {
+	if ContextError(err) || CallerEnded(ctx) {
 		return false
 	}
 	if cmd != nil {

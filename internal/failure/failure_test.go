@@ -184,6 +184,15 @@ func TestMissDoesNotAllocate(t *testing.T) {
 		"WorkSignal of a pipeline": func() { WorkSignal(ctx, nil, cmds, redis.Nil) },
 		"ProvablyNotExecuted":      func() { ProvablyNotExecuted(cl, cmd, nil, redis.Nil) },
 		"Reply":                    func() { Reply(redis.Nil) },
+		"Unblocked":                func() { Unblocked(redis.Nil) },
+		"ConnectionLost":           func() { ConnectionLost(redis.Nil) },
+		"Refused":                  func() { Refused(redis.Nil) },
+		"ContextError":             func() { ContextError(redis.Nil) },
+		"BareContextError":         func() { BareContextError(redis.Nil) },
+		"UnknownMaster":            func() { UnknownMaster(redis.Nil) },
+		"UnknownCommand":           func() { UnknownCommand(redis.Nil) },
+		"NoScript":                 func() { NoScript(redis.Nil) },
+		"NoPasswordConfigured":     func() { NoPasswordConfigured(redis.Nil) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s(redis.Nil): %v allocations", name, n)
