@@ -207,7 +207,7 @@ func (t *table) decide(args []any) Decision {
 // as it is; otherwise it is lower-cased into a stack buffer, and indexing
 // the map with string(bytes) does not copy.
 func lookup(m map[string]*entry, name string, maxName int) *entry {
-	if len(name) == 0 || len(name) > maxName {
+	if name == "" || len(name) > maxName {
 		return nil
 	}
 	upper := false
@@ -243,7 +243,7 @@ func argString(a any) (string, bool) {
 	case string:
 		return v, true
 	case []byte:
-		return unsafe.String(unsafe.SliceData(v), len(v)), true
+		return unsafe.String(unsafe.SliceData(v), len(v)), true //nolint:gosec // used only for the map lookup, see above
 	case *string:
 		if v != nil {
 			return *v, true

@@ -29,18 +29,23 @@ type Codec[V any] interface {
 // Cache[string].
 type StringCodec struct{}
 
+// Encode returns s.
 func (StringCodec) Encode(s string) (string, error) { return s, nil }
+
+// Decode returns s.
 func (StringCodec) Decode(s string) (string, error) { return s, nil }
 
 // JSONCodec stores values as JSON. It is the default codec of every Cache
 // whose value type is not string.
 type JSONCodec[V any] struct{}
 
+// Encode returns v as JSON.
 func (JSONCodec[V]) Encode(v V) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
 }
 
+// Decode reads the JSON in s.
 func (JSONCodec[V]) Decode(s string) (V, error) {
 	var v V
 	err := json.Unmarshal([]byte(s), &v)

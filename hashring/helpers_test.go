@@ -137,9 +137,8 @@ func converged(nodes []*Node) bool {
 
 // recorder is an slog.Handler that keeps every record.
 type recorder struct {
-	mu    sync.Mutex
-	recs  []slog.Record
-	attrs []slog.Attr
+	mu   sync.Mutex
+	recs []slog.Record
 }
 
 func newRecorder() (*recorder, *slog.Logger) {

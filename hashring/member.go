@@ -66,7 +66,7 @@ func ParseMember(s string) (Member, error) {
 	if !ok {
 		return Member{}, fmt.Errorf("%w %q: no ':' separator", ErrMalformedMember, s)
 	}
-	if len(start) == 0 {
+	if start == "" {
 		return Member{}, fmt.Errorf("%w %q: empty start", ErrMalformedMember, s)
 	}
 	var v uint64

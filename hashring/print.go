@@ -15,14 +15,11 @@ import (
 // the debug listing.
 func printRing(ctx context.Context, st *store, w io.Writer) error {
 	var bad []string
-	now := time.Now()
-	zs, err := st.client.ZRangeWithScores(ctx, st.key, 0, -1).Result()
+	s, err := st.readAll(ctx, func(m string, _ error) { bad = append(bad, m) })
 	if err != nil {
 		return &Error{Op: "print", Step: "read", Key: st.key, Server: serverOf(st.client), Err: err}
 	}
-	s := buildSnapshot(st.key, st.hash, now, timeScore(now.Add(-st.expiry)), entries(zs),
-		func(m string, _ error) { bad = append(bad, m) })
-	return writeListing(w, s, bad, now)
+	return writeListing(w, s, bad, s.readAt)
 }
 
 // writeListing writes the two tables of a snapshot read with its expired

@@ -60,14 +60,15 @@ func (s *store) read(ctx context.Context) (*Snapshot, error) {
 	return buildSnapshot(s.key, s.hash, now, least, entries(zs), s.bad.note), nil
 }
 
-// readAll returns every replica, expired ones included (for Print).
-func (s *store) readAll(ctx context.Context) (*Snapshot, error) {
+// readAll returns every replica, expired ones included (for Print), and
+// passes malformed members to bad.
+func (s *store) readAll(ctx context.Context, bad func(member string, err error)) (*Snapshot, error) {
 	now := time.Now()
 	zs, err := s.client.ZRangeWithScores(ctx, s.key, 0, -1).Result()
 	if err != nil {
 		return nil, err
 	}
-	return buildSnapshot(s.key, s.hash, now, timeScore(now.Add(-s.expiry)), entries(zs), s.bad.note), nil
+	return buildSnapshot(s.key, s.hash, now, timeScore(now.Add(-s.expiry)), entries(zs), bad), nil
 }
 
 func entries(zs []redis.Z) []entry {
@@ -240,13 +241,13 @@ func (sub *subscription) close() {
 }
 
 // backoff is the random wait before retry number attempt (1 for the first
-// retry): uniform in [0, min(first·2^(attempt−1), max)].
-func backoff(attempt int, first, max time.Duration) time.Duration {
+// retry): uniform in [0, min(first·2^(attempt−1), most)].
+func backoff(attempt int, first, most time.Duration) time.Duration {
 	limit := first
-	for i := 1; i < attempt && limit < max; i++ {
+	for i := 1; i < attempt && limit < most; i++ {
 		limit *= 2
 	}
-	limit = min(limit, max)
+	limit = min(limit, most)
 	if limit <= 0 {
 		return 0
 	}

@@ -119,7 +119,7 @@ func buildSnapshot(key string, h Hash, readAt time.Time, minScore float64, entri
 		if !ok {
 			// Nodes are listed in order of their first replica on the
 			// ring, as redis-hashring's debug listing does.
-			n = int32(len(s.nodes))
+			n = int32(len(s.nodes)) //nolint:gosec // nodes ≤ members of one ZSET read, far below 2^31
 			index[id] = n
 			s.nodes = append(s.nodes, NodeInfo{ID: id, Hostname: r.Hostname, PID: r.PID, OldestHeartbeat: r.Heartbeat})
 			s.ids = append(s.ids, id)
@@ -259,10 +259,6 @@ func (s *Snapshot) Nodes() []NodeInfo { return slices.Clone(s.nodes) }
 
 // Replicas lists the live replicas in ring order.
 func (s *Snapshot) Replicas() []Replica { return slices.Clone(s.replicas) }
-
-// Expired lists the replicas that were read but had expired (only Print's
-// full read sees them; a regular read asks Redis for live replicas only).
-func (s *Snapshot) Expired() []Replica { return slices.Clone(s.expired) }
 
 // RangesOf returns the ranges the node owns, one per replica (two for the
 // replica that wraps around the top of the ring), in ring order, as

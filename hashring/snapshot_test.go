@@ -161,8 +161,8 @@ func TestExpiredAndMalformedEntries(t *testing.T) {
 		{"nonsense", timeScore(now)},
 	}
 	s := buildSnapshot("k", XXHash, now, timeScore(now.Add(-time.Minute)), es, func(m string, _ error) { bad = append(bad, m) })
-	if s.NodeCount() != 1 || len(s.Expired()) != 1 || !slices.Equal(bad, []string{"nonsense"}) {
-		t.Fatalf("nodes %d expired %v bad %v", s.NodeCount(), s.Expired(), bad)
+	if s.NodeCount() != 1 || len(s.expired) != 1 || !slices.Equal(bad, []string{"nonsense"}) {
+		t.Fatalf("nodes %d expired %v bad %v", s.NodeCount(), s.expired, bad)
 	}
 	if rs := s.RangesOf("a:1"); !slices.Equal(rs, []Range{{0, RingSize}}) {
 		t.Errorf("lone replica ranges %v", rs)

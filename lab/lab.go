@@ -375,7 +375,7 @@ func (l *Lab) waitReplicasSynced(ctx context.Context) error {
 	// acknowledgement at once (REPLCONF GETACK) instead of at their next
 	// once-a-second report.
 	conn := master.adminClient().Conn()
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if err := conn.Do(ctx, "PUBLISH", "__rediskit_lab__", "sync").Err(); err != nil {
 		return fmt.Errorf("lab: %s: %w", master.name, err)
 	}

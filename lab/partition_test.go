@@ -92,7 +92,6 @@ func TestProxyCutBySource(t *testing.T) {
 			// The reset can even beat the client's connect() to its
 			// completion: then the dial fails with it.
 			start := time.Now()
-			err = nil
 			if fresh, derr := tryDialFrom(p.Addr(), cut); derr != nil {
 				err = derr
 			} else {

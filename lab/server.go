@@ -301,7 +301,7 @@ func freePort(host netip.Addr) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -315,8 +315,8 @@ func ProcessesIn(dir string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
+	if resolved, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = resolved
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -328,7 +328,7 @@ func ProcessesIn(dir string) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		cwd, err := os.Readlink("/proc/"+e.Name()+"/cwd")
 		if err != nil {
 			continue // gone, or not ours to see
 		}

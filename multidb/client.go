@@ -516,7 +516,7 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 	db := r.active
 	start := time.Now()
 	err := db.client.Watch(ctx, fn, keys...)
-	if c.observe(ctx, db, nil, nil, err) {
+	if c.recordOutcome(ctx, db, nil, err) {
 		c.afterFailure(db, start, err)
 	}
 	return err
@@ -595,7 +595,7 @@ func (c *Client) runOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder,
 	}
 	start := time.Now() // the trip rules need it (see judge)
 	err := routing.Run(ctx, db.client, cmd, cmds)
-	if !c.observe(ctx, db, cmd, cmds, err) {
+	if !c.recordOutcome(ctx, db, cmds, err) {
 		if failure.NotExecuted(err) && ctx.Err() == nil {
 			rt := c.route.Load()
 			switch next := rt.active; {
@@ -642,7 +642,7 @@ func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder,
 	routing.SetErrs(cmd, cmds, nil)
 	start := time.Now()
 	err := routing.Run(ctx, to.client, cmd, cmds)
-	if c.observe(ctx, to, cmd, cmds, err) {
+	if c.recordOutcome(ctx, to, cmds, err) {
 		c.afterFailure(to, start, err)
 	}
 	return err
@@ -655,13 +655,13 @@ func (c *Client) readOnly(cmd redis.Cmder, cmds []redis.Cmder) bool {
 	return !routing.IsTx(cmds) && c.cfg.Classifier.ReadOnlyPipeline(cmds)
 }
 
-// observe records the outcome of work on db for the trip rules and
+// recordOutcome records the outcome of work on db for the trip rules and
 // reports whether it was a failure of the database: a connection error or
 // a timeout (afterFailure counts it). A reply (WRONGTYPE, redis.Nil, ...)
 // shows the database works. Work whose own context ended says nothing
 // about the database, and neither do client-side refusals (a closed
 // client, a full pool).
-func (c *Client) observe(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
+func (c *Client) recordOutcome(ctx context.Context, db *database, cmds []redis.Cmder, err error) bool {
 	if err == nil {
 		db.det.success(time.Now())
 		return false

@@ -10,7 +10,7 @@ import "time"
 // carry the client's settings, so the waits are derived from the defaults
 // of the settings that decide when the condition can pass.
 
-// RetryAdvice: the call was not sent, so repeating it is safe. Service
+// RetryAdvice says when to try again: the call was not sent, so repeating it is safe. Service
 // resumes when a database passes a health check (its breaker closes, or a
 // failover attempt finds it), and health checks run every
 // HealthCheckInterval: DefaultHealthCheckInterval, whether or not the

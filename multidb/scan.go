@@ -77,7 +77,7 @@ func findScans(cmd redis.Cmder, cmds []redis.Cmder) []routing.Scan {
 }
 
 // tagOf is a database's cursor tag: its order of addition, from 1.
-func tagOf(db *database) uint64 { return uint64(db.index) + 1 }
+func tagOf(db *database) uint64 { return uint64(db.index) + 1 } //nolint:gosec // index counts additions from 0
 
 // runScans runs work holding SCAN-family commands: where the active
 // database is when every cursor is 0, else only on the database the

@@ -91,7 +91,7 @@ func TestTripRule(t *testing.T) {
 }
 
 func TestWindowSlides(t *testing.T) {
-	var w window = newWindow(time.Second) // ten buckets of 100 ms
+	w := newWindow(time.Second) // ten buckets of 100 ms
 	base := w.base
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	for i := 0; i < 10; i++ {

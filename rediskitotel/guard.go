@@ -48,10 +48,10 @@ func (m *Metrics) RegisterCache(name string, stats func() guard.CacheStats) (met
 			{fills, "loaded", s.Loaded}, {fills, "shared", s.Shared}, {fills, "refused", s.Refusals},
 			{fills, "error", s.LoadFailures}, {fills, "canceled", s.LoadsCanceled},
 		} {
-			o.ObserveInt64(r.counter, int64(r.n), metric.WithAttributes(append(base, AttrResult.String(r.result))...))
+			o.ObserveInt64(r.counter, count(r.n), metric.WithAttributes(append(base, AttrResult.String(r.result))...))
 		}
-		o.ObserveInt64(fallbacks, int64(s.Fallbacks), metric.WithAttributes(base...))
-		o.ObserveInt64(failures, int64(s.RedisFailures), metric.WithAttributes(append(base, attribute.String("rediskit.component", "cache"))...))
+		o.ObserveInt64(fallbacks, count(s.Fallbacks), metric.WithAttributes(base...))
+		o.ObserveInt64(failures, count(s.RedisFailures), metric.WithAttributes(append(base, attribute.String("rediskit.component", "cache"))...))
 		return nil
 	}, reads, fills, fallbacks, failures)
 }
@@ -70,10 +70,10 @@ func (m *Metrics) RegisterLimiter(name string, l *guard.Limiter) (metric.Registr
 	base := []attribute.KeyValue{redisSystem, AttrName.String(name)}
 	return m.observe(func(_ context.Context, o metric.Observer) error {
 		s := l.Stats()
-		o.ObserveInt64(attempts, int64(s.Allowed), metric.WithAttributes(append(base, AttrResult.String("allowed"))...))
-		o.ObserveInt64(attempts, int64(s.Rejected), metric.WithAttributes(append(base, AttrResult.String("limited"))...))
-		o.ObserveInt64(attempts, int64(s.Unavailable), metric.WithAttributes(append(base, AttrResult.String("unavailable"))...))
-		o.ObserveInt64(failures, int64(s.Unavailable), metric.WithAttributes(append(base, attribute.String("rediskit.component", "limiter"))...))
+		o.ObserveInt64(attempts, count(s.Allowed), metric.WithAttributes(append(base, AttrResult.String("allowed"))...))
+		o.ObserveInt64(attempts, count(s.Rejected), metric.WithAttributes(append(base, AttrResult.String("limited"))...))
+		o.ObserveInt64(attempts, count(s.Unavailable), metric.WithAttributes(append(base, AttrResult.String("unavailable"))...))
+		o.ObserveInt64(failures, count(s.Unavailable), metric.WithAttributes(append(base, attribute.String("rediskit.component", "limiter"))...))
 		return nil
 	}, attempts, failures)
 }
@@ -94,8 +94,8 @@ func (m *Metrics) RegisterGate(name string, g *guard.Gate) (metric.Registration,
 		s := g.Stats()
 		o.ObserveInt64(attempts, int64(s.Admitted), metric.WithAttributes(append(base, AttrResult.String("admitted"))...))
 		o.ObserveInt64(attempts, int64(s.Busy), metric.WithAttributes(append(base, AttrResult.String("busy"))...))
-		o.ObserveInt64(attempts, int64(s.Unavailable), metric.WithAttributes(append(base, AttrResult.String("unavailable"))...))
-		o.ObserveInt64(failures, int64(s.Unavailable), metric.WithAttributes(append(base, attribute.String("rediskit.component", "admission"))...))
+		o.ObserveInt64(attempts, count(s.Unavailable), metric.WithAttributes(append(base, AttrResult.String("unavailable"))...))
+		o.ObserveInt64(failures, count(s.Unavailable), metric.WithAttributes(append(base, attribute.String("rediskit.component", "admission"))...))
 		return nil
 	}, attempts, failures)
 }

@@ -2,6 +2,7 @@ package rediskitotel
 
 import (
 	"context"
+	"math"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -76,7 +77,9 @@ func (m *Metrics) RegisterMultiDB(c *multidb.Client) (metric.Registration, error
 	}
 	states := []multidb.BreakerState{multidb.Closed, multidb.Open, multidb.HalfOpen}
 	return m.observe(func(_ context.Context, o metric.Observer) error {
-		for _, db := range c.Stats().Databases {
+		dbs := c.Stats().Databases
+		for i := range dbs {
+			db := &dbs[i]
 			attrs := []attribute.KeyValue{redisSystem, AttrDatabase.String(db.Name)}
 			o.ObserveInt64(active, boolInt(db.Active), metric.WithAttributes(attrs...))
 			for _, s := range states {
@@ -89,6 +92,15 @@ func (m *Metrics) RegisterMultiDB(c *multidb.Client) (metric.Registration, error
 		}
 		return nil
 	}, active, state, probe, failures)
+}
+
+// count is a counter's value for an Int64 instrument: saturated at the
+// largest int64, which no counter of a running process reaches.
+func count(n uint64) int64 {
+	if n > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(n)
 }
 
 func boolInt(b bool) int64 {

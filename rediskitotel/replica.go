@@ -54,7 +54,9 @@ func (m *Metrics) replicaTable() (replicaTable, error) {
 }
 
 func (t replicaTable) observe(o metric.Observer, sel *replica.Selector) {
-	for _, row := range sel.Table() {
+	table := sel.Table()
+	for i := range table {
+		row := &table[i]
 		attrs := append([]attribute.KeyValue{redisSystem, AttrRole.String(string(row.Role))}, addrAttrs(row.Addr)...)
 		if row.RTT > 0 {
 			o.ObserveFloat64(t.rtt, row.RTT.Seconds(), metric.WithAttributes(attrs...))

@@ -43,9 +43,9 @@ func spanNodes(exp *tracetest.InMemoryExporter) []string {
 		for _, a := range s.Attributes {
 			switch a.Key {
 			case "server.address":
-				host = a.Value.Emit()
+				host = a.Value.AsString()
 			case "server.port":
-				port = a.Value.Emit()
+				port = a.Value.Emit() //nolint:staticcheck // the port is an int attribute: Emit formats any kind
 			}
 		}
 		out = append(out, s.Name+"@"+net.JoinHostPort(host, port))

@@ -174,7 +174,7 @@ func (p *parser) parse() (*Config, error) {
 }
 
 func isSchemeSyntax(s string) bool {
-	if s == "" || len(s) > 32 || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
+	if s == "" || len(s) > 32 || (s[0] < 'a' || s[0] > 'z') && (s[0] < 'A' || s[0] > 'Z') {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
@@ -197,7 +197,7 @@ func (p *parser) userinfo(c *Config, s span) error {
 		return &Error{Field: "userinfo", Reason: "invalid percent-encoding in the password", Hint: "write '%' as %25"}
 	}
 	if u != "" && pw == "" {
-		return &Error{Field: "userinfo", Reason: "a username needs a password", Hint: "redis://user:password@host"}
+		return &Error{Field: "userinfo", Reason: "a username needs a password", Hint: "redis://user:password@host"} //nolint:gosec // a placeholder in a hint, not a credential
 	}
 	c.Username, c.Password = u, pw
 	return nil
@@ -304,7 +304,7 @@ const smallSentinelList = 8
 
 // segments splits a path ("/a/b") into at most max segments; one trailing
 // slash is ignored.
-func (p *parser) segments(path span, max int, hint string) ([]span, error) {
+func (p *parser) segments(path span, most int, hint string) ([]span, error) {
 	t := p.text(path)
 	if t == "" || t == "/" {
 		return nil, nil
@@ -319,7 +319,7 @@ func (p *parser) segments(path span, max int, hint string) ([]span, error) {
 		segs = append(segs, span{pos, pos + len(s)})
 		pos += len(s) + 1
 	}
-	if len(segs) > max {
+	if len(segs) > most {
 		return nil, p.fail("path", path, "too many segments", hint)
 	}
 	return segs, nil
@@ -557,7 +557,7 @@ func paramHint(name string) string {
 		return "master_name and addr are go-redis's failover URL (read it with ParseFailoverURL); the sentinel URL is redis+sentinel://host1,host2/mymaster"
 	}
 	for _, k := range paramNames() {
-		if strings.ToLower(k) == norm {
+		if strings.EqualFold(k, norm) {
 			return "did you mean " + k + "? Names are case-sensitive"
 		}
 	}

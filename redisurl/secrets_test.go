@@ -77,7 +77,7 @@ func TestConfigNeverPrintsPasswords(t *testing.T) {
 	}
 	outputs := map[string]string{
 		"Redacted": c.Redacted(), "String": c.String(), "GoString": c.GoString(),
-		"%v": fmt.Sprintf("%v", c), "%+v": fmt.Sprintf("%+v", c), "%#v": fmt.Sprintf("%#v", c), "%s": fmt.Sprintf("%s", c),
+		"%v": fmt.Sprintf("%v", c), "%+v": fmt.Sprintf("%+v", c), "%#v": fmt.Sprintf("%#v", c), "%s": fmt.Sprintf("%s", c), //nolint:staticcheck // the %s verb is what is tested
 		"value %v": fmt.Sprintf("%v", *c), "value %+v": fmt.Sprintf("%+v", *c), "value %#v": fmt.Sprintf("%#v", *c),
 		"slog text": logText.String(), "slog JSON": logJSON.String(), "json.Marshal": string(js),
 	}

@@ -53,7 +53,7 @@ func TestLagEstimate(t *testing.T) {
 		offset      int64
 		at          float64
 		wantBytes   int64
-		wantSeconds time.Duration
+		wantLag     time.Duration
 		wantAtLeast bool
 	}{
 		{"caught up", 4000, 10, 0, 0, false},
@@ -71,8 +71,8 @@ func TestLagEstimate(t *testing.T) {
 			if !got.known || got.bytes != tc.wantBytes || got.atLeast != tc.wantAtLeast {
 				t.Fatalf("got %+v, want %d bytes (atLeast %v)", got, tc.wantBytes, tc.wantAtLeast)
 			}
-			if d := got.seconds - tc.wantSeconds; d < -time.Millisecond || d > time.Millisecond {
-				t.Fatalf("lag %v, want %v", got.seconds, tc.wantSeconds)
+			if d := got.seconds - tc.wantLag; d < -time.Millisecond || d > time.Millisecond {
+				t.Fatalf("lag %v, want %v", got.seconds, tc.wantLag)
 			}
 		})
 	}

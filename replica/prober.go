@@ -374,7 +374,7 @@ func (p *prober) probeRound(ctx context.Context) {
 		}
 	}
 	p.round++
-	p.apply(all, masters, replicas, results)
+	p.apply(all, masters, results)
 	m := p.measure(masters, replicas)
 	p.latest.Store(m)
 
@@ -471,7 +471,7 @@ func parseReplicaInfo(text string, at time.Time) replicaInfo {
 }
 
 // apply folds a round's results into the nodes' state.
-func (p *prober) apply(all, masters, replicas []string, results []probeResult) {
+func (p *prober) apply(all, masters []string, results []probeResult) {
 	for addr := range p.nodes {
 		if !slices.Contains(all, addr) {
 			delete(p.nodes, addr)

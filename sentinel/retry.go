@@ -28,7 +28,7 @@ func (e *NodeError) RetryAdvice() (after time.Duration, mayHaveExecuted bool) {
 	return DefaultRetryAfter, e.Write && e.MayHaveExecuted
 }
 
-// RetryAdvice: the write was not sent, so repeating it is safe. When the
+// RetryAdvice says when to try again: the write was not sent, so repeating it is safe. When the
 // hold ran its course, the wait suggested is as long again (Waited, to
 // 100 ms, is then the client's FailoverHold): a failover not confirmed
 // within one hold is given another. When the caller's context cut the
@@ -47,7 +47,7 @@ func (e *MasterChangedError) RetryAdvice() (after time.Duration, mayHaveExecuted
 	return 0, e.MayHaveExecuted
 }
 
-// RetryAdvice: a write that ran but was not confirmed may have executed;
+// RetryAdvice says when to try again: a write that ran but was not confirmed may have executed;
 // its replicas get the durable timeout (Timeout, the client's
 // DurableTimeout) again to catch up. A write refused unsent (NotSent)
 // waits for a counted replica to come back, which the client sees at its
@@ -62,7 +62,7 @@ func (e *NotDurableError) RetryAdvice() (after time.Duration, mayHaveExecuted bo
 	return DefaultDurableTimeout, true
 }
 
-// RetryAdvice: the read was not sent. A replica becomes usable again at a
+// RetryAdvice says when to try again: the read was not sent. A replica becomes usable again at a
 // probe round of the replica selector or a topology refresh, whichever
 // is later by default: replica.DefaultProbeInterval and
 // DefaultRefreshInterval.
@@ -70,7 +70,7 @@ func (e *NoReplicaError) RetryAdvice() (after time.Duration, mayHaveExecuted boo
 	return max(replica.DefaultProbeInterval, DefaultRefreshInterval), false
 }
 
-// RetryAdvice: nothing was sent, since no master was known. The client
+// RetryAdvice says when to try again: nothing was sent, since no master was known. The client
 // looks for one again at least every RefreshInterval:
 // DefaultRefreshInterval.
 func (e *DiscoveryError) RetryAdvice() (after time.Duration, mayHaveExecuted bool) {

@@ -48,7 +48,7 @@ REDISKIT_SENTINEL_PASSWORD when the URL has none; they are never printed.`,
 			return runCheck(ctx, out, t, w.write, w.prefix, f.json)
 		}),
 	}
-	f.register(cmd, true)
+	f.register(cmd)
 	w.register(cmd)
 	return cmd
 }

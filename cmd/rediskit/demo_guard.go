@@ -32,8 +32,8 @@ func (d *demo) guardTour(ctx context.Context) error {
 	t := &shopTour{ctx: ctx, out: d.out, srv: srv}
 
 	fmt.Fprintln(d.out, "Redis up:")
-	t.catalog("sku-1", "first request")
-	t.catalog("sku-1", "")
+	t.catalog("first request")
+	t.catalog("")
 	t.login()
 	t.pay("order-1")
 	fmt.Fprintf(d.out, "  database reads %d, provider calls %d\n", s.Prices().Reads(), s.Provider().Calls())
@@ -42,7 +42,7 @@ func (d *demo) guardTour(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(d.out, "Redis paused (SIGSTOP: connections accepted, nothing answered):")
-	t.catalog("sku-1", "fallback")
+	t.catalog("fallback")
 	t.login()
 	t.pay("order-2")
 	fmt.Fprintf(d.out, "  database reads %d, provider calls %d: no charge was started\n", s.Prices().Reads(), s.Provider().Calls())
@@ -51,7 +51,7 @@ func (d *demo) guardTour(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(d.out, "Redis resumed:")
-	t.catalog("sku-1", "")
+	t.catalog("")
 	t.login()
 	t.pay("order-2")
 	t.pay("order-3")
@@ -119,7 +119,11 @@ func (t *shopTour) line(what string, code int, took time.Duration, detail string
 	}
 }
 
-func (t *shopTour) catalog(sku, note string) {
+// tourSKU is the product the tour asks the catalog for.
+const tourSKU = "sku-1"
+
+func (t *shopTour) catalog(note string) {
+	sku := tourSKU
 	code, body, took := t.request("GET", "/catalog/"+sku, "")
 	detail := body
 	var p shop.PriceResponse

@@ -20,7 +20,7 @@ func (d *demo) metricsTour(ctx context.Context) error {
 		return err
 	}
 	url := s.srv.URL + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return err
 	}

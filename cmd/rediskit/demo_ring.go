@@ -73,7 +73,7 @@ func (d *demo) ringTour(ctx context.Context) error {
 	}
 
 	stopA := run(a)
-	defer stopA()
+	defer func() { _ = stopA() }()
 	if err := wait("demo-a never owned the keys", func() bool { return len(a.Owned()) == 100 }); err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ follow it, or when the result could not be checked.`,
 			return runDrill(cmd.Context(), cmd.OutOrStdout(), t, &f)
 		},
 	}
-	f.targetFlags.register(cmd, true)
+	f.targetFlags.register(cmd)
 	cmd.Flags().DurationVar(&f.duration, "duration", 10*time.Second, "how long the load runs")
 	cmd.Flags().IntVar(&f.writers, "writers", 4, "concurrent writers")
 	cmd.Flags().IntVar(&f.readers, "readers", 4, "concurrent readers")

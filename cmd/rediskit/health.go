@@ -40,7 +40,7 @@ unix:// URL works too.`,
 			return runHealth(ctx, out, t, w.write, w.prefix, f.json)
 		}),
 	}
-	f.register(cmd, true)
+	f.register(cmd)
 	w.register(cmd)
 	return cmd
 }

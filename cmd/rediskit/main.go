@@ -96,7 +96,7 @@ Exit codes: 0 ok, 1 the check failed, 2 usage error.`,
 // when called alone, and refuse an unknown subcommand as a usage error:
 // with Args set, cobra hands unknown subcommands to it instead of failing
 // with an untyped error.
-func groupCommand(c *cobra.Command) *cobra.Command {
+func groupCommand(c *cobra.Command) {
 	c.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
@@ -104,7 +104,6 @@ func groupCommand(c *cobra.Command) *cobra.Command {
 		return nil
 	}
 	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	return c
 }
 
 // wrapArgs makes argument-count errors usage errors, recursively.

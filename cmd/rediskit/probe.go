@@ -69,7 +69,7 @@ With --json: {"target", "master_name", "round", "at", "nodes": [{"addr",
 			return runProbe(cmd.Context(), cmd.OutOrStdout(), t, &f)
 		},
 	}
-	f.targetFlags.register(cmd, true)
+	f.targetFlags.register(cmd)
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "re-print the table after every probe round until Ctrl-C")
 	cmd.Flags().DurationVar(&f.interval, "interval", replica.DefaultProbeInterval, "time between probe rounds")
 	cmd.Flags().DurationVar(&f.maxStaleness, "max-staleness", 0, "exclude replicas lagging more than this (0: no bound), as replica.Config.MaxStaleness")

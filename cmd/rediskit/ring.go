@@ -25,7 +25,7 @@ type ringFlags struct {
 }
 
 func (f *ringFlags) register(cmd *cobra.Command) {
-	f.targetFlags.register(cmd, true)
+	f.targetFlags.register(cmd)
 	cmd.Flags().StringVar(&f.key, "key", "", "the ring's Redis key (required)")
 	cmd.Flags().BoolVar(&f.crc32, "crc32", false, "hash keys with CRC-32 instead of xxHash (older rings)")
 }

@@ -17,8 +17,8 @@ import (
 // must wait out: subscribing again at once is right.
 var ErrSwitched = errors.New("rediskit: the subscription moved to the new target")
 
-// switchedErr is what a switched connection's calls return.
-var switchedErr = fmt.Errorf("%w: %w", ErrSwitched, net.ErrClosed)
+// errSwitchedConn is what a switched connection's calls return.
+var errSwitchedConn = fmt.Errorf("%w: %w", ErrSwitched, net.ErrClosed)
 
 // Conns tracks the connections a routed client's subscription dialer made,
 // each with the target (of type K) it leads to, so that when the target
@@ -90,7 +90,7 @@ type conn[K comparable] struct {
 func (c *conn[K]) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if err != nil && c.switched.Load() {
-		err = switchedErr
+		err = errSwitchedConn
 	}
 	return n, err
 }
@@ -98,7 +98,7 @@ func (c *conn[K]) Read(p []byte) (int, error) {
 func (c *conn[K]) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	if err != nil && c.switched.Load() {
-		err = switchedErr
+		err = errSwitchedConn
 	}
 	return n, err
 }

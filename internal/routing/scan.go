@@ -104,9 +104,9 @@ func (s Scan) Cursor() (uint64, bool) {
 	case uint64:
 		return v, true
 	case int:
-		return uint64(v), v >= 0
+		return uint64(v), v >= 0 //nolint:gosec // a negative v is reported as not a cursor
 	case int64:
-		return uint64(v), v >= 0
+		return uint64(v), v >= 0 //nolint:gosec // a negative v is reported as not a cursor
 	case string:
 		n, err := strconv.ParseUint(v, 10, 64)
 		return n, err == nil
@@ -137,7 +137,7 @@ func (s Scan) ReplyCursor() (uint64, bool) {
 			n, err := strconv.ParseUint(c, 10, 64)
 			return n, err == nil
 		case int64:
-			return uint64(c), c >= 0
+			return uint64(c), c >= 0 //nolint:gosec // a negative c is reported as not a cursor
 		}
 	}
 	return 0, false

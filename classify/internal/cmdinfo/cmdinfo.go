@@ -74,7 +74,7 @@ var flagNames = [...]struct {
 // ParseFlag returns the flag Redis calls name, and false for a name this
 // package does not know.
 func ParseFlag(name string) (Flags, bool) {
-	for _, f := range flagNames {
+	for _, f := range &flagNames {
 		if f.redis == name {
 			return f.flag, true
 		}
@@ -85,7 +85,7 @@ func ParseFlag(name string) (Flags, bool) {
 // String lists the flags by their Redis names, comma-separated.
 func (f Flags) String() string {
 	var names []string
-	for _, n := range flagNames {
+	for _, n := range &flagNames {
 		if f&n.flag != 0 {
 			names = append(names, n.redis)
 		}
@@ -99,7 +99,7 @@ func (f Flags) goExpr() string {
 		return "0"
 	}
 	var parts []string
-	for _, n := range flagNames {
+	for _, n := range &flagNames {
 		if f&n.flag != 0 {
 			parts = append(parts, "cmdinfo."+n.goN)
 		}
