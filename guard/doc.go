@@ -18,23 +18,29 @@
 //   - Checker and Monitor: PING plus an optional write probe, telling a
 //     writable primary from a read-only replica, a primary out of memory,
 //     an auth failure, a timeout and an unreachable server.
-//   - StatusCode, WriteError and Handler: the HTTP statuses 503, 429 (with
-//     Retry-After) and 409; 503 with Retry-After for a Transient error (a
-//     failover or switch of package sentinel or multidb), whose body says
-//     whether repeating the request is safe.
+//   - Transient: the contract of an error that means "try again" (a
+//     failover or switch of package sentinel or multidb): how long to wait
+//     and whether the failed work may have taken effect.
+//   - Package httpguard (guard/httpguard) maps the errors to HTTP: 503,
+//     429 (with Retry-After) and 409; 503 with Retry-After for a Transient
+//     error, whose body says whether repeating the request is safe
+//     (StatusCode, WriteError, Handler). It is a package of its own so
+//     that guard does not import net/http.
 //
 // # Errors
 //
 // Every refusal matches one of three sentinels with errors.Is, and carries
-// its details in a type for errors.As:
+// its details in a type for errors.As (the status is the one httpguard
+// answers):
 //
 //	ErrUnavailable      503  *RedisError (from Call), *UnavailableError (from a component)
 //	ErrTooManyRequests  429  *LimitError (RetryAfter)
 //	ErrBusy             409  *BusyError
 //
 // A Transient error anywhere in the chain (a *RedisError's cause, say)
-// adds Retry-After to the 503 and, in WriteError's body, whether the work
-// may have taken effect: sentinel's *MasterChangedError, *WriteHeldError
+// adds Retry-After to httpguard's 503 and, in the body of
+// httpguard.WriteError, whether the work may have taken effect:
+// sentinel's *MasterChangedError, *WriteHeldError
 // (ErrFailoverInProgress), *NotDurableError, *NoReplicaError, *NodeError
 // and *DiscoveryError, multidb's *UnavailableError
 // (ErrTemporarilyUnavailable, ErrNoHealthyDatabase) and

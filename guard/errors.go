@@ -11,7 +11,7 @@ import (
 	"github.com/rediskit/rediskit/internal/failure"
 )
 
-// The three outcomes a route maps to an HTTP status (see StatusCode). Every
+// The three outcomes a route maps to an HTTP status (see httpguard.StatusCode). Every
 // refusal the package returns matches exactly one of them with errors.Is.
 var (
 	// ErrUnavailable: the guard could not do its job, because Redis failed

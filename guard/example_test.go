@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/guard/httpguard"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -131,7 +132,7 @@ func ExampleLimiter() {
 	}
 	for i := 1; i <= 6; i++ {
 		a, err := logins.Allow(ctx, "alice")
-		fmt.Printf("attempt %d: remaining %d, status %d, Retry-After %q\n", i, a.Remaining, guard.StatusCode(err), guard.RetryAfter(err))
+		fmt.Printf("attempt %d: remaining %d, status %d, Retry-After %q\n", i, a.Remaining, httpguard.StatusCode(err), httpguard.RetryAfter(err))
 	}
 	// Output:
 	// attempt 1: remaining 4, status 200, Retry-After ""
@@ -162,8 +163,8 @@ func ExampleGate() {
 	for range 2 {
 		err := payments.Admit(ctx, "order-1")
 		w := httptest.NewRecorder()
-		guard.WriteError(w, err)
-		fmt.Printf("%d %q\n", guard.StatusCode(err), w.Body.String())
+		httpguard.WriteError(w, err)
+		fmt.Printf("%d %q\n", httpguard.StatusCode(err), w.Body.String())
 	}
 	// Output:
 	// 200 ""
@@ -197,29 +198,6 @@ func ExampleChecker() {
 	// Output:
 	// node0 writable ping ok: true <nil>
 	// node1 read-only ping ok: true <nil>
-}
-
-// The statuses of the package's errors.
-func ExampleStatusCode() {
-	for _, err := range []error{
-		nil,
-		&guard.LimitError{Name: "login", Limit: 5, Window: time.Minute, RetryAfter: 12 * time.Second},
-		&guard.BusyError{Name: "payment", TTL: 30 * time.Second},
-		&guard.UnavailableError{Name: "login", Reason: guard.ReasonRedis},
-		&guard.UnavailableError{Name: "price", Reason: guard.ReasonBusy},
-		context.Canceled,
-		errors.New("something else"),
-	} {
-		fmt.Printf("%d %q\n", guard.StatusCode(err), guard.RetryAfter(err))
-	}
-	// Output:
-	// 200 ""
-	// 429 "12"
-	// 409 ""
-	// 503 ""
-	// 503 ""
-	// 503 ""
-	// 500 ""
 }
 
 // startRedis starts a standalone lab Redis and opens a Guard on it with

@@ -328,7 +328,7 @@ func ProcessesIn(dir string) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		cwd, err := os.Readlink("/proc/"+e.Name()+"/cwd")
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
 		if err != nil {
 			continue // gone, or not ours to see
 		}

@@ -4,8 +4,8 @@ import "time"
 
 // RetryAdvice methods: the errors that mean "try again" say how long to
 // wait and whether the failed work may have taken effect, the interface
-// guard.Transient describes (guard.StatusCode and guard.WriteError answer
-// 503 with Retry-After from it; multidb's dependency on guard is its
+// guard.Transient describes (httpguard.StatusCode and httpguard.WriteError
+// answer 503 with Retry-After from it; multidb's dependency on guard is its
 // write probe only, and these methods do not use it). The errors do not
 // carry the client's settings, so the waits are derived from the defaults
 // of the settings that decide when the condition can pass.

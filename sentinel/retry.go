@@ -8,8 +8,8 @@ import (
 
 // RetryAdvice methods: the errors that mean "try again" say how long to
 // wait and whether the failed work may have taken effect, the interface
-// guard.Transient describes (guard.StatusCode and guard.WriteError answer
-// 503 with Retry-After from it; this package does not import guard). The
+// guard.Transient describes (httpguard.StatusCode and httpguard.WriteError
+// answer 503 with Retry-After from it; this package imports neither). The
 // wait is derived from the client's own settings where the error carries
 // them, and is otherwise the default of the setting that decides when the
 // condition can pass (the error does not know the client's value).

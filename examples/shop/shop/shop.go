@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/guard/httpguard"
 	"github.com/rediskit/rediskit/rediskitotel"
 )
 
@@ -174,9 +175,9 @@ func New(cfg Config) (*Shop, error) {
 	if cfg.MetricsHandler != nil {
 		mux.Handle("GET /metrics", cfg.MetricsHandler)
 	}
-	mux.Handle("GET /catalog/{sku}", guard.Handler(s.log, s.getPrice))
-	mux.Handle("POST /login", guard.Handler(s.log, s.login))
-	mux.Handle("POST /pay", guard.Handler(s.log, s.pay))
+	mux.Handle("GET /catalog/{sku}", httpguard.Handler(s.log, s.getPrice))
+	mux.Handle("POST /login", httpguard.Handler(s.log, s.login))
+	mux.Handle("POST /pay", httpguard.Handler(s.log, s.pay))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ready\n")) })
 	mux.HandleFunc("GET /debug/redis", s.redisReport)

@@ -1,4 +1,4 @@
-package guard_test
+package httpguard_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/guard"
+	"github.com/rediskit/rediskit/guard/httpguard"
 )
 
 func TestStatusCode(t *testing.T) {
@@ -33,11 +34,11 @@ func TestStatusCode(t *testing.T) {
 		{context.Canceled, 503, "", "Service Unavailable"},
 		{errors.New("boom"), 500, "", "Internal Server Error"},
 	} {
-		if got := guard.StatusCode(tc.err); got != tc.code {
+		if got := httpguard.StatusCode(tc.err); got != tc.code {
 			t.Errorf("StatusCode(%v) = %d, want %d", tc.err, got, tc.code)
 		}
 		w := httptest.NewRecorder()
-		if got := guard.WriteError(w, tc.err); got != tc.code || w.Code != tc.code {
+		if got := httpguard.WriteError(w, tc.err); got != tc.code || w.Code != tc.code {
 			t.Errorf("WriteError(%v) = %d, wrote %d, want %d", tc.err, got, w.Code, tc.code)
 		}
 		if got := w.Header().Get("Retry-After"); got != tc.retryAfter {
@@ -51,7 +52,7 @@ func TestStatusCode(t *testing.T) {
 			t.Errorf("body shows the server address: %q", body)
 		}
 	}
-	if guard.StatusCode(nil) != 200 {
+	if httpguard.StatusCode(nil) != 200 {
 		t.Error("StatusCode(nil) != 200")
 	}
 }
@@ -59,7 +60,7 @@ func TestStatusCode(t *testing.T) {
 func TestHandler(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	h := guard.Handler(log, func(w http.ResponseWriter, r *http.Request) error {
+	h := httpguard.Handler(log, func(w http.ResponseWriter, r *http.Request) error {
 		switch r.URL.Path {
 		case "/busy":
 			return &guard.BusyError{Name: "payment"}

@@ -1,4 +1,4 @@
-package guard
+package httpguard
 
 import (
 	"errors"
@@ -7,31 +7,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rediskit/rediskit/guard"
 	"github.com/rediskit/rediskit/internal/failure"
 )
 
-// Transient is implemented by errors of a condition expected to pass by
-// itself: a failover under way, a master changed or being discovered, a
-// database switch, a replica catching up. The request may succeed if it
-// is made again later. StatusCode answers 503 for an error with one in its
-// chain (errors.As), and WriteError adds Retry-After and says in the body
-// whether repeating the request is safe.
-//
-// The errors of packages sentinel and multidb that mean "try again" have
-// the method (guard imports neither: any error type can implement it).
-type Transient interface {
-	error
-	// RetryAdvice says how long to wait before trying again (0: at once;
-	// Retry-After is at least 1 s), and whether the failed work may have
-	// taken effect: a write that may have been applied, which must be
-	// checked for before it is repeated. false means repeating it cannot
-	// do anything twice: it was not sent, or it only read.
-	RetryAdvice() (after time.Duration, mayHaveExecuted bool)
-}
-
-// transient returns the Transient in err's chain, or nil.
-func transient(err error) Transient {
-	var t Transient
+// transient returns the guard.Transient in err's chain, or nil.
+func transient(err error) guard.Transient {
+	var t guard.Transient
 	if errors.As(err, &t) {
 		return t
 	}
@@ -41,11 +23,11 @@ func transient(err error) Transient {
 // StatusCode maps an error to the HTTP status a route should answer:
 //
 //   - nil: 200;
-//   - ErrTooManyRequests (a *LimitError): 429;
-//   - ErrBusy (a *BusyError): 409;
-//   - a Transient error (a failover, a master or database switch: see
-//     Transient), however wrapped: 503;
-//   - ErrUnavailable (Redis failed, a fallback is saturated): 503;
+//   - guard.ErrTooManyRequests (a *guard.LimitError): 429;
+//   - guard.ErrBusy (a *guard.BusyError): 409;
+//   - a guard.Transient error (a failover, a master or database switch:
+//     see guard.Transient), however wrapped: 503;
+//   - guard.ErrUnavailable (Redis failed, a fallback is saturated): 503;
 //   - the request's own context.Canceled or context.DeadlineExceeded: 503
 //     (the client is most likely gone; the status is for the logs);
 //   - anything else: 500.
@@ -53,12 +35,12 @@ func StatusCode(err error) int {
 	switch {
 	case err == nil:
 		return http.StatusOK
-	case errors.Is(err, ErrTooManyRequests):
+	case errors.Is(err, guard.ErrTooManyRequests):
 		return http.StatusTooManyRequests
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, guard.ErrBusy):
 		return http.StatusConflict
 	case transient(err) != nil,
-		errors.Is(err, ErrUnavailable),
+		errors.Is(err, guard.ErrUnavailable),
 		failure.ContextError(err):
 		return http.StatusServiceUnavailable
 	}
@@ -66,10 +48,10 @@ func StatusCode(err error) int {
 }
 
 // RetryAfter is the Retry-After value for err, in whole seconds rounded
-// up (at least 1), when err carries one (a *LimitError's RetryAfter, a
-// Transient error's RetryAdvice), else "".
+// up (at least 1), when err carries one (a *guard.LimitError's
+// RetryAfter, a guard.Transient error's RetryAdvice), else "".
 func RetryAfter(err error) string {
-	var le *LimitError
+	var le *guard.LimitError
 	var after time.Duration
 	switch t := transient(err); {
 	case errors.As(err, &le):
@@ -84,11 +66,11 @@ func RetryAfter(err error) string {
 }
 
 // WriteError answers the request with err's status (StatusCode), a
-// Retry-After header for a 429 and for a Transient error's 503, and a
-// short plain-text body that says what happened without internal details
-// (no server address, no key); for a Transient error it also says
-// whether repeating the request is safe. It returns the status written.
-// It writes nothing for a nil err.
+// Retry-After header for a 429 and for a guard.Transient error's 503, and
+// a short plain-text body that says what happened without internal
+// details (no server address, no key); for a guard.Transient error it
+// also says whether repeating the request is safe. It returns the status
+// written. It writes nothing for a nil err.
 func WriteError(w http.ResponseWriter, err error) int {
 	if err == nil {
 		return http.StatusOK
@@ -103,9 +85,9 @@ func WriteError(w http.ResponseWriter, err error) int {
 
 func publicMessage(err error, code int) string {
 	var (
-		ue *UnavailableError
-		le *LimitError
-		be *BusyError
+		ue *guard.UnavailableError
+		le *guard.LimitError
+		be *guard.BusyError
 	)
 	switch t := transient(err); {
 	case errors.As(err, &le):
@@ -122,7 +104,7 @@ func publicMessage(err error, code int) string {
 			return msg + "a change may have been made: check before repeating the request"
 		}
 		return msg + "nothing was changed: repeating the request is safe"
-	case errors.As(err, &ue) && ue.Reason == ReasonRedis:
+	case errors.As(err, &ue) && ue.Reason == guard.ReasonRedis:
 		return ue.Name + " unavailable, try again later"
 	case errors.As(err, &ue):
 		return ue.Name + " busy, try again later"
