@@ -92,8 +92,8 @@ func (m *Metrics) RegisterGate(name string, g *guard.Gate) (metric.Registration,
 	base := []attribute.KeyValue{redisSystem, AttrName.String(name)}
 	return m.observe(func(_ context.Context, o metric.Observer) error {
 		s := g.Stats()
-		o.ObserveInt64(attempts, int64(s.Admitted), metric.WithAttributes(append(base, AttrResult.String("admitted"))...))
-		o.ObserveInt64(attempts, int64(s.Busy), metric.WithAttributes(append(base, AttrResult.String("busy"))...))
+		o.ObserveInt64(attempts, count(s.Admitted), metric.WithAttributes(append(base, AttrResult.String("admitted"))...))
+		o.ObserveInt64(attempts, count(s.Busy), metric.WithAttributes(append(base, AttrResult.String("busy"))...))
 		o.ObserveInt64(attempts, count(s.Unavailable), metric.WithAttributes(append(base, AttrResult.String("unavailable"))...))
 		o.ObserveInt64(failures, count(s.Unavailable), metric.WithAttributes(append(base, attribute.String("rediskit.component", "admission"))...))
 		return nil

@@ -88,7 +88,7 @@ func (m *Metrics) RegisterMultiDB(c *multidb.Client) (metric.Registration, error
 			if db.Checked {
 				o.ObserveFloat64(probe, db.LastProbeLatency.Seconds(), metric.WithAttributes(attrs...))
 			}
-			o.ObserveInt64(failures, int64(db.Failures), metric.WithAttributes(attrs...))
+			o.ObserveInt64(failures, count(db.Failures), metric.WithAttributes(attrs...))
 		}
 		return nil
 	}, active, state, probe, failures)
