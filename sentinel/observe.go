@@ -185,11 +185,11 @@ type counters struct {
 
 // Stats returns the client's counters and current topology.
 func (c *Client) Stats() Stats {
-	snap := c.snap.Load()
+	snap := c.topo.load()
 	st := Stats{
 		MasterName:        c.opts.MasterName,
-		Sentinels:         c.sentinels.list(),
-		Nodes:             c.nodes.callCounts(),
+		Sentinels:         c.topo.sentinels.list(),
+		Nodes:             c.topo.nodes.callCounts(),
 		MasterChanges:     c.stats.masterChanges.Load(),
 		Resolutions:       c.stats.resolutions.Load(),
 		DiscoveryFailures: c.stats.discoveryFailures.Load(),

@@ -114,7 +114,7 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 	}
 	n := snap.master
 	if tag != 0 {
-		addr, ok := c.nodes.addrOf(tag)
+		addr, ok := c.topo.nodes.addrOf(tag)
 		if !ok {
 			err := &CursorError{MasterName: c.opts.MasterName, Node: fmt.Sprintf("node #%d", tag), Reason: "this client never routed to"}
 			cmd.SetErr(err)
@@ -162,7 +162,7 @@ func (c *Client) tagReply(sc routing.Scan, addr string) {
 	if !ok || out == 0 {
 		return
 	}
-	id := c.nodes.idOf(addr)
+	id := c.topo.nodes.idOf(addr)
 	if tagged, ok := routing.TagCursor(out, routing.NodeTagShift, routing.NodeTagBits, id); ok {
 		sc.SetReplyCursor(tagged)
 		return
@@ -212,7 +212,7 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 		}
 		n := snap.master
 		if tag != 0 {
-			addr, ok := c.nodes.addrOf(tag)
+			addr, ok := c.topo.nodes.addrOf(tag)
 			if !ok {
 				return fail(&CursorError{MasterName: c.opts.MasterName, Node: fmt.Sprintf("node #%d", tag), Reason: "this client never routed to"})
 			}
@@ -244,7 +244,7 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 	var served *node
 	switch {
 	case pinned == nil && writes:
-		err, served = c.write(ctx, nil, cmds), c.snap.Load().master
+		err, served = c.write(ctx, nil, cmds), c.topo.load().master
 	case pinned == nil:
 		served, err = c.readOn(ctx, nil, cmds)
 	default:
