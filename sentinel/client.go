@@ -356,7 +356,7 @@ func (c *Client) heldError(snap *snapshot, began time.Time, cause error) *WriteH
 	e := &WriteHeldError{MasterName: c.opts.MasterName, Master: snap.masterAddr(), Candidate: snap.candidate,
 		Waited: time.Since(began), Cause: cause}
 	switch {
-	case snap.fenced && snap.candidate != "":
+	case snap.failoverHeld && snap.candidate != "":
 		e.Reason = "a failover to " + snap.candidate + " is under way"
 	case snap.isolated != "":
 		e.Reason = "the master is cut off: " + snap.isolated

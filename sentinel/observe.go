@@ -78,7 +78,7 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
 
-// Event is something the client decided or observed.
+// Event is something the client decided or noticed.
 type Event struct {
 	Kind       EventKind
 	Time       time.Time
@@ -205,7 +205,7 @@ func (c *Client) Stats() Stats {
 		st.Master = snap.master.addr
 		st.Replicas = slices.Clone(snap.replicaAddrs)
 		st.DurableReplicas = slices.Clone(snap.durable)
-		st.FailoverInProgress = snap.fenced
+		st.FailoverInProgress = snap.failoverHeld
 		st.MasterIsolated = snap.isolated
 	}
 	return st

@@ -568,9 +568,9 @@ func (t *topology) applyPoll(res pollResult) {
 			st.wantRefresh = true
 		}
 	}
-	if res.promoted != "" && res.promoted != res.master && st.fence == nil {
+	if res.promoted != "" && res.promoted != res.master && st.failoverHold == nil {
 		t.log.Info("failover seen by polling the sentinels", "candidate", res.promoted, "sentinel", res.leader)
-		t.startFence(res.promoted, res.leader)
+		t.startFailoverHold(res.promoted, res.leader)
 	}
 	hold, cleared := isolationDecision(p.hold, p.cleared, isolationInput{views: res.views, master: res.master,
 		masterRTT: res.masterRTT, probe: res.probe, stall: stall, now: time.Now()})

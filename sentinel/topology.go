@@ -168,9 +168,10 @@ type snapshot struct {
 	// them all.
 	promotable []string
 
-	// fenced: a failover is under way; writes wait for a newer snapshot.
-	fenced    bool
-	candidate string
+	// failoverHeld: writes are held for a failover under way (to
+	// candidate); they wait for a newer snapshot.
+	failoverHeld bool
+	candidate    string
 	// isolated, when not empty, says why writes are held for a master cut
 	// off from the sentinels (see isolationDecision); writes wait for a
 	// newer snapshot.
@@ -183,7 +184,7 @@ type snapshot struct {
 func (s *snapshot) replica(addr string) *node { return s.byAddr[addr] }
 
 // held reports whether writes wait for a newer snapshot.
-func (s *snapshot) held() bool { return s.fenced || s.isolated != "" }
+func (s *snapshot) held() bool { return s.failoverHeld || s.isolated != "" }
 
 func (s *snapshot) masterAddr() string {
 	if s.master == nil {
@@ -199,8 +200,8 @@ func (s *snapshot) with() *snapshot {
 	return &n
 }
 
-// failoverState is what the topology goroutine knows about a failover in
-// progress.
+// failoverState is what the topology goroutine knows about the failover
+// it holds writes for.
 type failoverState struct {
 	candidate string
 	sentinel  string
@@ -228,11 +229,11 @@ type topoState struct {
 	awaitingDemotion map[string]time.Time
 	// unconfirmed holds replicas that answered ROLE master without any
 	// sentinel naming them (until when the client ignores that).
-	unconfirmed map[string]time.Time
-	fence       *failoverState
+	unconfirmed  map[string]time.Time
+	failoverHold *failoverState
 
 	// holdEndErr is why the hold being lifted by the next install ended
-	// without a new master (set by expireFence, consumed by install).
+	// without a new master (set by expireFailoverHold, consumed by install).
 	holdEndErr error
 
 	refreshing   bool
@@ -376,7 +377,7 @@ func (t *topology) loop() {
 	st.wantRefresh = true // the first discovery, at once
 	for {
 		t.startRefreshIfWanted()
-		if st.fence != nil {
+		if st.failoverHold != nil {
 			promotion.Reset(25 * time.Millisecond)
 		} else {
 			promotion.Stop()
@@ -414,7 +415,7 @@ func (t *topology) loop() {
 			t.startPromotionCheck()
 		case res := <-t.promotionDone:
 			st.checking = false
-			if f := st.fence; f != nil && res.isMaster && res.candidate == f.candidate {
+			if f := st.failoverHold; f != nil && res.isMaster && res.candidate == f.candidate {
 				// The sentinel that announced the candidate named it.
 				t.promote(res.candidate, f.sentinel, st.knownEpoch)
 			}
@@ -503,7 +504,7 @@ func (t *topology) applyRefresh(res refreshResult) {
 		if t.ctx.Err() == nil {
 			t.emit(Event{Kind: EventDiscoveryFailed, Duration: res.took, Err: res.err})
 			t.log.Warn("discovery failed", "err", res.err)
-			t.expireFence(res.err)
+			t.expireFailoverHold(res.err)
 		}
 		return
 	}
@@ -521,13 +522,13 @@ func (t *topology) applyRefresh(res refreshResult) {
 	if res.rep.addr == cur.masterAddr() {
 		st.masterNamed(res.rep.epoch)
 	}
-	if st.fence != nil && res.rep.addr == cur.masterAddr() {
-		// The sentinels still name the master being fenced: the failover
+	if st.failoverHold != nil && res.rep.addr == cur.masterAddr() {
+		// The sentinels still name the master whose writes are held: the failover
 		// has not been announced yet.
-		if !st.fence.aborted && time.Since(st.fence.since) < t.opts.FailoverHold {
+		if !st.failoverHold.aborted && time.Since(st.failoverHold.since) < t.opts.FailoverHold {
 			return
 		}
-		t.expireFence(errors.New("no new master confirmed"))
+		t.expireFailoverHold(errors.New("no new master confirmed"))
 		cur = t.snap.Load()
 	}
 	next := cur.with()
@@ -548,8 +549,8 @@ func (t *topology) applyRefresh(res refreshResult) {
 		st.rtt.sample(addr, d)
 	}
 	if cur.masterAddr() != res.rep.addr {
-		next.fenced, next.candidate = false, ""
-		st.fence = nil
+		next.failoverHeld, next.candidate = false, ""
+		st.failoverHold = nil
 		next.isolated, st.poll = "", pollState{}
 		st.masterMoved(cur.masterAddr(), res.rep.epoch, time.Now())
 	}
@@ -608,7 +609,7 @@ func unconfirmable(durable, connected []string) []string {
 }
 
 func changed(cur, next *snapshot) bool {
-	if cur.master != next.master || cur.fenced != next.fenced || cur.candidate != next.candidate || cur.isolated != next.isolated {
+	if cur.master != next.master || cur.failoverHeld != next.failoverHeld || cur.candidate != next.candidate || cur.isolated != next.isolated {
 		return true
 	}
 	if !slices.Equal(cur.promotable, next.promotable) {
@@ -645,7 +646,7 @@ func (t *topology) install(next *snapshot) {
 	for _, r := range next.replicas {
 		keep[r.addr] = true
 	}
-	if f := t.state.fence; f != nil {
+	if f := t.state.failoverHold; f != nil {
 		keep[f.candidate] = true
 	}
 	t.nodes.keepOnly(keep)
@@ -667,7 +668,7 @@ func (t *topology) install(next *snapshot) {
 	if !slices.Equal(cur.durable, next.durable) {
 		t.log.Debug("durable writes now need", "replicas", next.durable)
 	}
-	if cur.fenced && !next.fenced {
+	if cur.failoverHeld && !next.failoverHeld {
 		t.emit(Event{Kind: EventFailoverHoldEnded, Master: next.masterAddr(), Candidate: cur.candidate, Err: t.state.holdEndErr})
 	}
 	t.state.holdEndErr = nil
@@ -681,7 +682,7 @@ func (t *topology) install(next *snapshot) {
 // answers ROLE master until Sentinel demotes it) and is ignored; once it
 // has been a replica, its promotion holds writes like any other's.
 func (t *topology) detectSplitBrain(master string, claims []string) {
-	if t.state.fence != nil {
+	if t.state.failoverHold != nil {
 		return
 	}
 	now := time.Now()
@@ -693,7 +694,7 @@ func (t *topology) detectSplitBrain(master string, claims []string) {
 			continue
 		}
 		t.log.Warn("split brain: a replica answers ROLE master", "replica", addr, "master", master)
-		t.startFence(addr, "")
+		t.startFailoverHold(addr, "")
 		return
 	}
 }
@@ -707,8 +708,8 @@ func (t *topology) handleEvent(ev sentinelEvent) bool {
 	case "+selected-slave", "+failover-state-send-slaveof-noone", "+promoted-slave":
 		// The leader of a failover has picked the replica it promotes: from
 		// now on, writes acknowledged by the old master may be discarded.
-		if cur.master != nil && ev.instance != cur.masterAddr() && (st.fence == nil || st.fence.candidate != ev.instance) {
-			t.startFence(ev.instance, ev.sentinel)
+		if cur.master != nil && ev.instance != cur.masterAddr() && (st.failoverHold == nil || st.failoverHold.candidate != ev.instance) {
+			t.startFailoverHold(ev.instance, ev.sentinel)
 		}
 		return false
 	case "+switch-master":
@@ -718,8 +719,8 @@ func (t *topology) handleEvent(ev sentinelEvent) bool {
 		return true
 	case "-failover-abort-not-elected", "-failover-abort-no-good-slave", "-failover-abort-slave-timeout",
 		"+failover-end-for-timeout":
-		if st.fence != nil {
-			st.fence.aborted = true
+		if st.failoverHold != nil {
+			st.failoverHold.aborted = true
 		}
 		return true
 	case "+sdown", "-sdown", "+odown", "-odown", "+slave", "+convert-to-slave", "+role-change",
@@ -729,24 +730,24 @@ func (t *topology) handleEvent(ev sentinelEvent) bool {
 	return false
 }
 
-// startFence holds writes: the old master is about to lose them.
-func (t *topology) startFence(candidate, sentinel string) {
-	t.state.fence = &failoverState{candidate: candidate, sentinel: sentinel, since: time.Now()}
+// startFailoverHold holds writes: the old master is about to lose them.
+func (t *topology) startFailoverHold(candidate, sentinel string) {
+	t.state.failoverHold = &failoverState{candidate: candidate, sentinel: sentinel, since: time.Now()}
 	next := t.snap.Load().with()
-	next.fenced, next.candidate = true, candidate
+	next.failoverHeld, next.candidate = true, candidate
 	t.install(next)
 	t.emit(Event{Kind: EventFailoverStarted, Candidate: candidate, Sentinel: sentinel, Master: next.masterAddr()})
 	t.log.Info("failover started; holding writes", "candidate", candidate, "sentinel", sentinel)
 }
 
-// expireFence ends a hold that outlived FailoverHold (or whose failover
+// expireFailoverHold ends a hold that outlived FailoverHold (or whose failover
 // was aborted): writes go to the master the client has.
-func (t *topology) expireFence(reason error) {
-	f := t.state.fence
+func (t *topology) expireFailoverHold(reason error) {
+	f := t.state.failoverHold
 	if f == nil || (!f.aborted && time.Since(f.since) < t.opts.FailoverHold) {
 		return
 	}
-	t.state.fence = nil
+	t.state.failoverHold = nil
 	if f.sentinel == "" {
 		// No sentinel ever named the candidate: not a failover (or one the
 		// sentinels did not confirm). Do not hold writes for it again soon.
@@ -758,23 +759,23 @@ func (t *topology) expireFence(reason error) {
 	}
 	t.state.holdEndErr = fmt.Errorf("%w (candidate %s, held %v): %w", ErrFailoverNotConfirmed, f.candidate, held, reason)
 	next := t.snap.Load().with()
-	next.fenced, next.candidate = false, ""
+	next.failoverHeld, next.candidate = false, ""
 	t.install(next)
 	t.log.Warn("failover hold ended without a new master", "candidate", f.candidate, "held", held, "reason", reason)
 }
 
-// startPromotionCheck polls the candidate of a failover in progress; once
-// its ROLE says master, routing switches to it. Sentinels announce
-// +switch-master about a second later (the leader later still).
+// startPromotionCheck polls the candidate of the failover writes are held
+// for; once its ROLE says master, routing switches to it. Sentinels
+// announce +switch-master about a second later (the leader later still).
 func (t *topology) startPromotionCheck() {
 	st := &t.state
-	f := st.fence
+	f := st.failoverHold
 	if f == nil || st.checking {
 		return
 	}
 	if f.aborted || time.Since(f.since) >= t.opts.FailoverHold {
 		st.wantRefresh = true
-		t.expireFence(errors.New("the promoted replica did not become master in time"))
+		t.expireFailoverHold(errors.New("the promoted replica did not become master in time"))
 		return
 	}
 	if f.sentinel == "" {
@@ -893,12 +894,12 @@ func (t *topology) promote(addr, sentinel string, epoch int64) {
 	if epoch > st.knownEpoch {
 		st.knownEpoch = epoch
 	}
-	st.fence = nil
+	st.failoverHold = nil
 	cur := t.snap.Load()
 	next := cur.with()
 	next.master = t.nodes.get(addr)
 	next.sentinel = sentinel
-	next.fenced, next.candidate = false, ""
+	next.failoverHeld, next.candidate = false, ""
 	next.isolated, st.poll = "", pollState{}
 	next.replicas = slices.DeleteFunc(next.replicas, func(n *node) bool { return n.addr == addr })
 	// Until the next refresh lists the new master's replicas, durable
