@@ -375,12 +375,12 @@ func (c *Client) resolveAfter(ctx context.Context, seen *snapshot) (*snapshot, e
 	if cur := c.topo.load(); cur.gen != seen.gen {
 		return cur, nil
 	}
-	cap := time.NewTimer(c.opts.DiscoveryTimeout + c.opts.ProbeTimeout)
-	defer cap.Stop()
+	limit := time.NewTimer(c.opts.DiscoveryTimeout + c.opts.ProbeTimeout)
+	defer limit.Stop()
 	select {
 	case <-c.topo.requestResolve():
 	case <-seen.superseded:
-	case <-cap.C:
+	case <-limit.C:
 	case <-ctx.Done():
 		return seen, ctx.Err()
 	case <-c.ctx.Done():
@@ -527,12 +527,6 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		return c.read(ctx, nil, cmds)
 	}
 	return c.write(ctx, nil, cmds)
-}
-
-// work is one call: a single command, or a pipeline/transaction.
-type work struct {
-	cmd  redis.Cmder
-	cmds []redis.Cmder
 }
 
 // runOn sends the work to n and returns the error go-redis reports. Work

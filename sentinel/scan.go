@@ -106,10 +106,10 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 	if err != nil {
 		return err
 	}
-	tag, real := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
+	tag, nodeCursor := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
 	if tag == 0 {
 		if id, ok := c.cursors.Lookup(cursor); ok {
-			tag, real = id, cursor
+			tag, nodeCursor = id, cursor
 		}
 	}
 	n := snap.master
@@ -127,7 +127,7 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 			return err
 		}
 	}
-	sc.SetCursor(real)
+	sc.SetCursor(nodeCursor)
 	defer sc.SetCursor(cursor) // the arguments as the caller made them
 	n.counts.reads.Add(1)
 	err = c.runOn(ctx, n, cmd, nil)
@@ -233,8 +233,8 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 			Reason: "is a replica, and this pipeline writes (or is a transaction), so it runs on the master"})
 	}
 	for i, sc := range scans {
-		_, real := routing.UntagCursor(cursors[i], routing.NodeTagShift, routing.NodeTagBits)
-		sc.SetCursor(real)
+		_, nodeCursor := routing.UntagCursor(cursors[i], routing.NodeTagShift, routing.NodeTagBits)
+		sc.SetCursor(nodeCursor)
 	}
 	defer func() {
 		for i, sc := range scans {

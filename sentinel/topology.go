@@ -236,11 +236,10 @@ type topoState struct {
 	// without a new master (set by expireFailoverHold, consumed by install).
 	holdEndErr error
 
-	refreshing   bool
-	wantRefresh  bool
-	checking     bool // a promotion check is running
-	polling      bool // a sentinel poll is running
-	refreshRound chan struct{}
+	refreshing  bool
+	wantRefresh bool
+	checking    bool // a promotion check is running
+	polling     bool // a sentinel poll is running
 	// poll is what the sentinel poll keeps between rounds, the hold of
 	// writes for an isolated master included.
 	poll pollState
