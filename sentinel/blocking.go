@@ -158,7 +158,7 @@ func (c *Client) runBlocking(ctx context.Context, snap *snapshot, cmd redis.Cmde
 	}
 	// Registered before this look at the topology: a switch installed
 	// after it finds the call in waitingOn and unblocks it.
-	if c.snap.Load().master != n {
+	if c.topo.load().master != n {
 		c.blocking.put(bc, nil)
 		return &failure.DialError{Addr: n.addr, Err: errSwitchedBeforeSend}
 	}
@@ -190,7 +190,7 @@ func (c *Client) unblockWaiting(old *node) {
 	}
 	slices.Sort(ids)
 	c.log.Info("ending blocking calls waiting on the old master", "master", old.addr, "calls", len(ids))
-	safe.Go(&c.wg, func(err error) { _ = c.recovered("unblocking calls on "+old.addr, err) }, func() {
+	safe.Go(&c.wg, func(err error) { _ = c.topo.recovered("unblocking calls on "+old.addr, err) }, func() {
 		for _, id := range ids {
 			ctx, cancel := context.WithTimeout(c.ctx, c.opts.ProbeTimeout)
 			err := old.control().Do(ctx, "CLIENT", "UNBLOCK", id, "ERROR").Err()

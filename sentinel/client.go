@@ -41,32 +41,13 @@ type Client struct {
 	selector   ReplicaSelector
 	log        *slog.Logger
 
-	snap      atomic.Pointer[snapshot]
-	nodes     *nodeSet
-	sentinels *sentinelSet
-	pubsub    *pubsubRouter
-	stats     counters
+	// topo owns the topology and publishes the snapshots calls are routed
+	// on (see topology).
+	topo   *topology
+	pubsub *pubsubRouter
+	stats  counters
 	// observer delivers the events to Options.Observer (nil without one).
 	observer *eventq.Queue[Event]
-
-	// lastFailure holds the attempts of the last discovery round that
-	// found no master (nil after a success), for callers who time out
-	// waiting.
-	lastFailure atomic.Pointer[DiscoveryError]
-
-	topo          topoState // owned by the topology goroutine
-	events        chan sentinelEvent
-	kickCh        chan struct{}
-	evictSig      chan struct{} // capacity 1: evictions are waiting
-	refreshDone   chan refreshResult
-	switchDone    chan switchResult
-	promotionDone chan promotionResult
-	pollDone      chan pollResult
-
-	// evicts are the replicas to evict, drained by the topology goroutine
-	// (evictSig wakes it).
-	evictMu sync.Mutex
-	evicts  map[string]struct{}
 
 	// cursors are the SCAN cursors the client could not tag (scan.go).
 	cursors routing.UntaggedCursors
@@ -77,14 +58,11 @@ type Client struct {
 	// (Unix nanoseconds; see recheckDurable).
 	durableKick atomic.Int64
 
-	mu           sync.Mutex
-	pendingRound chan struct{}
-	watchers     []*redis.PubSub
-	closed       bool
+	closed atomic.Bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the client's own goroutines (unblockWaiting)
 }
 
 // NewClient returns a client for the master named opts.MasterName. It
@@ -102,18 +80,10 @@ func NewClient(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("sentinel: DurableTimeout (%v) must be shorter than ReadTimeout (%v), which bounds the WAIT reply", opts.DurableTimeout, opts.ReadTimeout)
 	}
 	c := &Client{
-		opts:          opts,
-		classifier:    opts.Classifier,
-		selector:      opts.ReplicaSelector,
-		log:           logdedup.Logger(opts.Logger).With("rediskit.master_name", opts.MasterName),
-		events:        make(chan sentinelEvent, 256),
-		kickCh:        make(chan struct{}, 1),
-		evictSig:      make(chan struct{}, 1),
-		refreshDone:   make(chan refreshResult),
-		switchDone:    make(chan switchResult),
-		promotionDone: make(chan promotionResult),
-		pollDone:      make(chan pollResult),
-		topo:          newTopoState(),
+		opts:       opts,
+		classifier: opts.Classifier,
+		selector:   opts.ReplicaSelector,
+		log:        logdedup.Logger(opts.Logger).With("rediskit.master_name", opts.MasterName),
 	}
 	c.observer = eventq.New(eventq.Config[Event]{Deliver: opts.Observer, Logger: c.log, Name: "sentinel"})
 	if c.selector == nil {
@@ -124,11 +94,11 @@ func NewClient(opts Options) (*Client, error) {
 		c.selector = sel
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.nodes = newNodeSet(&c.opts)
+	c.topo = newTopology(c.ctx, &c.opts, c.log, c.emit, &c.stats)
+	c.topo.selector = c.selector
+	c.topo.installed = c.installed
 	c.blocking.idle, c.blocking.inUse = map[*node][]*blockingConn{}, map[*blockingConn]struct{}{}
-	c.sentinels = newSentinelSet(&c.opts)
 	c.pubsub = newPubsubRouter(c)
-	c.snap.Store(&snapshot{superseded: make(chan struct{})})
 
 	// The front never dials, but its options are what Options() reports:
 	// they describe the data-node clients' behaviour.
@@ -145,16 +115,12 @@ func NewClient(opts Options) (*Client, error) {
 			NodeOptions: func(addr string) *redis.Options {
 				return c.opts.controlOptions(addr)
 			},
-			Evict:  c.evict,
+			Evict:  c.topo.evict,
 			Logger: c.log,
 		})
 	}
 
-	for _, addr := range c.sentinels.list() {
-		c.startWatcher(addr)
-	}
-	c.wg.Add(1)
-	go c.run()
+	c.topo.start()
 	return c, nil
 }
 
@@ -203,48 +169,27 @@ func NewClientFromURL(rawURL string, opts *Options) (*Client, error) {
 	return NewClient(o)
 }
 
-func (c *Client) startWatcher(addr string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.opts.deaf {
-		return
-	}
-	c.wg.Add(1)
-	go c.watchSentinel(addr)
-}
-
 // String describes the client without secrets.
 func (c *Client) String() string {
 	master := "(not yet discovered)"
-	if s := c.snap.Load(); s != nil && s.master != nil {
+	if s := c.topo.load(); s != nil && s.master != nil {
 		master = s.master.addr
 	}
-	return fmt.Sprintf("sentinel.Client<%s master=%s sentinels=%v readFrom=%s>", c.opts.MasterName, master, c.sentinels.list(), c.opts.ReadFrom)
+	return fmt.Sprintf("sentinel.Client<%s master=%s sentinels=%v readFrom=%s>", c.opts.MasterName, master, c.topo.sentinels.list(), c.opts.ReadFrom)
 }
 
 // Close stops the client's goroutines and closes every connection. It is
 // safe to call more than once.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if c.closed.Swap(true) {
 		return nil
 	}
-	c.closed = true
-	watchers := c.watchers
-	c.watchers = nil
-	c.mu.Unlock()
-
 	// Closing the connections first unblocks workers waiting on the
 	// network; then wait for every goroutine.
 	c.cancel()
-	for _, ps := range watchers {
-		_ = ps.Close()
-	}
 	c.blocking.close()
-	c.nodes.closeAll()
-	c.sentinels.close()
 	c.pubsub.close()
+	c.topo.close()
 	c.wg.Wait()
 	err := c.selector.Close()
 	// The topology goroutine has ended: every event it reported is queued.
@@ -255,6 +200,21 @@ func (c *Client) Close() error {
 	return err
 }
 
+// installed retires what the client holds on nodes a new snapshot
+// dropped (the topology goroutine calls it after each install, with the
+// snapshot replaced and the addresses kept): idle blocking connections,
+// calls still blocked on a master it left, subscriptions to it.
+func (c *Client) installed(cur, next *snapshot, keep map[string]bool) {
+	c.blocking.forget(func(n *node) bool { return keep[n.addr] && !n.retired.Load() })
+	masterChanged := cur.masterAddr() != next.masterAddr()
+	if masterChanged && cur.master != nil {
+		c.unblockWaiting(cur.master)
+	}
+	if masterChanged {
+		c.pubsub.masterChanged(next.masterAddr())
+	}
+}
+
 // AddHook adds a go-redis hook to every data-node client, present and
 // future, so it sees each command on the node that runs it.
 func (c *Client) AddHook(h redis.Hook) {
@@ -262,7 +222,7 @@ func (c *Client) AddHook(h redis.Hook) {
 	// blocking command) run with a context marked internal: the caller's
 	// hooks do not see them.
 	h = routing.UserHook(h)
-	c.nodes.addHook(h)
+	c.topo.nodes.addHook(h)
 	c.pubsub.addHook(h)
 }
 
@@ -278,13 +238,13 @@ func (c *Client) AddHook(h redis.Hook) {
 // The clients of the client's own checks (ROLE, probes) are not passed:
 // they carry none of the caller's work. fn must not block.
 func (c *Client) OnNewNode(fn func(*redis.Client)) {
-	c.nodes.onNewNode(fn)
+	c.topo.nodes.onNewNode(fn)
 	fn(c.pubsub.client)
 }
 
 // PoolStats sums the pool statistics of every data-node client.
 func (c *Client) PoolStats() *redis.PoolStats {
-	return c.nodes.poolStats()
+	return c.topo.nodes.poolStats()
 }
 
 // Selector returns the ReplicaSelector the client uses (by default a
@@ -294,7 +254,7 @@ func (c *Client) Selector() ReplicaSelector { return c.selector }
 // Master returns the address writes currently go to ("" before the first
 // discovery).
 func (c *Client) Master() string {
-	if s := c.snap.Load(); s.master != nil {
+	if s := c.topo.load(); s.master != nil {
 		return s.master.addr
 	}
 	return ""
@@ -329,16 +289,16 @@ func (c *Client) Conn() *redis.Conn {
 
 // current returns the routing snapshot, waiting for the first discovery.
 func (c *Client) current(ctx context.Context) (*snapshot, error) {
-	snap := c.snap.Load()
+	snap := c.topo.load()
 	for snap.master == nil {
 		if c.ctx.Err() != nil {
 			return nil, ErrClosed
 		}
 		select {
 		case <-snap.superseded:
-			snap = c.snap.Load()
-		case <-c.requestResolve():
-			next := c.snap.Load()
+			snap = c.topo.load()
+		case <-c.topo.requestResolve():
+			next := c.topo.load()
 			if next.master == nil {
 				return nil, c.noMasterError(nil)
 			}
@@ -355,7 +315,7 @@ func (c *Client) current(ctx context.Context) (*snapshot, error) {
 // noMasterError explains why no master is known: the last discovery
 // round's attempts, when there was one.
 func (c *Client) noMasterError(cause error) error {
-	if last := c.lastFailure.Load(); last != nil {
+	if last := c.topo.lastFailure.Load(); last != nil {
 		return &DiscoveryError{MasterName: last.MasterName, Attempts: last.Attempts, Monitored: last.Monitored, Cause: cause}
 	}
 	if cause != nil {
@@ -379,7 +339,7 @@ func (c *Client) writableSnapshot(ctx context.Context) (*snapshot, error) {
 	for snap.held() {
 		select {
 		case <-snap.superseded:
-			snap = c.snap.Load()
+			snap = c.topo.load()
 		case <-timer.C:
 			return nil, c.heldError(snap, began, nil)
 		case <-ctx.Done():
@@ -396,7 +356,7 @@ func (c *Client) heldError(snap *snapshot, began time.Time, cause error) *WriteH
 	e := &WriteHeldError{MasterName: c.opts.MasterName, Master: snap.masterAddr(), Candidate: snap.candidate,
 		Waited: time.Since(began), Cause: cause}
 	switch {
-	case snap.fenced && snap.candidate != "":
+	case snap.failoverHeld && snap.candidate != "":
 		e.Reason = "a failover to " + snap.candidate + " is under way"
 	case snap.isolated != "":
 		e.Reason = "the master is cut off: " + snap.isolated
@@ -412,21 +372,21 @@ func (c *Client) heldError(snap *snapshot, began time.Time, cause error) *WriteH
 // is waited for first, so the wait is capped at one discovery: past that,
 // the current snapshot is returned.
 func (c *Client) resolveAfter(ctx context.Context, seen *snapshot) (*snapshot, error) {
-	if cur := c.snap.Load(); cur.gen != seen.gen {
+	if cur := c.topo.load(); cur.gen != seen.gen {
 		return cur, nil
 	}
-	cap := time.NewTimer(c.opts.DiscoveryTimeout + c.opts.ProbeTimeout)
-	defer cap.Stop()
+	limit := time.NewTimer(c.opts.DiscoveryTimeout + c.opts.ProbeTimeout)
+	defer limit.Stop()
 	select {
-	case <-c.requestResolve():
+	case <-c.topo.requestResolve():
 	case <-seen.superseded:
-	case <-cap.C:
+	case <-limit.C:
 	case <-ctx.Done():
 		return seen, ctx.Err()
 	case <-c.ctx.Done():
 		return seen, ErrClosed
 	}
-	return c.snap.Load(), nil
+	return c.topo.load(), nil
 }
 
 // target picks the node for one call. Reads go where the selector says:
@@ -456,7 +416,7 @@ func (c *Client) target(ctx context.Context, snap *snapshot, readOnly bool, rf R
 		stop := context.AfterFunc(c.ctx, cancel)
 		defer stop()
 		for ex.WaitRound(wctx, ex.Rounds()+1) == nil {
-			if cur := c.snap.Load(); cur.master != nil {
+			if cur := c.topo.load(); cur.master != nil {
 				snap = cur
 			}
 			if n, done := c.pickReplica(snap, rf); n != nil {
@@ -569,12 +529,6 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	return c.write(ctx, nil, cmds)
 }
 
-// work is one call: a single command, or a pipeline/transaction.
-type work struct {
-	cmd  redis.Cmder
-	cmds []redis.Cmder
-}
-
 // runOn sends the work to n and returns the error go-redis reports. Work
 // marked internal (routing.Internal: a multidb client's health checks
 // through this one) runs on n's control client, so the caller's hooks and
@@ -619,7 +573,7 @@ func (c *Client) readOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder
 	if failure.Timeout(err) {
 		// The caller already waited its read timeout: check the topology
 		// in the background and return now (a slow node is not re-run).
-		c.kick()
+		c.topo.kick()
 		return n, c.nodeError(snap, n, false, cmd, cmds, err)
 	}
 	next, rerr := c.resolveAfter(ctx, snap)
@@ -687,7 +641,7 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	if failure.Timeout(err) {
 		// A timeout alone never re-runs a write, and the caller already
 		// waited: check the topology in the background and return now.
-		c.kick()
+		c.topo.kick()
 		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
 	notExecuted := c.provablyNotExecuted(cmd, cmds, err)

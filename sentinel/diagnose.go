@@ -426,12 +426,13 @@ func roleDetail(r redisinfo.Role) string {
 func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 	step := Step{Stage: StageReplica, Server: d.Master}
 	start := time.Now()
-	c := &Client{opts: *opts, log: opts.Logger}
-	c.nodes = newNodeSet(&c.opts)
-	c.sentinels = newSentinelSet(&c.opts)
-	defer c.nodes.closeAll()
-	defer c.sentinels.close()
-	scan := c.scanReplicas(ctx, d.Master)
+	o := *opts
+	t := &topology{opts: &o, log: opts.Logger}
+	t.nodes = newNodeSet(t.opts)
+	t.sentinels = newSentinelSet(t.opts)
+	defer t.nodes.closeAll()
+	defer t.sentinels.close()
+	scan := t.scanReplicas(ctx, d.Master)
 	healthy := scan.healthy
 	switch {
 	case !scan.answered():

@@ -109,14 +109,14 @@ var errUnknownMaster = fmt.Errorf("does not monitor a master by that name: %w", 
 
 // monitoredNames returns the master names the known sentinels monitor
 // (SENTINEL MASTERS), sorted, for the error of an unknown name.
-func (c *Client) monitoredNames(ctx context.Context) []string {
+func (t *topology) monitoredNames(ctx context.Context) []string {
 	var names []string
-	for _, s := range c.sentinels.list() {
-		client := c.sentinels.client(s)
+	for _, s := range t.sentinels.list() {
+		client := t.sentinels.client(s)
 		if client == nil {
 			continue
 		}
-		qctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+		qctx, cancel := context.WithTimeout(ctx, t.opts.SentinelTimeout)
 		rows, err := redisinfo.ParseTable(client.Do(qctx, "SENTINEL", "MASTERS"))
 		cancel()
 		if err != nil {
@@ -139,18 +139,18 @@ func (c *Client) monitoredNames(ctx context.Context) []string {
 // SENTINEL MASTER gives the address GET-MASTER-ADDR-BY-NAME gives plus the
 // config epoch; a sentinel user not allowed SENTINEL MASTER is asked
 // GET-MASTER-ADDR-BY-NAME instead.
-func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, error) {
-	client := c.sentinels.client(addr)
+func (t *topology) askSentinel(ctx context.Context, addr string) (masterReport, error) {
+	client := t.sentinels.client(addr)
 	if client == nil {
 		return masterReport{}, ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+	ctx, cancel := context.WithTimeout(ctx, t.opts.SentinelTimeout)
 	defer cancel()
 	rep := masterReport{sentinel: addr, epoch: -1}
-	fields, err := redisinfo.ParseFields(client.Do(ctx, "SENTINEL", "MASTER", c.opts.MasterName))
+	fields, err := redisinfo.ParseFields(client.Do(ctx, "SENTINEL", "MASTER", t.opts.MasterName))
 	switch {
 	case err == nil:
-		if rep.addr, err = c.opts.replyAddr(addr, "master", fields["ip"], fields["port"]); err != nil {
+		if rep.addr, err = t.opts.replyAddr(addr, "master", fields["ip"], fields["port"]); err != nil {
 			return rep, skipped(SkipBadAddress, err)
 		}
 		if e, perr := strconv.ParseInt(fields["config-epoch"], 10, 64); perr == nil {
@@ -170,21 +170,21 @@ func (c *Client) askSentinel(ctx context.Context, addr string) (masterReport, er
 		}
 		return rep, nil
 	case redis.IsPermissionError(err):
-		v, err := client.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", c.opts.MasterName).StringSlice()
+		v, err := client.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", t.opts.MasterName).StringSlice()
 		if err != nil {
-			return rep, describeSentinelError(err, c.opts.SentinelTimeout)
+			return rep, describeSentinelError(err, t.opts.SentinelTimeout)
 		}
 		if len(v) != 2 {
 			return rep, skipped(SkipUnknownMaster, errUnknownMaster)
 		}
-		if rep.addr, err = c.opts.replyAddr(addr, "master", v[0], v[1]); err != nil {
+		if rep.addr, err = t.opts.replyAddr(addr, "master", v[0], v[1]); err != nil {
 			return rep, skipped(SkipBadAddress, err)
 		}
 		return rep, nil
 	case failure.UnknownMaster(err):
 		return rep, skipped(SkipUnknownMaster, errUnknownMaster)
 	default:
-		return rep, describeSentinelError(err, c.opts.SentinelTimeout)
+		return rep, describeSentinelError(err, t.opts.SentinelTimeout)
 	}
 }
 
@@ -206,18 +206,18 @@ func describeSentinelError(err error, timeout time.Duration) error {
 // for their answer) or name a node that is not a master are skipped; when
 // none qualifies, discovery tries again briefly, within ctx and
 // DiscoveryTimeout.
-func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (masterReport, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.DiscoveryTimeout)
+func (t *topology) discover(ctx context.Context, stale func(masterReport) error) (masterReport, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.opts.DiscoveryTimeout)
 	defer cancel()
 	backoff := 50 * time.Millisecond
 	var last []SentinelAttempt // the last round that asked every sentinel
 	for {
-		rep, attempts, complete := c.discoverOnce(ctx, stale)
+		rep, attempts, complete := t.discoverOnce(ctx, stale)
 		if rep.addr != "" {
-			c.lastFailure.Store(nil)
+			t.lastFailure.Store(nil)
 			return rep, nil
 		}
-		c.stats.discoveryFailures.Add(1)
+		t.stats.discoveryFailures.Add(1)
 		if complete || last == nil {
 			last = attempts
 		}
@@ -225,14 +225,14 @@ func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (
 			// Every sentinel answered, and none monitors the name: waiting
 			// will not change that (a typo, or the wrong deployment). Say
 			// so at once, with the names they do monitor.
-			err := &DiscoveryError{MasterName: c.opts.MasterName, Attempts: attempts, Monitored: c.monitoredNames(ctx)}
-			c.lastFailure.Store(err)
+			err := &DiscoveryError{MasterName: t.opts.MasterName, Attempts: attempts, Monitored: t.monitoredNames(ctx)}
+			t.lastFailure.Store(err)
 			return masterReport{}, err
 		}
-		c.lastFailure.Store(&DiscoveryError{MasterName: c.opts.MasterName, Attempts: last})
+		t.lastFailure.Store(&DiscoveryError{MasterName: t.opts.MasterName, Attempts: last})
 		select {
 		case <-ctx.Done():
-			return masterReport{}, &DiscoveryError{MasterName: c.opts.MasterName, Attempts: last, Cause: ctx.Err()}
+			return masterReport{}, &DiscoveryError{MasterName: t.opts.MasterName, Attempts: last, Cause: ctx.Err()}
 		case <-time.After(backoff):
 			backoff = min(backoff*2, 400*time.Millisecond)
 		}
@@ -241,7 +241,7 @@ func (c *Client) discover(ctx context.Context, stale func(masterReport) error) (
 
 // discoverOnce asks every sentinel once. complete is false when ctx ended
 // the round before every sentinel was asked.
-func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) error) (found masterReport, attempts []SentinelAttempt, complete bool) {
+func (t *topology) discoverOnce(ctx context.Context, stale func(masterReport) error) (found masterReport, attempts []SentinelAttempt, complete bool) {
 	type verification struct {
 		role redisinfo.Role
 		rtt  time.Duration
@@ -249,13 +249,13 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 	}
 	verified := map[string]verification{} // several sentinels usually name the same node
 	complete = true
-	for _, s := range c.sentinels.list() {
+	for _, s := range t.sentinels.list() {
 		if ctx.Err() != nil {
 			complete = false
 			attempts = append(attempts, SentinelAttempt{Sentinel: s, Reason: SkipOther, Err: fmt.Errorf("not asked: %w", ctx.Err())})
 			continue
 		}
-		rep, err := c.askSentinel(ctx, s)
+		rep, err := t.askSentinel(ctx, s)
 		if err == nil {
 			err = stale(rep)
 		}
@@ -263,7 +263,7 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 			v, seen := verified[rep.addr]
 			if !seen {
 				began := time.Now()
-				v.role, v.err = c.verifyMaster(ctx, rep.addr)
+				v.role, v.err = t.verifyMaster(ctx, rep.addr)
 				v.rtt = time.Since(began)
 				verified[rep.addr] = v
 			}
@@ -274,7 +274,7 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 				// that both name a replica alike. One the client would
 				// not dial still counts (WAIT counts it): it is kept as
 				// given, never dialled from this list.
-				a, aerr := c.opts.splitReplyAddr(rep.addr, "replica", r.Addr)
+				a, aerr := t.opts.splitReplyAddr(rep.addr, "replica", r.Addr)
 				if aerr != nil {
 					a = r.Addr
 				}
@@ -283,11 +283,11 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 		}
 		if err != nil {
 			reason := skipReason(err)
-			c.skipSentinel(s, rep.addr, reason, err)
+			t.skipSentinel(s, rep.addr, reason, err)
 			attempts = append(attempts, SentinelAttempt{Sentinel: s, Named: rep.addr, Reason: reason, Err: err})
 			continue
 		}
-		c.sentinels.moveToFront(s)
+		t.sentinels.moveToFront(s)
 		return rep, attempts, complete
 	}
 	return masterReport{}, attempts, complete
@@ -295,10 +295,10 @@ func (c *Client) discoverOnce(ctx context.Context, stale func(masterReport) erro
 
 // verifyMaster checks with ROLE that addr is a master, and returns the
 // reply (which lists the replicas connected to it).
-func (c *Client) verifyMaster(ctx context.Context, addr string) (redisinfo.Role, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
+func (t *topology) verifyMaster(ctx context.Context, addr string) (redisinfo.Role, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.opts.ProbeTimeout)
 	defer cancel()
-	role, err := c.nodes.get(addr).role(ctx)
+	role, err := t.nodes.get(addr).role(ctx)
 	if err != nil {
 		return role, skipped(SkipUnverified, fmt.Errorf("named %s, but ROLE there failed: %w", addr, err))
 	}
@@ -308,10 +308,10 @@ func (c *Client) verifyMaster(ctx context.Context, addr string) (redisinfo.Role,
 	return role, nil
 }
 
-func (c *Client) skipSentinel(sentinel, named string, reason SkipReason, err error) {
-	c.stats.sentinelsSkipped.Add(1)
-	c.emit(Event{Kind: EventSentinelSkipped, Sentinel: sentinel, Master: named, Reason: string(reason), Err: err})
-	c.log.Debug("sentinel skipped", "sentinel", sentinel, "named", named, "reason", reason, "err", err)
+func (t *topology) skipSentinel(sentinel, named string, reason SkipReason, err error) {
+	t.stats.sentinelsSkipped.Add(1)
+	t.emit(Event{Kind: EventSentinelSkipped, Sentinel: sentinel, Master: named, Reason: string(reason), Err: err})
+	t.log.Debug("sentinel skipped", "sentinel", sentinel, "named", named, "reason", reason, "err", err)
 }
 
 // replicaReport is a replica a sentinel reports healthy and ROLE confirms.
@@ -369,14 +369,14 @@ func (s replicaScan) answered() bool {
 // until it has reconnected; had the client counted durable writes, or
 // looked for a replica answering ROLE master, on that view alone, it would
 // have missed the replica another sentinel was promoting.
-func (c *Client) scanReplicas(ctx context.Context, master string) replicaScan {
-	sentinels := c.sentinels.list()
+func (t *topology) scanReplicas(ctx context.Context, master string) replicaScan {
+	sentinels := t.sentinels.list()
 	scan := replicaScan{views: make([]sentinelView, len(sentinels))}
 	var wg sync.WaitGroup
 	for i, s := range sentinels {
 		wg.Go(func() {
-			if err := safe.Call(func() { scan.views[i] = c.askReplicas(ctx, s) }); err != nil {
-				scan.views[i] = sentinelView{sentinel: s, err: c.recovered("SENTINEL REPLICAS on "+s, err)}
+			if err := safe.Call(func() { scan.views[i] = t.askReplicas(ctx, s) }); err != nil {
+				scan.views[i] = sentinelView{sentinel: s, err: t.recovered("SENTINEL REPLICAS on "+s, err)}
 			}
 		})
 	}
@@ -408,11 +408,11 @@ func (c *Client) scanReplicas(ctx context.Context, master string) replicaScan {
 	rtts := make([]time.Duration, len(candidates))
 	for i, addr := range candidates {
 		wg.Go(func() {
-			rctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
+			rctx, cancel := context.WithTimeout(ctx, t.opts.ProbeTimeout)
 			defer cancel()
 			began := time.Now()
-			if err := safe.Call(func() { roles[i], errs[i] = c.nodes.get(addr).role(rctx) }); err != nil {
-				errs[i] = c.recovered("ROLE on "+addr, err)
+			if err := safe.Call(func() { roles[i], errs[i] = t.nodes.get(addr).role(rctx) }); err != nil {
+				errs[i] = t.recovered("ROLE on "+addr, err)
 			}
 			rtts[i] = time.Since(began)
 		})
@@ -464,20 +464,20 @@ func readable(views []sentinelView, master, addr string) bool {
 
 // askReplicas asks one sentinel, in one round trip, which master it names
 // (and how long it has seen it down) and which replicas it knows.
-func (c *Client) askReplicas(ctx context.Context, sentinel string) sentinelView {
+func (t *topology) askReplicas(ctx context.Context, sentinel string) sentinelView {
 	v := sentinelView{sentinel: sentinel}
-	client := c.sentinels.client(sentinel)
+	client := t.sentinels.client(sentinel)
 	if client == nil {
 		v.err = ErrClosed
 		return v
 	}
-	qctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+	qctx, cancel := context.WithTimeout(ctx, t.opts.SentinelTimeout)
 	defer cancel()
 	var masterCmd, replicasCmd, peersCmd *redis.Cmd
 	_, _ = client.Pipelined(qctx, func(p redis.Pipeliner) error {
-		masterCmd = p.Do(qctx, "SENTINEL", "MASTER", c.opts.MasterName)
-		replicasCmd = p.Do(qctx, "SENTINEL", "REPLICAS", c.opts.MasterName)
-		peersCmd = p.Do(qctx, "SENTINEL", "SENTINELS", c.opts.MasterName)
+		masterCmd = p.Do(qctx, "SENTINEL", "MASTER", t.opts.MasterName)
+		replicasCmd = p.Do(qctx, "SENTINEL", "REPLICAS", t.opts.MasterName)
+		peersCmd = p.Do(qctx, "SENTINEL", "SENTINELS", t.opts.MasterName)
 		return nil
 	})
 	// A sentinel user not allowed SENTINEL MASTER still lists the
@@ -485,7 +485,7 @@ func (c *Client) askReplicas(ctx context.Context, sentinel string) sentinelView 
 	fields, err := redisinfo.ParseFields(masterCmd)
 	switch {
 	case err == nil:
-		if v.master, err = c.opts.replyAddr(sentinel, "master", fields["ip"], fields["port"]); err != nil {
+		if v.master, err = t.opts.replyAddr(sentinel, "master", fields["ip"], fields["port"]); err != nil {
 			v.err = err
 			return v
 		}
@@ -495,22 +495,22 @@ func (c *Client) askReplicas(ctx context.Context, sentinel string) sentinelView 
 			}
 		}
 	case !redis.IsPermissionError(err):
-		v.err = describeSentinelError(err, c.opts.SentinelTimeout)
+		v.err = describeSentinelError(err, t.opts.SentinelTimeout)
 		return v
 	}
 	if v.rows, err = redisinfo.ParseTable(replicasCmd); err != nil {
-		v.err = describeSentinelError(err, c.opts.SentinelTimeout)
+		v.err = describeSentinelError(err, t.opts.SentinelTimeout)
 		return v
 	}
 	var refused []error
-	v.rows, refused = c.opts.cleanRows(sentinel, "replica", v.rows, true)
+	v.rows, refused = t.opts.cleanRows(sentinel, "replica", v.rows, true)
 	if peers, err := redisinfo.ParseTable(peersCmd); err == nil {
 		var bad []error
-		v.peers, bad = c.opts.cleanRows(sentinel, "sentinel", peers, false)
+		v.peers, bad = t.opts.cleanRows(sentinel, "sentinel", peers, false)
 		refused = append(refused, bad...)
 	}
 	for _, err := range refused {
-		c.log.Warn("address refused", "err", err)
+		t.log.Warn("address refused", "err", err)
 	}
 	return v
 }
@@ -616,10 +616,10 @@ func durableSet(scope DurableScope, master string, connected []string, scan repl
 
 // learnSentinels adds the peers the sentinels list in views and returns
 // the new ones (see peersToLearn).
-func (c *Client) learnSentinels(views []sentinelView) []string {
+func (t *topology) learnSentinels(views []sentinelView) []string {
 	var added []string
 	for _, addr := range peersToLearn(views) {
-		if c.sentinels.add(addr) {
+		if t.sentinels.add(addr) {
 			added = append(added, addr)
 		}
 	}

@@ -269,7 +269,8 @@
 // is none. When the election changes, pooled connections to replicas that
 // left it are closed. Give Options.ReplicaSelector a replica.Selector of your own to
 // change its settings (interval, exclusion factor, window, a staleness
-// bound), to observe its re-elections, or to read its RTT table.
+// bound), to receive its re-elections (its Observer), or to read its RTT
+// table.
 //
 // Reads from replicas may be seconds stale. Locks, idempotency claims,
 // stream consumer-group operations, version counters, and any flow that

@@ -114,7 +114,7 @@ func (c *Client) recheckDurable() {
 	if now-last < int64(durableRecheck) || !c.durableKick.CompareAndSwap(last, now) {
 		return
 	}
-	c.kick()
+	c.topo.kick()
 }
 
 // firstErr is the error go-redis reports for the work: the command's, or

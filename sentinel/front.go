@@ -37,7 +37,7 @@ func (c *Client) WithTimeout(timeout time.Duration) *redis.Client {
 // with a failover; before the first discovery it names the deployment
 // ("sentinel/<MasterName>").
 func (c *Client) Options() *redis.Options {
-	if snap := c.snap.Load(); snap.master != nil {
+	if snap := c.topo.load(); snap.master != nil {
 		o := *snap.master.client.Options()
 		return &o
 	}

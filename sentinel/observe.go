@@ -78,7 +78,7 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
 
-// Event is something the client decided or observed.
+// Event is something the client decided or noticed.
 type Event struct {
 	Kind       EventKind
 	Time       time.Time
@@ -185,11 +185,11 @@ type counters struct {
 
 // Stats returns the client's counters and current topology.
 func (c *Client) Stats() Stats {
-	snap := c.snap.Load()
+	snap := c.topo.load()
 	st := Stats{
 		MasterName:        c.opts.MasterName,
-		Sentinels:         c.sentinels.list(),
-		Nodes:             c.nodes.callCounts(),
+		Sentinels:         c.topo.sentinels.list(),
+		Nodes:             c.topo.nodes.callCounts(),
 		MasterChanges:     c.stats.masterChanges.Load(),
 		Resolutions:       c.stats.resolutions.Load(),
 		DiscoveryFailures: c.stats.discoveryFailures.Load(),
@@ -205,7 +205,7 @@ func (c *Client) Stats() Stats {
 		st.Master = snap.master.addr
 		st.Replicas = slices.Clone(snap.replicaAddrs)
 		st.DurableReplicas = slices.Clone(snap.durable)
-		st.FailoverInProgress = snap.fenced
+		st.FailoverInProgress = snap.failoverHeld
 		st.MasterIsolated = snap.isolated
 	}
 	return st

@@ -309,9 +309,9 @@ type pollResult struct {
 }
 
 // startPoll starts a poll round unless one is running.
-func (c *Client) startPoll() {
-	st := &c.topo
-	snap := c.snap.Load()
+func (t *topology) startPoll() {
+	st := &t.state
+	snap := t.snap.Load()
 	if st.polling || snap.master == nil {
 		return
 	}
@@ -323,41 +323,41 @@ func (c *Client) startPoll() {
 		replicaRTT = max(replicaRTT, st.rtt.get(addr))
 	}
 	sentinelRTT := map[string]time.Duration{}
-	for _, s := range c.sentinels.list() {
+	for _, s := range t.sentinels.list() {
 		sentinelRTT[s] = st.rtt.get(s)
 	}
-	c.wg.Add(1)
+	t.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer t.wg.Done()
 		res := pollResult{master: master, masterRTT: masterRTT, took: map[string]time.Duration{},
 			replicas: make(map[string]roleSample, len(promotable))}
-		if err := safe.Call(func() { c.pollRound(&res, promotable, masterRTT, replicaRTT, sentinelRTT) }); err != nil {
+		if err := safe.Call(func() { t.pollRound(&res, promotable, masterRTT, replicaRTT, sentinelRTT) }); err != nil {
 			// Nothing of this round is trusted: it only keeps the next
 			// rounds going.
-			_ = c.recovered("a sentinel poll", err)
+			_ = t.recovered("a sentinel poll", err)
 			res = pollResult{master: master}
 		}
-		post(c, c.pollDone, res)
+		post(t, t.pollDone, res)
 	}()
 }
 
 // pollRound does the work of one poll round (see startPoll) into res.
-func (c *Client) pollRound(res *pollResult, promotable []string, masterRTT, replicaRTT time.Duration, sentinelRTT map[string]time.Duration) {
+func (t *topology) pollRound(res *pollResult, promotable []string, masterRTT, replicaRTT time.Duration, sentinelRTT map[string]time.Duration) {
 	master := res.master
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	wg.Go(func() { res.views = c.askMasters(c.ctx) })
+	wg.Go(func() { res.views = t.askMasters(t.ctx) })
 	for _, addr := range append([]string{master}, promotable...) {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(c.ctx, c.opts.ProbeTimeout)
+			ctx, cancel := context.WithTimeout(t.ctx, t.opts.ProbeTimeout)
 			defer cancel()
 			var s roleSample
-			if err := safe.Call(func() { s.role, s.err = c.nodes.get(addr).role(ctx) }); err != nil {
-				s.err = c.recovered("ROLE on "+addr, err)
+			if err := safe.Call(func() { s.role, s.err = t.nodes.get(addr).role(ctx) }); err != nil {
+				s.err = t.recovered("ROLE on "+addr, err)
 			}
 			if s.role.MasterAddr != "" {
 				// As the sentinels' addresses are: mapped.
-				if m, err := c.opts.splitReplyAddr(addr, "master", s.role.MasterAddr); err == nil {
+				if m, err := t.opts.splitReplyAddr(addr, "master", s.role.MasterAddr); err == nil {
 					s.role.MasterAddr = m
 				}
 			}
@@ -380,13 +380,13 @@ func (c *Client) pollRound(res *pollResult, promotable []string, masterRTT, repl
 	}
 	for _, v := range res.views {
 		if v.cannotReach(master, masterRTT) && len(promotable) > 0 {
-			res.probe = c.probeReplication(c.ctx, master, len(promotable), masterRTT+replicaRTT)
+			res.probe = t.probeReplication(t.ctx, master, len(promotable), masterRTT+replicaRTT)
 			break
 		}
 	}
 	for _, v := range res.views {
 		if v.err == nil && v.addr == master && redisinfo.HasFlag(v.flags, "failover_in_progress") {
-			if addr := c.promotedReplica(c.ctx, v.sentinel); addr != "" {
+			if addr := t.promotedReplica(t.ctx, v.sentinel); addr != "" {
 				res.promoted, res.leader = addr, v.sentinel
 				break
 			}
@@ -395,14 +395,14 @@ func (c *Client) pollRound(res *pollResult, promotable []string, masterRTT, repl
 }
 
 // askMasters asks every known sentinel SENTINEL MASTER, in parallel.
-func (c *Client) askMasters(ctx context.Context) []masterView {
-	sentinels := c.sentinels.list()
+func (t *topology) askMasters(ctx context.Context) []masterView {
+	sentinels := t.sentinels.list()
 	views := make([]masterView, len(sentinels))
 	var wg sync.WaitGroup
 	for i, s := range sentinels {
 		wg.Go(func() {
-			if err := safe.Call(func() { views[i] = c.askMaster(ctx, s) }); err != nil {
-				views[i] = masterView{sentinel: s, epoch: -1, err: c.recovered("SENTINEL MASTER on "+s, err)}
+			if err := safe.Call(func() { views[i] = t.askMaster(ctx, s) }); err != nil {
+				views[i] = masterView{sentinel: s, epoch: -1, err: t.recovered("SENTINEL MASTER on "+s, err)}
 			}
 		})
 	}
@@ -410,25 +410,25 @@ func (c *Client) askMasters(ctx context.Context) []masterView {
 	return views
 }
 
-func (c *Client) askMaster(ctx context.Context, sentinel string) masterView {
+func (t *topology) askMaster(ctx context.Context, sentinel string) masterView {
 	v := masterView{sentinel: sentinel, epoch: -1}
-	client := c.sentinels.client(sentinel)
+	client := t.sentinels.client(sentinel)
 	if client == nil {
 		v.err = ErrClosed
 		return v
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+	ctx, cancel := context.WithTimeout(ctx, t.opts.SentinelTimeout)
 	defer cancel()
 	began := time.Now()
-	fields, err := redisinfo.ParseFields(client.Do(ctx, "SENTINEL", "MASTER", c.opts.MasterName))
+	fields, err := redisinfo.ParseFields(client.Do(ctx, "SENTINEL", "MASTER", t.opts.MasterName))
 	if err != nil {
-		v.err = describeSentinelError(err, c.opts.SentinelTimeout)
+		v.err = describeSentinelError(err, t.opts.SentinelTimeout)
 		return v
 	}
 	v = parseMasterView(sentinel, fields)
 	v.rtt = time.Since(began)
 	if v.addr != "" {
-		if v.addr, err = c.opts.splitReplyAddr(sentinel, "master", v.addr); err != nil {
+		if v.addr, err = t.opts.splitReplyAddr(sentinel, "master", v.addr); err != nil {
 			v.err = err
 		}
 	}
@@ -462,11 +462,11 @@ func parseMasterView(sentinel string, fields map[string]string) masterView {
 // replicas to acknowledge it: replicationProbeWait beyond the round trips
 // the client measured to the master (now, with PING) and expected, the
 // master's to the replicas included.
-func (c *Client) probeReplication(ctx context.Context, master string, want int, expected time.Duration) replicationProbe {
+func (t *topology) probeReplication(ctx context.Context, master string, want int, expected time.Duration) replicationProbe {
 	p := replicationProbe{ran: true, want: want}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.ProbeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, t.opts.ProbeTimeout)
 	defer cancel()
-	n := c.nodes.get(master)
+	n := t.nodes.get(master)
 	n.acquire()
 	defer n.release()
 	began := time.Now()
@@ -493,18 +493,18 @@ func (c *Client) probeReplication(ctx context.Context, master string, want int, 
 
 // promotedReplica asks a sentinel leading a failover which replica it
 // promotes (flagged "promoted" in SENTINEL REPLICAS), or "".
-func (c *Client) promotedReplica(ctx context.Context, sentinel string) string {
-	client := c.sentinels.client(sentinel)
+func (t *topology) promotedReplica(ctx context.Context, sentinel string) string {
+	client := t.sentinels.client(sentinel)
 	if client == nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.SentinelTimeout)
+	ctx, cancel := context.WithTimeout(ctx, t.opts.SentinelTimeout)
 	defer cancel()
-	rows, err := redisinfo.ParseTable(client.Do(ctx, "SENTINEL", "REPLICAS", c.opts.MasterName))
+	rows, err := redisinfo.ParseTable(client.Do(ctx, "SENTINEL", "REPLICAS", t.opts.MasterName))
 	if err != nil {
 		return ""
 	}
-	rows, _ = c.opts.cleanRows(sentinel, "replica", rows, false)
+	rows, _ = t.opts.cleanRows(sentinel, "replica", rows, false)
 	i := slices.IndexFunc(rows, func(r map[string]string) bool { return redisinfo.HasFlag(r["flags"], "promoted") })
 	if i < 0 {
 		return ""
@@ -524,15 +524,15 @@ type pollState struct {
 
 // applyPoll acts on a poll round's answers about the master it was
 // about; a round about a master the client has left is ignored.
-func (c *Client) applyPoll(res pollResult) {
-	st := &c.topo
+func (t *topology) applyPoll(res pollResult) {
+	st := &t.state
 	st.polling = false
 	for addr, d := range res.took {
 		st.rtt.sample(addr, d)
 	}
 	st.rtt.sample(res.master, res.probe.rtt)
-	cur := c.snap.Load()
-	if res.master != cur.masterAddr() || c.ctx.Err() != nil {
+	cur := t.snap.Load()
+	if res.master != cur.masterAddr() || t.ctx.Err() != nil {
 		return
 	}
 	p := &st.poll
@@ -568,44 +568,44 @@ func (c *Client) applyPoll(res pollResult) {
 			st.wantRefresh = true
 		}
 	}
-	if res.promoted != "" && res.promoted != res.master && st.fence == nil {
-		c.log.Info("failover seen by polling the sentinels", "candidate", res.promoted, "sentinel", res.leader)
-		c.startFence(res.promoted, res.leader)
+	if res.promoted != "" && res.promoted != res.master && st.failoverHold == nil {
+		t.log.Info("failover seen by polling the sentinels", "candidate", res.promoted, "sentinel", res.leader)
+		t.startFailoverHold(res.promoted, res.leader)
 	}
 	hold, cleared := isolationDecision(p.hold, p.cleared, isolationInput{views: res.views, master: res.master,
 		masterRTT: res.masterRTT, probe: res.probe, stall: stall, now: time.Now()})
 	p.cleared = cleared
 	switch {
 	case hold != nil && p.hold == nil:
-		c.startIsolationHold(hold)
+		t.startIsolationHold(hold)
 	case hold != nil:
 		p.hold = hold
 	case p.hold != nil:
-		c.endIsolationHold("the sentinels reach the master, or its replicas receive its writes again")
+		t.endIsolationHold("the sentinels reach the master, or its replicas receive its writes again")
 	}
 }
 
 // startIsolationHold holds writes: the master is about to be replaced and
 // would lose what it acknowledges now.
-func (c *Client) startIsolationHold(h *isolationHold) {
-	c.topo.poll.hold = h
-	next := c.snap.Load().with()
+func (t *topology) startIsolationHold(h *isolationHold) {
+	t.state.poll.hold = h
+	next := t.snap.Load().with()
 	next.isolated = h.reason
-	c.install(next)
-	c.emit(Event{Kind: EventMasterIsolated, Master: next.masterAddr(), Reason: h.reason})
-	c.log.Warn("master cut off; holding writes", "master", next.masterAddr(), "reason", h.reason, "suspect", h.suspect)
+	t.install(next)
+	t.emit(Event{Kind: EventMasterIsolated, Master: next.masterAddr(), Reason: h.reason})
+	t.log.Warn("master cut off; holding writes", "master", next.masterAddr(), "reason", h.reason, "suspect", h.suspect)
 }
 
 // endIsolationHold lifts a hold of writes for an isolated master.
-func (c *Client) endIsolationHold(why string) {
-	h := c.topo.poll.hold
-	c.topo.poll.hold = nil
-	next := c.snap.Load().with()
+func (t *topology) endIsolationHold(why string) {
+	h := t.state.poll.hold
+	t.state.poll.hold = nil
+	next := t.snap.Load().with()
 	next.isolated = ""
-	c.install(next)
+	t.install(next)
 	held := time.Since(h.since).Round(time.Millisecond)
-	c.emit(Event{Kind: EventIsolationEnded, Master: next.masterAddr(), Reason: why, Duration: held})
-	c.log.Info("master no longer cut off; writes resume", "master", next.masterAddr(), "held", held, "why", why)
+	t.emit(Event{Kind: EventIsolationEnded, Master: next.masterAddr(), Reason: why, Duration: held})
+	t.log.Info("master no longer cut off; writes resume", "master", next.masterAddr(), "held", held, "why", why)
 }
 
 // rttEstimates keeps, per address (a data node or a sentinel), the

@@ -106,15 +106,15 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 	if err != nil {
 		return err
 	}
-	tag, real := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
+	tag, nodeCursor := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
 	if tag == 0 {
 		if id, ok := c.cursors.Lookup(cursor); ok {
-			tag, real = id, cursor
+			tag, nodeCursor = id, cursor
 		}
 	}
 	n := snap.master
 	if tag != 0 {
-		addr, ok := c.nodes.addrOf(tag)
+		addr, ok := c.topo.nodes.addrOf(tag)
 		if !ok {
 			err := &CursorError{MasterName: c.opts.MasterName, Node: fmt.Sprintf("node #%d", tag), Reason: "this client never routed to"}
 			cmd.SetErr(err)
@@ -127,7 +127,7 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 			return err
 		}
 	}
-	sc.SetCursor(real)
+	sc.SetCursor(nodeCursor)
 	defer sc.SetCursor(cursor) // the arguments as the caller made them
 	n.counts.reads.Add(1)
 	err = c.runOn(ctx, n, cmd, nil)
@@ -162,7 +162,7 @@ func (c *Client) tagReply(sc routing.Scan, addr string) {
 	if !ok || out == 0 {
 		return
 	}
-	id := c.nodes.idOf(addr)
+	id := c.topo.nodes.idOf(addr)
 	if tagged, ok := routing.TagCursor(out, routing.NodeTagShift, routing.NodeTagBits, id); ok {
 		sc.SetReplyCursor(tagged)
 		return
@@ -212,7 +212,7 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 		}
 		n := snap.master
 		if tag != 0 {
-			addr, ok := c.nodes.addrOf(tag)
+			addr, ok := c.topo.nodes.addrOf(tag)
 			if !ok {
 				return fail(&CursorError{MasterName: c.opts.MasterName, Node: fmt.Sprintf("node #%d", tag), Reason: "this client never routed to"})
 			}
@@ -233,8 +233,8 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 			Reason: "is a replica, and this pipeline writes (or is a transaction), so it runs on the master"})
 	}
 	for i, sc := range scans {
-		_, real := routing.UntagCursor(cursors[i], routing.NodeTagShift, routing.NodeTagBits)
-		sc.SetCursor(real)
+		_, nodeCursor := routing.UntagCursor(cursors[i], routing.NodeTagShift, routing.NodeTagBits)
+		sc.SetCursor(nodeCursor)
 	}
 	defer func() {
 		for i, sc := range scans {
@@ -244,7 +244,7 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 	var served *node
 	switch {
 	case pinned == nil && writes:
-		err, served = c.write(ctx, nil, cmds), c.snap.Load().master
+		err, served = c.write(ctx, nil, cmds), c.topo.load().master
 	case pinned == nil:
 		served, err = c.readOn(ctx, nil, cmds)
 	default:

@@ -239,7 +239,7 @@ func TestScanCursorStaysOnItsNode(t *testing.T) {
 func cursorNode(t *testing.T, c *Client, cursor uint64) string {
 	t.Helper()
 	tag := cursor >> 48
-	addr, ok := c.nodes.addrOf(tag)
+	addr, ok := c.topo.nodes.addrOf(tag)
 	if !ok {
 		t.Fatalf("cursor %d carries no node the client knows (tag %d)", cursor, tag)
 	}

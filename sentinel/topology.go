@@ -4,13 +4,141 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/safe"
 )
+
+// The client is split in two, along the line grpc-go draws between a
+// balancer and its picker:
+//
+//   - topology (this file, with discovery.go, poll.go and watch.go) owns
+//     what the client knows of the deployment: the sentinel set and the
+//     node set, the sentinel watch (watch.go), discovery and the replica
+//     scan (discovery.go), the sentinel poll (poll.go), the failover and
+//     isolation holds, and the one goroutine (run) that alone changes
+//     them. That goroutine never touches the network: workers do, and post
+//     their results back to it. What it decides it publishes as an
+//     immutable snapshot behind an atomic pointer (load), and it reports
+//     events through the client's emit.
+//   - Client (client.go, durable.go, blocking.go, scan.go, pubsub.go,
+//     front.go) routes each call on the current snapshot, through the
+//     never-dialling front (internal/routing). It asks the topology only
+//     for the snapshot (load), for a refresh (kick, requestResolve) and
+//     for a replica's eviction (evict), and learns of each new snapshot
+//     through installed, to retire what it holds on nodes the snapshot
+//     dropped.
+//
+// A client for another topology (Redis Cluster) reuses the same split:
+// its own topology type behind the same kind of snapshot, and a routing
+// client on top.
+type topology struct {
+	opts     *Options
+	log      *slog.Logger
+	emit     func(Event)
+	stats    *counters
+	selector ReplicaSelector
+	// installed is called by the topology goroutine after each new
+	// snapshot, with the one it replaced and the addresses it keeps: the
+	// client retires its own per-node state (blocking connections,
+	// subscriptions) there.
+	installed func(cur, next *snapshot, keep map[string]bool)
+
+	snap      atomic.Pointer[snapshot]
+	nodes     *nodeSet
+	sentinels *sentinelSet
+
+	// lastFailure holds the attempts of the last discovery round that
+	// found no master (nil after a success), for callers who time out
+	// waiting.
+	lastFailure atomic.Pointer[DiscoveryError]
+
+	state         topoState // owned by the topology goroutine
+	events        chan sentinelEvent
+	kickCh        chan struct{}
+	evictSig      chan struct{} // capacity 1: evictions are waiting
+	refreshDone   chan refreshResult
+	switchDone    chan switchResult
+	promotionDone chan promotionResult
+	pollDone      chan pollResult
+
+	// evicts are the replicas to evict, drained by the topology goroutine
+	// (evictSig wakes it).
+	evictMu sync.Mutex
+	evicts  map[string]struct{}
+
+	mu           sync.Mutex
+	pendingRound chan struct{}
+	watchers     []*redis.PubSub
+	closed       bool
+
+	// ctx is the client's: it ends when the client closes.
+	ctx context.Context
+	wg  sync.WaitGroup
+}
+
+// newTopology returns the topology of the master opts names; start starts
+// it. ctx ends when the client closes.
+func newTopology(ctx context.Context, opts *Options, log *slog.Logger, emit func(Event), stats *counters) *topology {
+	t := &topology{
+		opts:          opts,
+		log:           log,
+		emit:          emit,
+		stats:         stats,
+		events:        make(chan sentinelEvent, 256),
+		kickCh:        make(chan struct{}, 1),
+		evictSig:      make(chan struct{}, 1),
+		refreshDone:   make(chan refreshResult),
+		switchDone:    make(chan switchResult),
+		promotionDone: make(chan promotionResult),
+		pollDone:      make(chan pollResult),
+		state:         newTopoState(),
+		ctx:           ctx,
+	}
+	t.nodes = newNodeSet(opts)
+	t.sentinels = newSentinelSet(opts)
+	t.snap.Store(&snapshot{superseded: make(chan struct{})})
+	return t
+}
+
+// start subscribes to every configured sentinel and starts the topology
+// goroutine, whose first act is a discovery.
+func (t *topology) start() {
+	for _, addr := range t.sentinels.list() {
+		t.startWatcher(addr)
+	}
+	t.wg.Add(1)
+	go t.run()
+}
+
+// close closes the sentinel subscriptions and every connection the
+// topology made (the sentinels', the nodes'), which unblocks workers
+// waiting on the network, and waits for its goroutines. The client's
+// context has ended already.
+func (t *topology) close() {
+	t.mu.Lock()
+	t.closed = true
+	watchers := t.watchers
+	t.watchers = nil
+	t.mu.Unlock()
+	for _, ps := range watchers {
+		_ = ps.Close()
+	}
+	t.nodes.closeAll()
+	t.sentinels.close()
+	t.wg.Wait()
+}
+
+// load returns the current snapshot.
+func (t *topology) load() *snapshot { return t.snap.Load() }
 
 // snapshot is an immutable routing table: the master's client, the healthy
 // replicas' clients, and whether writes are held for a failover. Topology
@@ -40,9 +168,10 @@ type snapshot struct {
 	// them all.
 	promotable []string
 
-	// fenced: a failover is under way; writes wait for a newer snapshot.
-	fenced    bool
-	candidate string
+	// failoverHeld: writes are held for a failover under way (to
+	// candidate); they wait for a newer snapshot.
+	failoverHeld bool
+	candidate    string
 	// isolated, when not empty, says why writes are held for a master cut
 	// off from the sentinels (see isolationDecision); writes wait for a
 	// newer snapshot.
@@ -55,7 +184,7 @@ type snapshot struct {
 func (s *snapshot) replica(addr string) *node { return s.byAddr[addr] }
 
 // held reports whether writes wait for a newer snapshot.
-func (s *snapshot) held() bool { return s.fenced || s.isolated != "" }
+func (s *snapshot) held() bool { return s.failoverHeld || s.isolated != "" }
 
 func (s *snapshot) masterAddr() string {
 	if s.master == nil {
@@ -71,8 +200,8 @@ func (s *snapshot) with() *snapshot {
 	return &n
 }
 
-// failoverState is what the topology goroutine knows about a failover in
-// progress.
+// failoverState is what the topology goroutine knows about the failover
+// it holds writes for.
 type failoverState struct {
 	candidate string
 	sentinel  string
@@ -100,18 +229,17 @@ type topoState struct {
 	awaitingDemotion map[string]time.Time
 	// unconfirmed holds replicas that answered ROLE master without any
 	// sentinel naming them (until when the client ignores that).
-	unconfirmed map[string]time.Time
-	fence       *failoverState
+	unconfirmed  map[string]time.Time
+	failoverHold *failoverState
 
 	// holdEndErr is why the hold being lifted by the next install ended
-	// without a new master (set by expireFence, consumed by install).
+	// without a new master (set by expireFailoverHold, consumed by install).
 	holdEndErr error
 
-	refreshing   bool
-	wantRefresh  bool
-	checking     bool // a promotion check is running
-	polling      bool // a sentinel poll is running
-	refreshRound chan struct{}
+	refreshing  bool
+	wantRefresh bool
+	checking    bool // a promotion check is running
+	polling     bool // a sentinel poll is running
 	// poll is what the sentinel poll keeps between rounds, the hold of
 	// writes for an isolated master included.
 	poll pollState
@@ -203,13 +331,13 @@ type (
 // went wrong, by what) and returns it as the error of that work, which then
 // counts as failed: a server sent a reply the parsing code could not
 // handle, or there is a bug. nil stays nil.
-func (c *Client) recovered(what string, err error) error {
+func (t *topology) recovered(what string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var pe *safe.PanicError
 	if errors.As(err, &pe) {
-		c.log.Error("internal panic recovered", "in", what, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		t.log.Error("internal panic recovered", "in", what, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 	}
 	return fmt.Errorf("sentinel: %s failed: %w", what, err)
 }
@@ -219,17 +347,17 @@ func (c *Client) recovered(what string, err error) error {
 // promotion polls run in worker goroutines that post their results back,
 // so a black-holed node cannot stall the reaction to a failover. A panic
 // in it (a bug) is reported and the loop goes on.
-func (c *Client) run() {
-	defer c.wg.Done()
-	for c.ctx.Err() == nil {
-		_ = c.recovered("the topology goroutine", safe.Call(c.loop))
+func (t *topology) run() {
+	defer t.wg.Done()
+	for t.ctx.Err() == nil {
+		_ = t.recovered("the topology goroutine", safe.Call(t.loop))
 	}
 }
 
 // loop is the topology goroutine's loop; it returns when the client
 // closes.
-func (c *Client) loop() {
-	refresh := time.NewTicker(c.opts.RefreshInterval)
+func (t *topology) loop() {
+	refresh := time.NewTicker(t.opts.RefreshInterval)
 	defer refresh.Stop()
 	promotion := time.NewTicker(time.Hour)
 	promotion.Stop()
@@ -238,149 +366,149 @@ func (c *Client) loop() {
 	soon.Stop()
 	defer soon.Stop()
 	var pollTick <-chan time.Time // nil: polling is off
-	if c.opts.SentinelPollInterval > 0 && !c.opts.deaf {
-		poll := time.NewTicker(c.opts.SentinelPollInterval)
+	if t.opts.SentinelPollInterval > 0 && !t.opts.deaf {
+		poll := time.NewTicker(t.opts.SentinelPollInterval)
 		defer poll.Stop()
 		pollTick = poll.C
 	}
 
-	st := &c.topo
+	st := &t.state
 	st.wantRefresh = true // the first discovery, at once
 	for {
-		c.startRefreshIfWanted()
-		if st.fence != nil {
+		t.startRefreshIfWanted()
+		if st.failoverHold != nil {
 			promotion.Reset(25 * time.Millisecond)
 		} else {
 			promotion.Stop()
 		}
 		select {
-		case <-c.ctx.Done():
+		case <-t.ctx.Done():
 			return
-		case <-c.kickCh:
+		case <-t.kickCh:
 			st.wantRefresh = true
-		case ev := <-c.events:
-			if c.handleEvent(ev) {
+		case ev := <-t.events:
+			if t.handleEvent(ev) {
 				soon.Reset(100 * time.Millisecond)
 			}
 		case <-soon.C:
 			st.wantRefresh = true
 		case <-refresh.C:
 			st.wantRefresh = true
-		case res := <-c.refreshDone:
+		case res := <-t.refreshDone:
 			st.refreshing = false
-			c.applyRefresh(res)
+			t.applyRefresh(res)
 			if res.round != nil {
 				close(res.round)
 			}
-		case res := <-c.switchDone:
-			c.applySwitch(res)
-		case <-c.evictSig:
-			for _, addr := range c.takeEvicts() {
-				c.applyEvict(addr)
+		case res := <-t.switchDone:
+			t.applySwitch(res)
+		case <-t.evictSig:
+			for _, addr := range t.takeEvicts() {
+				t.applyEvict(addr)
 			}
 		case <-pollTick:
-			c.startPoll()
-		case res := <-c.pollDone:
-			c.applyPoll(res)
+			t.startPoll()
+		case res := <-t.pollDone:
+			t.applyPoll(res)
 		case <-promotion.C:
-			c.startPromotionCheck()
-		case res := <-c.promotionDone:
+			t.startPromotionCheck()
+		case res := <-t.promotionDone:
 			st.checking = false
-			if f := st.fence; f != nil && res.isMaster && res.candidate == f.candidate {
+			if f := st.failoverHold; f != nil && res.isMaster && res.candidate == f.candidate {
 				// The sentinel that announced the candidate named it.
-				c.promote(res.candidate, f.sentinel, st.knownEpoch)
+				t.promote(res.candidate, f.sentinel, st.knownEpoch)
 			}
 		}
 	}
 }
 
 // kick asks the topology goroutine for a refresh without waiting.
-func (c *Client) kick() {
+func (t *topology) kick() {
 	select {
-	case c.kickCh <- struct{}{}:
+	case t.kickCh <- struct{}{}:
 	default:
 	}
 }
 
 // requestResolve returns a channel closed when a refresh that starts after
 // this call has been applied. Concurrent callers share one refresh.
-func (c *Client) requestResolve() <-chan struct{} {
-	c.mu.Lock()
-	if c.pendingRound == nil {
-		c.pendingRound = make(chan struct{})
+func (t *topology) requestResolve() <-chan struct{} {
+	t.mu.Lock()
+	if t.pendingRound == nil {
+		t.pendingRound = make(chan struct{})
 	}
-	ch := c.pendingRound
-	c.mu.Unlock()
-	c.kick()
+	ch := t.pendingRound
+	t.mu.Unlock()
+	t.kick()
 	return ch
 }
 
 // post hands a worker's result to the topology goroutine, unless the
 // client is closing.
-func post[T any](c *Client, ch chan T, v T) {
+func post[T any](t *topology, ch chan T, v T) {
 	select {
 	case ch <- v:
-	case <-c.ctx.Done():
+	case <-t.ctx.Done():
 	}
 }
 
-func (c *Client) startRefreshIfWanted() {
-	st := &c.topo
+func (t *topology) startRefreshIfWanted() {
+	st := &t.state
 	if !st.wantRefresh || st.refreshing {
 		return
 	}
 	st.wantRefresh, st.refreshing = false, true
-	c.mu.Lock()
-	round := c.pendingRound
-	c.pendingRound = nil
-	c.mu.Unlock()
+	t.mu.Lock()
+	round := t.pendingRound
+	t.pendingRound = nil
+	t.mu.Unlock()
 
-	cur := c.snap.Load()
-	stale := c.topo.staleCheck(cur.masterAddr(), time.Now())
-	c.stats.resolutions.Add(1)
-	c.wg.Add(1)
+	cur := t.snap.Load()
+	stale := t.state.staleCheck(cur.masterAddr(), time.Now())
+	t.stats.resolutions.Add(1)
+	t.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer t.wg.Done()
 		res := refreshResult{startMaster: cur.masterAddr(), round: round}
 		began := time.Now()
 		perr := safe.Call(func() {
-			res.rep, res.err = c.discover(c.ctx, stale)
+			res.rep, res.err = t.discover(t.ctx, stale)
 			res.took = time.Since(began)
 			if res.err == nil {
-				res.scan = c.scanReplicas(c.ctx, res.rep.addr)
+				res.scan = t.scanReplicas(t.ctx, res.rep.addr)
 				for _, v := range res.scan.views {
 					if v.err != nil {
-						c.log.Debug("replicas unavailable", "sentinel", v.sentinel, "err", v.err)
+						t.log.Debug("replicas unavailable", "sentinel", v.sentinel, "err", v.err)
 					}
 				}
-				for _, added := range c.learnSentinels(res.scan.views) {
-					c.emit(Event{Kind: EventSentinelAdded, Sentinel: added})
-					c.log.Info("sentinel learned", "sentinel", added)
-					c.startWatcher(added)
+				for _, added := range t.learnSentinels(res.scan.views) {
+					t.emit(Event{Kind: EventSentinelAdded, Sentinel: added})
+					t.log.Info("sentinel learned", "sentinel", added)
+					t.startWatcher(added)
 				}
 			}
 		})
 		if perr != nil {
-			res.err = c.recovered("a topology refresh", perr)
+			res.err = t.recovered("a topology refresh", perr)
 		}
-		post(c, c.refreshDone, res)
+		post(t, t.refreshDone, res)
 	}()
 }
 
 // applyRefresh installs what a refresh found, unless the topology moved on
 // while it ran.
-func (c *Client) applyRefresh(res refreshResult) {
-	st := &c.topo
+func (t *topology) applyRefresh(res refreshResult) {
+	st := &t.state
 	if res.err != nil {
-		if c.ctx.Err() == nil {
-			c.emit(Event{Kind: EventDiscoveryFailed, Duration: res.took, Err: res.err})
-			c.log.Warn("discovery failed", "err", res.err)
-			c.expireFence(res.err)
+		if t.ctx.Err() == nil {
+			t.emit(Event{Kind: EventDiscoveryFailed, Duration: res.took, Err: res.err})
+			t.log.Warn("discovery failed", "err", res.err)
+			t.expireFailoverHold(res.err)
 		}
 		return
 	}
-	c.emit(Event{Kind: EventDiscovered, Master: res.rep.addr, Sentinel: res.rep.sentinel, Duration: res.took})
-	cur := c.snap.Load()
+	t.emit(Event{Kind: EventDiscovered, Master: res.rep.addr, Sentinel: res.rep.sentinel, Duration: res.took})
+	cur := t.snap.Load()
 	if cur.masterAddr() != res.startMaster {
 		// A promotion was applied while the refresh ran: its answer may
 		// predate it. Look again.
@@ -393,25 +521,25 @@ func (c *Client) applyRefresh(res refreshResult) {
 	if res.rep.addr == cur.masterAddr() {
 		st.masterNamed(res.rep.epoch)
 	}
-	if st.fence != nil && res.rep.addr == cur.masterAddr() {
-		// The sentinels still name the master being fenced: the failover
+	if st.failoverHold != nil && res.rep.addr == cur.masterAddr() {
+		// The sentinels still name the master whose writes are held: the failover
 		// has not been announced yet.
-		if !st.fence.aborted && time.Since(st.fence.since) < c.opts.FailoverHold {
+		if !st.failoverHold.aborted && time.Since(st.failoverHold.since) < t.opts.FailoverHold {
 			return
 		}
-		c.expireFence(errors.New("no new master confirmed"))
-		cur = c.snap.Load()
+		t.expireFailoverHold(errors.New("no new master confirmed"))
+		cur = t.snap.Load()
 	}
 	next := cur.with()
-	next.master = c.nodes.get(res.rep.addr)
+	next.master = t.nodes.get(res.rep.addr)
 	next.sentinel = res.rep.sentinel
 	next.replicas = next.replicas[:0]
 	for _, r := range res.scan.healthy {
 		if r.addr != res.rep.addr {
-			next.replicas = append(next.replicas, c.nodes.get(r.addr))
+			next.replicas = append(next.replicas, t.nodes.get(r.addr))
 		}
 	}
-	next.durable = durableAfterRefresh(c.opts.DurableScope, cur.masterAddr(), cur.durable, res)
+	next.durable = durableAfterRefresh(t.opts.DurableScope, cur.masterAddr(), cur.durable, res)
 	next.promotable = durableAfterRefresh(DurablePromotable, cur.masterAddr(), cur.promotable, res)
 	next.unconfirmable = unconfirmable(next.durable, res.rep.connected)
 	st.replicasSeen(res.scan.verified)
@@ -420,15 +548,15 @@ func (c *Client) applyRefresh(res refreshResult) {
 		st.rtt.sample(addr, d)
 	}
 	if cur.masterAddr() != res.rep.addr {
-		next.fenced, next.candidate = false, ""
-		st.fence = nil
+		next.failoverHeld, next.candidate = false, ""
+		st.failoverHold = nil
 		next.isolated, st.poll = "", pollState{}
 		st.masterMoved(cur.masterAddr(), res.rep.epoch, time.Now())
 	}
 	if changed(cur, next) {
-		c.install(next)
+		t.install(next)
 	}
-	c.detectSplitBrain(res.rep.addr, res.scan.claims)
+	t.detectSplitBrain(res.rep.addr, res.scan.claims)
 }
 
 // staleCheck rejects sentinel answers that are behind what the client
@@ -480,7 +608,7 @@ func unconfirmable(durable, connected []string) []string {
 }
 
 func changed(cur, next *snapshot) bool {
-	if cur.master != next.master || cur.fenced != next.fenced || cur.candidate != next.candidate || cur.isolated != next.isolated {
+	if cur.master != next.master || cur.failoverHeld != next.failoverHeld || cur.candidate != next.candidate || cur.isolated != next.isolated {
 		return true
 	}
 	if !slices.Equal(cur.promotable, next.promotable) {
@@ -492,8 +620,8 @@ func changed(cur, next *snapshot) bool {
 
 // install swaps in next (built from the current snapshot) and retires the
 // clients of nodes it no longer uses.
-func (c *Client) install(next *snapshot) {
-	cur := c.snap.Load()
+func (t *topology) install(next *snapshot) {
+	cur := t.snap.Load()
 	next.gen = cur.gen + 1
 	next.superseded = make(chan struct{})
 	next.byAddr = make(map[string]*node, len(next.replicas))
@@ -508,45 +636,41 @@ func (c *Client) install(next *snapshot) {
 	// that wakes on the new snapshot asks the selector about its replicas
 	// at once, and must not find it still ignorant of them.
 	if masterChanged || replicasChanged {
-		c.selector.UpdateTopology(Topology{Master: next.masterAddr(), Replicas: slices.Clone(next.replicaAddrs)})
+		t.selector.UpdateTopology(Topology{Master: next.masterAddr(), Replicas: slices.Clone(next.replicaAddrs)})
 	}
-	c.snap.Store(next)
+	t.snap.Store(next)
 	close(cur.superseded)
 
 	keep := map[string]bool{next.masterAddr(): true}
 	for _, r := range next.replicas {
 		keep[r.addr] = true
 	}
-	if f := c.topo.fence; f != nil {
+	if f := t.state.failoverHold; f != nil {
 		keep[f.candidate] = true
 	}
-	c.nodes.keepOnly(keep)
-	c.blocking.forget(func(n *node) bool { return keep[n.addr] && !n.retired.Load() })
-	if masterChanged && cur.master != nil {
-		c.unblockWaiting(cur.master)
-	}
+	t.nodes.keepOnly(keep)
+	t.installed(cur, next, keep)
 
 	if masterChanged {
 		if old := cur.masterAddr(); old != "" {
-			c.stats.masterChanges.Add(1)
-			c.emit(Event{Kind: EventMasterChanged, Master: next.masterAddr(), OldMaster: old, Sentinel: next.sentinel})
-			c.log.Info("master changed", "master", next.masterAddr(), "old", old, "sentinel", next.sentinel)
+			t.stats.masterChanges.Add(1)
+			t.emit(Event{Kind: EventMasterChanged, Master: next.masterAddr(), OldMaster: old, Sentinel: next.sentinel})
+			t.log.Info("master changed", "master", next.masterAddr(), "old", old, "sentinel", next.sentinel)
 		} else {
-			c.log.Info("master found", "master", next.masterAddr(), "sentinel", next.sentinel)
+			t.log.Info("master found", "master", next.masterAddr(), "sentinel", next.sentinel)
 		}
-		c.pubsub.masterChanged(next.masterAddr())
 	}
 	if replicasChanged {
-		c.emit(Event{Kind: EventReplicasChanged, Master: next.masterAddr(), Replicas: next.replicaAddrs})
-		c.log.Info("replicas changed", "replicas", next.replicaAddrs)
+		t.emit(Event{Kind: EventReplicasChanged, Master: next.masterAddr(), Replicas: next.replicaAddrs})
+		t.log.Info("replicas changed", "replicas", next.replicaAddrs)
 	}
 	if !slices.Equal(cur.durable, next.durable) {
-		c.log.Debug("durable writes now need", "replicas", next.durable)
+		t.log.Debug("durable writes now need", "replicas", next.durable)
 	}
-	if cur.fenced && !next.fenced {
-		c.emit(Event{Kind: EventFailoverHoldEnded, Master: next.masterAddr(), Candidate: cur.candidate, Err: c.topo.holdEndErr})
+	if cur.failoverHeld && !next.failoverHeld {
+		t.emit(Event{Kind: EventFailoverHoldEnded, Master: next.masterAddr(), Candidate: cur.candidate, Err: t.state.holdEndErr})
 	}
-	c.topo.holdEndErr = nil
+	t.state.holdEndErr = nil
 }
 
 // detectSplitBrain holds writes when a node Sentinel lists as a replica
@@ -556,46 +680,46 @@ func (c *Client) install(next *snapshot) {
 // has not been seen as a replica since is the expected other case (it
 // answers ROLE master until Sentinel demotes it) and is ignored; once it
 // has been a replica, its promotion holds writes like any other's.
-func (c *Client) detectSplitBrain(master string, claims []string) {
-	if c.topo.fence != nil {
+func (t *topology) detectSplitBrain(master string, claims []string) {
+	if t.state.failoverHold != nil {
 		return
 	}
 	now := time.Now()
 	for _, addr := range claims {
-		if addr == master || c.topo.expectedMaster(addr, now) {
+		if addr == master || t.state.expectedMaster(addr, now) {
 			continue
 		}
-		if until, ok := c.topo.unconfirmed[addr]; ok && time.Now().Before(until) {
+		if until, ok := t.state.unconfirmed[addr]; ok && time.Now().Before(until) {
 			continue
 		}
-		c.log.Warn("split brain: a replica answers ROLE master", "replica", addr, "master", master)
-		c.startFence(addr, "")
+		t.log.Warn("split brain: a replica answers ROLE master", "replica", addr, "master", master)
+		t.startFailoverHold(addr, "")
 		return
 	}
 }
 
 // handleEvent reacts to a sentinel event. It reports whether a refresh
 // should follow shortly.
-func (c *Client) handleEvent(ev sentinelEvent) bool {
-	cur := c.snap.Load()
-	st := &c.topo
+func (t *topology) handleEvent(ev sentinelEvent) bool {
+	cur := t.snap.Load()
+	st := &t.state
 	switch ev.kind {
 	case "+selected-slave", "+failover-state-send-slaveof-noone", "+promoted-slave":
 		// The leader of a failover has picked the replica it promotes: from
 		// now on, writes acknowledged by the old master may be discarded.
-		if cur.master != nil && ev.instance != cur.masterAddr() && (st.fence == nil || st.fence.candidate != ev.instance) {
-			c.startFence(ev.instance, ev.sentinel)
+		if cur.master != nil && ev.instance != cur.masterAddr() && (st.failoverHold == nil || st.failoverHold.candidate != ev.instance) {
+			t.startFailoverHold(ev.instance, ev.sentinel)
 		}
 		return false
 	case "+switch-master":
 		if ev.instance != cur.masterAddr() {
-			c.startSwitchCheck(ev.instance, ev.sentinel)
+			t.startSwitchCheck(ev.instance, ev.sentinel)
 		}
 		return true
 	case "-failover-abort-not-elected", "-failover-abort-no-good-slave", "-failover-abort-slave-timeout",
 		"+failover-end-for-timeout":
-		if st.fence != nil {
-			st.fence.aborted = true
+		if st.failoverHold != nil {
+			st.failoverHold.aborted = true
 		}
 		return true
 	case "+sdown", "-sdown", "+odown", "-odown", "+slave", "+convert-to-slave", "+role-change",
@@ -605,52 +729,52 @@ func (c *Client) handleEvent(ev sentinelEvent) bool {
 	return false
 }
 
-// startFence holds writes: the old master is about to lose them.
-func (c *Client) startFence(candidate, sentinel string) {
-	c.topo.fence = &failoverState{candidate: candidate, sentinel: sentinel, since: time.Now()}
-	next := c.snap.Load().with()
-	next.fenced, next.candidate = true, candidate
-	c.install(next)
-	c.emit(Event{Kind: EventFailoverStarted, Candidate: candidate, Sentinel: sentinel, Master: next.masterAddr()})
-	c.log.Info("failover started; holding writes", "candidate", candidate, "sentinel", sentinel)
+// startFailoverHold holds writes: the old master is about to lose them.
+func (t *topology) startFailoverHold(candidate, sentinel string) {
+	t.state.failoverHold = &failoverState{candidate: candidate, sentinel: sentinel, since: time.Now()}
+	next := t.snap.Load().with()
+	next.failoverHeld, next.candidate = true, candidate
+	t.install(next)
+	t.emit(Event{Kind: EventFailoverStarted, Candidate: candidate, Sentinel: sentinel, Master: next.masterAddr()})
+	t.log.Info("failover started; holding writes", "candidate", candidate, "sentinel", sentinel)
 }
 
-// expireFence ends a hold that outlived FailoverHold (or whose failover
+// expireFailoverHold ends a hold that outlived FailoverHold (or whose failover
 // was aborted): writes go to the master the client has.
-func (c *Client) expireFence(reason error) {
-	f := c.topo.fence
-	if f == nil || (!f.aborted && time.Since(f.since) < c.opts.FailoverHold) {
+func (t *topology) expireFailoverHold(reason error) {
+	f := t.state.failoverHold
+	if f == nil || (!f.aborted && time.Since(f.since) < t.opts.FailoverHold) {
 		return
 	}
-	c.topo.fence = nil
+	t.state.failoverHold = nil
 	if f.sentinel == "" {
 		// No sentinel ever named the candidate: not a failover (or one the
 		// sentinels did not confirm). Do not hold writes for it again soon.
-		c.topo.unconfirmed[f.candidate] = time.Now().Add(splitBrainQuiet)
+		t.state.unconfirmed[f.candidate] = time.Now().Add(splitBrainQuiet)
 	}
 	held := time.Since(f.since).Round(time.Millisecond)
 	if f.aborted {
 		reason = fmt.Errorf("the sentinels aborted the failover: %w", reason)
 	}
-	c.topo.holdEndErr = fmt.Errorf("%w (candidate %s, held %v): %w", ErrFailoverNotConfirmed, f.candidate, held, reason)
-	next := c.snap.Load().with()
-	next.fenced, next.candidate = false, ""
-	c.install(next)
-	c.log.Warn("failover hold ended without a new master", "candidate", f.candidate, "held", held, "reason", reason)
+	t.state.holdEndErr = fmt.Errorf("%w (candidate %s, held %v): %w", ErrFailoverNotConfirmed, f.candidate, held, reason)
+	next := t.snap.Load().with()
+	next.failoverHeld, next.candidate = false, ""
+	t.install(next)
+	t.log.Warn("failover hold ended without a new master", "candidate", f.candidate, "held", held, "reason", reason)
 }
 
-// startPromotionCheck polls the candidate of a failover in progress; once
-// its ROLE says master, routing switches to it. Sentinels announce
-// +switch-master about a second later (the leader later still).
-func (c *Client) startPromotionCheck() {
-	st := &c.topo
-	f := st.fence
+// startPromotionCheck polls the candidate of the failover writes are held
+// for; once its ROLE says master, routing switches to it. Sentinels
+// announce +switch-master about a second later (the leader later still).
+func (t *topology) startPromotionCheck() {
+	st := &t.state
+	f := st.failoverHold
 	if f == nil || st.checking {
 		return
 	}
-	if f.aborted || time.Since(f.since) >= c.opts.FailoverHold {
+	if f.aborted || time.Since(f.since) >= t.opts.FailoverHold {
 		st.wantRefresh = true
-		c.expireFence(errors.New("the promoted replica did not become master in time"))
+		t.expireFailoverHold(errors.New("the promoted replica did not become master in time"))
 		return
 	}
 	if f.sentinel == "" {
@@ -660,31 +784,31 @@ func (c *Client) startPromotionCheck() {
 		return
 	}
 	st.checking = true
-	n := c.nodes.get(f.candidate)
-	c.wg.Add(1)
+	n := t.nodes.get(f.candidate)
+	t.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.ctx, 250*time.Millisecond)
+		defer t.wg.Done()
+		ctx, cancel := context.WithTimeout(t.ctx, 250*time.Millisecond)
 		var role redisinfo.Role
 		var err error
 		if perr := safe.Call(func() { role, err = n.role(ctx) }); perr != nil {
-			err = c.recovered("a promotion check", perr)
+			err = t.recovered("a promotion check", perr)
 		}
 		cancel()
-		post(c, c.promotionDone, promotionResult{candidate: n.addr, isMaster: err == nil && role.Role == "master"})
+		post(t, t.promotionDone, promotionResult{candidate: n.addr, isMaster: err == nil && role.Role == "master"})
 	}()
 }
 
 // startSwitchCheck follows a +switch-master from sentinel: a worker checks
 // that sentinel's config epoch and the new master's ROLE.
-func (c *Client) startSwitchCheck(addr, sentinel string) {
-	stale := c.topo.staleCheck(c.snap.Load().masterAddr(), time.Now())
-	c.wg.Add(1)
+func (t *topology) startSwitchCheck(addr, sentinel string) {
+	stale := t.state.staleCheck(t.snap.Load().masterAddr(), time.Now())
+	t.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
+		defer t.wg.Done()
 		res := switchResult{addr: addr, sentinel: sentinel}
 		perr := safe.Call(func() {
-			rep, err := c.askSentinel(c.ctx, sentinel)
+			rep, err := t.askSentinel(t.ctx, sentinel)
 			switch {
 			case err != nil:
 				res.err = err
@@ -693,31 +817,31 @@ func (c *Client) startSwitchCheck(addr, sentinel string) {
 			default:
 				res.epoch = rep.epoch
 				if res.err = stale(rep); res.err == nil {
-					_, res.err = c.verifyMaster(c.ctx, addr)
+					_, res.err = t.verifyMaster(t.ctx, addr)
 				}
 			}
 		})
 		if perr != nil {
-			res.err = c.recovered("a +switch-master check", perr)
+			res.err = t.recovered("a +switch-master check", perr)
 		}
-		post(c, c.switchDone, res)
+		post(t, t.switchDone, res)
 	}()
 }
 
-func (c *Client) applySwitch(res switchResult) {
+func (t *topology) applySwitch(res switchResult) {
 	if res.err != nil {
-		c.log.Debug("+switch-master not followed", "addr", res.addr, "sentinel", res.sentinel, "err", res.err)
-		c.topo.wantRefresh = true
+		t.log.Debug("+switch-master not followed", "addr", res.addr, "sentinel", res.sentinel, "err", res.err)
+		t.state.wantRefresh = true
 		return
 	}
-	if c.snap.Load().masterAddr() == res.addr {
-		if res.epoch > c.topo.knownEpoch {
-			c.topo.knownEpoch = res.epoch
+	if t.snap.Load().masterAddr() == res.addr {
+		if res.epoch > t.state.knownEpoch {
+			t.state.knownEpoch = res.epoch
 		}
-		c.topo.masterNamed(res.epoch)
+		t.state.masterNamed(res.epoch)
 		return
 	}
-	c.promote(res.addr, res.sentinel, res.epoch)
+	t.promote(res.addr, res.sentinel, res.epoch)
 }
 
 // evict asks the topology goroutine to give a replica a fresh client (see
@@ -725,56 +849,56 @@ func (c *Client) applySwitch(res switchResult) {
 // joins a set (asking twice before the goroutine gets to it evicts once,
 // which is all the second ask needs) and a signal of capacity one wakes
 // the goroutine, which drains the set.
-func (c *Client) evict(addr string) {
-	c.evictMu.Lock()
-	if c.evicts == nil {
-		c.evicts = map[string]struct{}{}
+func (t *topology) evict(addr string) {
+	t.evictMu.Lock()
+	if t.evicts == nil {
+		t.evicts = map[string]struct{}{}
 	}
-	c.evicts[addr] = struct{}{}
-	c.evictMu.Unlock()
+	t.evicts[addr] = struct{}{}
+	t.evictMu.Unlock()
 	select {
-	case c.evictSig <- struct{}{}:
+	case t.evictSig <- struct{}{}:
 	default: // a signal is pending: the drain will see addr
 	}
 }
 
 // takeEvicts empties the set of replicas to evict, in address order.
-func (c *Client) takeEvicts() []string {
-	c.evictMu.Lock()
-	defer c.evictMu.Unlock()
-	out := slices.Sorted(maps.Keys(c.evicts))
-	clear(c.evicts)
+func (t *topology) takeEvicts() []string {
+	t.evictMu.Lock()
+	defer t.evictMu.Unlock()
+	out := slices.Sorted(maps.Keys(t.evicts))
+	clear(t.evicts)
 	return out
 }
 
 // applyEvict swaps a replica's client for a fresh one: the old client
 // takes no new reads and closes its pool once its calls return, so idle
 // connections close now and busy ones when released.
-func (c *Client) applyEvict(addr string) {
-	cur := c.snap.Load()
+func (t *topology) applyEvict(addr string) {
+	cur := t.snap.Load()
 	i := slices.IndexFunc(cur.replicas, func(n *node) bool { return n.addr == addr })
 	if i < 0 {
 		return
 	}
-	c.nodes.replace(addr)
+	t.nodes.replace(addr)
 	next := cur.with()
-	next.replicas[i] = c.nodes.get(addr)
-	c.install(next)
-	c.log.Debug("replica connections evicted", "replica", addr)
+	next.replicas[i] = t.nodes.get(addr)
+	t.install(next)
+	t.log.Debug("replica connections evicted", "replica", addr)
 }
 
 // promote installs addr as the master and ends any hold.
-func (c *Client) promote(addr, sentinel string, epoch int64) {
-	st := &c.topo
+func (t *topology) promote(addr, sentinel string, epoch int64) {
+	st := &t.state
 	if epoch > st.knownEpoch {
 		st.knownEpoch = epoch
 	}
-	st.fence = nil
-	cur := c.snap.Load()
+	st.failoverHold = nil
+	cur := t.snap.Load()
 	next := cur.with()
-	next.master = c.nodes.get(addr)
+	next.master = t.nodes.get(addr)
 	next.sentinel = sentinel
-	next.fenced, next.candidate = false, ""
+	next.failoverHeld, next.candidate = false, ""
 	next.isolated, st.poll = "", pollState{}
 	next.replicas = slices.DeleteFunc(next.replicas, func(n *node) bool { return n.addr == addr })
 	// Until the next refresh lists the new master's replicas, durable
@@ -789,5 +913,5 @@ func (c *Client) promote(addr, sentinel string, epoch int64) {
 	if cur.masterAddr() != addr {
 		st.masterMoved(cur.masterAddr(), epoch, time.Now())
 	}
-	c.install(next)
+	t.install(next)
 }

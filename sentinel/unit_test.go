@@ -596,8 +596,8 @@ func TestTargetNeverReadsBehindTheSelectorsBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			c := &Client{opts: Options{MasterName: "mymaster", ReadTimeout: 50 * time.Millisecond}, selector: tc.sel, ctx: ctx}
-			c.snap.Store(snap)
+			c := &Client{opts: Options{MasterName: "mymaster", ReadTimeout: 50 * time.Millisecond}, selector: tc.sel, ctx: ctx, topo: &topology{}}
+			c.topo.snap.Store(snap)
 			n, _, err := c.target(context.Background(), snap, true, tc.rf)
 			if f, ok := tc.sel.(*fakeSelector); ok && f.waited != tc.waits {
 				t.Errorf("waited for %d probe rounds, want %d", f.waited, tc.waits)
@@ -647,7 +647,7 @@ func TestNoReplicaErrorWithoutReplicas(t *testing.T) {
 // replica that leaves its choice), each replica is evicted once, and one
 // signal waits for the goroutine however many asks came.
 func TestEvictionsCoalesceAndAreNeverDropped(t *testing.T) {
-	c := &Client{evictSig: make(chan struct{}, 1)}
+	c := &topology{evictSig: make(chan struct{}, 1)}
 	var want []string
 	for i := range 40 {
 		addr := fmt.Sprintf("10.0.0.%d:6379", 10+i)

@@ -54,22 +54,32 @@ func parseEvent(sentinel, channel, payload, name string) (sentinelEvent, bool) {
 	return ev, false
 }
 
+func (t *topology) startWatcher(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.opts.deaf {
+		return
+	}
+	t.wg.Add(1)
+	go t.watchSentinel(addr)
+}
+
 // watchSentinel subscribes to every event channel of one sentinel and hands
 // the events about our master to the topology goroutine, until the client
 // closes. Subscriptions are re-made after errors; a quiet connection is
 // checked with PING so that a sentinel that came back is heard again. A
 // panic while reading (a reply the parser could not handle) is reported,
 // and the subscription is made again on a new connection.
-func (c *Client) watchSentinel(addr string) {
-	defer c.wg.Done()
-	for c.ctx.Err() == nil {
-		err := safe.Call(func() { c.watchOnce(addr) })
+func (t *topology) watchSentinel(addr string) {
+	defer t.wg.Done()
+	for t.ctx.Err() == nil {
+		err := safe.Call(func() { t.watchOnce(addr) })
 		if err == nil {
 			return
 		}
-		_ = c.recovered("watching sentinel "+addr, err)
+		_ = t.recovered("watching sentinel "+addr, err)
 		select {
-		case <-c.ctx.Done():
+		case <-t.ctx.Done():
 		case <-time.After(time.Second):
 		}
 	}
@@ -77,23 +87,23 @@ func (c *Client) watchSentinel(addr string) {
 
 // watchOnce is watchSentinel on one subscription: it returns when the
 // client closes (or panics).
-func (c *Client) watchOnce(addr string) {
-	client := c.sentinels.client(addr)
+func (t *topology) watchOnce(addr string) {
+	client := t.sentinels.client(addr)
 	if client == nil {
 		return
 	}
-	ps := client.PSubscribe(c.ctx, "*")
-	c.trackPubSub(ps)
+	ps := client.PSubscribe(t.ctx, "*")
+	t.trackPubSub(ps)
 	defer ps.Close()
 	backoff := 100 * time.Millisecond
 	for {
-		msg, err := ps.ReceiveTimeout(c.ctx, 5*time.Second)
-		if c.ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
+		msg, err := ps.ReceiveTimeout(t.ctx, 5*time.Second)
+		if t.ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 			return
 		}
 		if err != nil {
 			if failure.Timeout(err) {
-				pctx, cancel := context.WithTimeout(c.ctx, c.opts.SentinelTimeout)
+				pctx, cancel := context.WithTimeout(t.ctx, t.opts.SentinelTimeout)
 				err = ps.Ping(pctx)
 				cancel()
 				if err == nil {
@@ -101,7 +111,7 @@ func (c *Client) watchOnce(addr string) {
 				}
 			}
 			select {
-			case <-c.ctx.Done():
+			case <-t.ctx.Done():
 				return
 			case <-time.After(backoff):
 				backoff = min(backoff*2, 2*time.Second)
@@ -113,15 +123,15 @@ func (c *Client) watchOnce(addr string) {
 		if !ok {
 			continue
 		}
-		ev, ours := parseEvent(addr, m.Channel, m.Payload, c.opts.MasterName)
-		if !ours || !c.mapEvent(&ev) {
+		ev, ours := parseEvent(addr, m.Channel, m.Payload, t.opts.MasterName)
+		if !ours || !t.mapEvent(&ev) {
 			continue
 		}
 		select {
-		case c.events <- ev:
+		case t.events <- ev:
 		default:
 			// The topology goroutine is behind; it will refresh anyway.
-			c.kick()
+			t.kick()
 		}
 	}
 }
@@ -129,14 +139,14 @@ func (c *Client) watchOnce(addr string) {
 // mapEvent validates and maps the addresses of an event (see replyAddr)
 // and reports whether it is kept: an event naming an address the client
 // will not dial is dropped, and logged.
-func (c *Client) mapEvent(ev *sentinelEvent) bool {
+func (t *topology) mapEvent(ev *sentinelEvent) bool {
 	for _, a := range []*string{&ev.instance, &ev.oldMaster} {
 		if *a == "" {
 			continue
 		}
-		mapped, err := c.opts.splitReplyAddr(ev.sentinel, ev.kind, *a)
+		mapped, err := t.opts.splitReplyAddr(ev.sentinel, ev.kind, *a)
 		if err != nil {
-			c.log.Warn("sentinel event dropped", "err", err)
+			t.log.Warn("sentinel event dropped", "err", err)
 			return false
 		}
 		*a = mapped
@@ -144,8 +154,8 @@ func (c *Client) mapEvent(ev *sentinelEvent) bool {
 	return true
 }
 
-func (c *Client) trackPubSub(ps *redis.PubSub) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.watchers = append(c.watchers, ps)
+func (t *topology) trackPubSub(ps *redis.PubSub) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.watchers = append(t.watchers, ps)
 }
