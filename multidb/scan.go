@@ -111,9 +111,9 @@ func (c *Client) runScans(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmd
 		pinned = db
 	}
 	for i, sc := range scans {
-		_, real := routing.UntagCursor(cursors[i], routing.DatabaseTagShift, routing.DatabaseTagBits)
-		if real != cursors[i] {
-			sc.SetCursor(real)
+		_, dbCursor := routing.UntagCursor(cursors[i], routing.DatabaseTagShift, routing.DatabaseTagBits)
+		if dbCursor != cursors[i] {
+			sc.SetCursor(dbCursor)
 		}
 	}
 	defer func() {

@@ -124,8 +124,8 @@ func (m *Metrics) RegisterSentinel(c *sentinel.Client) (metric.Registration, err
 		name := AttrMasterName.String(st.MasterName)
 		for _, n := range st.Nodes {
 			attrs := metric.WithAttributes(append([]attribute.KeyValue{redisSystem, name}, addrAttrs(n.Addr)...)...)
-			o.ObserveInt64(reads, int64(n.Reads), attrs)
-			o.ObserveInt64(writes, int64(n.Writes), attrs)
+			o.ObserveInt64(reads, count(n.Reads), attrs)
+			o.ObserveInt64(writes, count(n.Writes), attrs)
 		}
 		if hasTable {
 			t.observe(o, sel)

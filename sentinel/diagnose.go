@@ -137,7 +137,8 @@ func Diagnose(ctx context.Context, opts Options) (*Diagnosis, error) {
 		}
 	}
 	if d.Master == "" {
-		return d, d.Err()
+		err := d.Err()
+		return d, err
 	}
 	steps, role := traceNode(ctx, &opts, d.Master)
 	d.Steps = append(d.Steps, steps...)
@@ -149,7 +150,8 @@ func Diagnose(ctx context.Context, opts Options) (*Diagnosis, error) {
 	if d.Err() == nil {
 		d.Steps = append(d.Steps, replicaStep(ctx, &opts, d))
 	}
-	return d, d.Err()
+	err = d.Err()
+	return d, err
 }
 
 // DiagnoseNode is Diagnose for a node reached directly (a redis:// URL):
@@ -164,7 +166,8 @@ func DiagnoseNode(ctx context.Context, addr string, opts Options) (*Diagnosis, e
 	}
 	d := &Diagnosis{Master: addr}
 	d.Steps, _ = traceNode(ctx, &opts, addr)
-	return d, d.Err()
+	err = d.Err()
+	return d, err
 }
 
 // askSentinelStep asks one sentinel for the master, stage by stage. It
@@ -492,7 +495,7 @@ func electOnce(ctx context.Context, opts *Options, master string, replicas []str
 	if err != nil {
 		return nil, err
 	}
-	defer sel.Close()
+	defer func() { _ = sel.Close() }()
 	sel.Bind(replica.Env{
 		MasterName:  opts.MasterName,
 		Sentinels:   opts.SentinelAddrs,

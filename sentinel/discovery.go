@@ -358,6 +358,31 @@ func (s replicaScan) answered() bool {
 	return slices.ContainsFunc(s.views, func(v sentinelView) bool { return v.err == nil })
 }
 
+// replicasToCheck are the replicas a refresh sends ROLE to: every one a
+// sentinel lists, in the order first listed, unless every sentinel that
+// lists it flags it down (ROLE on a dead node costs a dial per refresh,
+// and its answer could not change anything).
+func replicasToCheck(views []sentinelView, master string) []string {
+	listed, down := map[string]int{}, map[string]int{}
+	var order []string
+	for _, v := range views {
+		for _, r := range v.rows {
+			addr := redisinfo.Addr(r)
+			if addr == master || refusedRow(r) {
+				continue
+			}
+			if listed[addr] == 0 {
+				order = append(order, addr)
+			}
+			listed[addr]++
+			if redisinfo.HasFlag(r["flags"], "s_down") || redisinfo.HasFlag(r["flags"], "o_down") {
+				down[addr]++
+			}
+		}
+	}
+	return slices.DeleteFunc(order, func(a string) bool { return down[a] == listed[a] })
+}
+
 // scanReplicas asks every known sentinel, in parallel and each bounded by
 // SentinelTimeout, for its view of the master's replicas, then checks ROLE
 // on every replica any of them lists that they do not all flag down (in
@@ -382,27 +407,7 @@ func (t *topology) scanReplicas(ctx context.Context, master string) replicaScan 
 	}
 	wg.Wait()
 
-	// The replicas to check: every one listed, unless every sentinel that
-	// lists it flags it down (ROLE on a dead node costs a dial per refresh,
-	// and its answer could not change anything).
-	listed, down := map[string]int{}, map[string]int{}
-	var order []string
-	for _, v := range scan.views {
-		for _, r := range v.rows {
-			addr := redisinfo.Addr(r)
-			if addr == master || refusedRow(r) {
-				continue
-			}
-			if listed[addr] == 0 {
-				order = append(order, addr)
-			}
-			listed[addr]++
-			if redisinfo.HasFlag(r["flags"], "s_down") || redisinfo.HasFlag(r["flags"], "o_down") {
-				down[addr]++
-			}
-		}
-	}
-	candidates := slices.DeleteFunc(order, func(a string) bool { return down[a] == listed[a] })
+	candidates := replicasToCheck(scan.views, master)
 	roles := make([]redisinfo.Role, len(candidates))
 	errs := make([]error, len(candidates))
 	rtts := make([]time.Duration, len(candidates))

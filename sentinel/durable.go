@@ -37,7 +37,7 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 	var reply error
 	if routing.IsTx(cmds) {
 		conn := n.client.Conn()
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		reply = routing.Run(ctx, conn, nil, cmds)
 		if reply != nil && !errors.Is(reply, redis.Nil) {
 			return reply // aborted, or lost: nothing to confirm (or unknown)

@@ -405,11 +405,11 @@ var failoverRules = map[string]failoverRule{
 	// go-redis sends CLIENT SETINFO unless either is set; Identity says
 	// the same.
 	"DisableIndentity": func(fo *redis.FailoverOptions, o *Options) string {
-		o.Identity = !fo.DisableIdentity && !fo.DisableIndentity
+		o.Identity = !fo.DisableIdentity && !fo.DisableIndentity //nolint:staticcheck // the deprecated spelling is still a field to map
 		return ""
 	},
 	"DisableIdentity": func(fo *redis.FailoverOptions, o *Options) string {
-		o.Identity = !fo.DisableIdentity && !fo.DisableIndentity
+		o.Identity = !fo.DisableIdentity && !fo.DisableIndentity //nolint:staticcheck // the deprecated spelling is still a field to map
 		return ""
 	},
 	"IdentitySuffix": func(fo *redis.FailoverOptions, o *Options) string { o.IdentitySuffix = fo.IdentitySuffix; return "" },

@@ -106,26 +106,10 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 	if err != nil {
 		return err
 	}
-	tag, nodeCursor := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
-	if tag == 0 {
-		if id, ok := c.cursors.Lookup(cursor); ok {
-			tag, nodeCursor = id, cursor
-		}
-	}
-	n := snap.master
-	if tag != 0 {
-		addr, ok := c.topo.nodes.addrOf(tag)
-		if !ok {
-			err := &CursorError{MasterName: c.opts.MasterName, Node: fmt.Sprintf("node #%d", tag), Reason: "this client never routed to"}
-			cmd.SetErr(err)
-			return err
-		}
-		var why string
-		if n, why = scanNode(snap, addr); n == nil {
-			err := &CursorError{MasterName: c.opts.MasterName, Node: addr, Reason: why}
-			cmd.SetErr(err)
-			return err
-		}
+	n, nodeCursor, cerr := c.cursorNode(snap, cursor)
+	if cerr != nil {
+		cmd.SetErr(cerr)
+		return cerr
 	}
 	sc.SetCursor(nodeCursor)
 	defer sc.SetCursor(cursor) // the arguments as the caller made them
@@ -154,6 +138,87 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 	}
 	c.tagReply(sc, n.addr)
 	return nil
+}
+
+// cursorNode is the node a non-zero cursor the client handed out must
+// continue on, and the cursor as that node issued it: the node in its tag,
+// or the one remembered for an untagged cursor, or the master for a cursor
+// the client never saw (the caller's own). A *CursorError when that node
+// may no longer serve it.
+func (c *Client) cursorNode(snap *snapshot, cursor uint64) (*node, uint64, *CursorError) {
+	tag, nodeCursor := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
+	if tag == 0 {
+		if id, ok := c.cursors.Lookup(cursor); ok {
+			tag, nodeCursor = id, cursor
+		}
+	}
+	if tag == 0 {
+		return snap.master, nodeCursor, nil
+	}
+	addr, ok := c.topo.nodes.addrOf(tag)
+	if !ok {
+		return nil, 0, &CursorError{MasterName: c.opts.MasterName, Node: fmt.Sprintf("node #%d", tag), Reason: "this client never routed to"}
+	}
+	n, why := scanNode(snap, addr)
+	if n == nil {
+		return nil, 0, &CursorError{MasterName: c.opts.MasterName, Node: addr, Reason: why}
+	}
+	return n, nodeCursor, nil
+}
+
+// pinPipeline finds the one node a pipeline's non-zero cursors came from
+// (nil: every cursor is 0, so the pipeline runs where it would without
+// them), and returns the cursors as the caller sent them. Cursors from two
+// nodes, or a replica's cursor in a pipeline that must run on the master,
+// are a *CursorError.
+func (c *Client) pinPipeline(snap *snapshot, scans []routing.Scan, writes bool) (*node, []uint64, *CursorError) {
+	var pinned *node
+	cursors := make([]uint64, len(scans))
+	for i, sc := range scans {
+		cursor, _ := sc.Cursor()
+		cursors[i] = cursor
+		if cursor == 0 {
+			continue
+		}
+		n, _, cerr := c.cursorNode(snap, cursor)
+		if cerr != nil {
+			return nil, nil, cerr
+		}
+		if pinned != nil && pinned != n {
+			return nil, nil, &CursorError{MasterName: c.opts.MasterName, Node: n.addr,
+				Reason: "is not the node another cursor of the same pipeline came from (" + pinned.addr + "): a pipeline runs on one node"}
+		}
+		pinned = n
+	}
+	if pinned != nil && writes && pinned != snap.master {
+		return nil, nil, &CursorError{MasterName: c.opts.MasterName, Node: pinned.addr,
+			Reason: "is a replica, and this pipeline writes (or is a transaction), so it runs on the master"}
+	}
+	return pinned, cursors, nil
+}
+
+// runScanPipeline runs the pipeline: like any other when no cursor pinned
+// it, else once on the pinned node (a failure is returned as it is: the
+// iteration's node is what matters, not where reads go now). It returns
+// the node that served it.
+func (c *Client) runScanPipeline(ctx context.Context, snap *snapshot, pinned *node, writes bool, cmds []redis.Cmder) (*node, error) {
+	switch {
+	case pinned == nil && writes:
+		err := c.write(ctx, nil, cmds)
+		return c.topo.load().master, err
+	case pinned == nil:
+		return c.readOn(ctx, nil, cmds)
+	}
+	if writes {
+		pinned.counts.writes.Add(1)
+	} else {
+		pinned.counts.reads.Add(1)
+	}
+	err := c.runOn(ctx, pinned, nil, cmds)
+	if err != nil && c.failureSignal(ctx, nil, cmds, err) {
+		err = c.nodeError(snap, pinned, writes, nil, cmds, err)
+	}
+	return pinned, err
 }
 
 // tagReply tags sc's reply cursor with the node at addr.
@@ -192,45 +257,11 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 	if err != nil {
 		return err
 	}
-	fail := func(e *CursorError) error {
-		routing.SetErrs(nil, cmds, e)
-		return e
-	}
-	var pinned *node
-	cursors := make([]uint64, len(scans))
-	for i, sc := range scans {
-		cursor, _ := sc.Cursor()
-		cursors[i] = cursor
-		if cursor == 0 {
-			continue
-		}
-		tag, _ := routing.UntagCursor(cursor, routing.NodeTagShift, routing.NodeTagBits)
-		if tag == 0 {
-			if id, ok := c.cursors.Lookup(cursor); ok {
-				tag = id
-			}
-		}
-		n := snap.master
-		if tag != 0 {
-			addr, ok := c.topo.nodes.addrOf(tag)
-			if !ok {
-				return fail(&CursorError{MasterName: c.opts.MasterName, Node: fmt.Sprintf("node #%d", tag), Reason: "this client never routed to"})
-			}
-			var why string
-			if n, why = scanNode(snap, addr); n == nil {
-				return fail(&CursorError{MasterName: c.opts.MasterName, Node: addr, Reason: why})
-			}
-		}
-		if pinned != nil && pinned != n {
-			return fail(&CursorError{MasterName: c.opts.MasterName, Node: n.addr,
-				Reason: "is not the node another cursor of the same pipeline came from (" + pinned.addr + "): a pipeline runs on one node"})
-		}
-		pinned = n
-	}
 	writes := routing.IsTx(cmds) || !c.classifier.ReadOnlyPipeline(cmds)
-	if pinned != nil && writes && pinned != snap.master {
-		return fail(&CursorError{MasterName: c.opts.MasterName, Node: pinned.addr,
-			Reason: "is a replica, and this pipeline writes (or is a transaction), so it runs on the master"})
+	pinned, cursors, cerr := c.pinPipeline(snap, scans, writes)
+	if cerr != nil {
+		routing.SetErrs(nil, cmds, cerr)
+		return cerr
 	}
 	for i, sc := range scans {
 		_, nodeCursor := routing.UntagCursor(cursors[i], routing.NodeTagShift, routing.NodeTagBits)
@@ -241,26 +272,7 @@ func (c *Client) scanPipeline(ctx context.Context, cmds []redis.Cmder, scans []r
 			sc.SetCursor(cursors[i])
 		}
 	}()
-	var served *node
-	switch {
-	case pinned == nil && writes:
-		err, served = c.write(ctx, nil, cmds), c.topo.load().master
-	case pinned == nil:
-		served, err = c.readOn(ctx, nil, cmds)
-	default:
-		// Pinned: run there once; a failure is returned as it is (the
-		// iteration's node is what matters, not where reads go now).
-		served = pinned
-		if writes {
-			served.counts.writes.Add(1)
-		} else {
-			served.counts.reads.Add(1)
-		}
-		err = c.runOn(ctx, served, nil, cmds)
-		if err != nil && c.failureSignal(ctx, nil, cmds, err) {
-			err = c.nodeError(snap, served, writes, nil, cmds, err)
-		}
-	}
+	served, err := c.runScanPipeline(ctx, snap, pinned, writes, cmds)
 	if served != nil {
 		for _, sc := range scans {
 			if sc.Cmd().Err() == nil {

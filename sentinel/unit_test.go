@@ -109,7 +109,7 @@ func TestMasterChangedErrorMessage(t *testing.T) {
 	if e.Error() != want {
 		t.Fatalf("got  %s\nwant %s", e.Error(), want)
 	}
-	var wrapped error = fmt.Errorf("call: %w", e)
+	wrapped := error(fmt.Errorf("call: %w", e))
 	var mce *MasterChangedError
 	if !errors.As(wrapped, &mce) || !errors.Is(wrapped, ErrMasterChanged) || !errors.Is(wrapped, cause) {
 		t.Fatal("MasterChangedError does not work with errors.As / errors.Is")

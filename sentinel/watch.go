@@ -94,7 +94,7 @@ func (t *topology) watchOnce(addr string) {
 	}
 	ps := client.PSubscribe(t.ctx, "*")
 	t.trackPubSub(ps)
-	defer ps.Close()
+	defer func() { _ = ps.Close() }()
 	backoff := 100 * time.Millisecond
 	for {
 		msg, err := ps.ReceiveTimeout(t.ctx, 5*time.Second)
