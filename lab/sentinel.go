@@ -331,41 +331,20 @@ func (l *Lab) Failover(ctx context.Context) (FailoverResult, error) {
 		return FailoverResult{}, err
 	}
 	res := FailoverResult{OldMaster: old, SwitchMaster: map[string]time.Time{}}
-	var lastErr error
-	for _, s := range l.runningSentinels() {
-		res.Requested = time.Now()
-		lastErr = s.Do(ctx, "SENTINEL", "FAILOVER", l.cfg.MasterName).Err()
-		if lastErr == nil {
-			res.Sentinel = s.Addr()
-			break
-		}
-	}
-	if res.Sentinel == "" {
-		return res, fmt.Errorf("lab: SENTINEL FAILOVER %s: %w", l.cfg.MasterName, lastErr)
+	if err := l.requestFailover(ctx, &res); err != nil {
+		return res, err
 	}
 	l.cfg.Logger.Info("lab: failover requested", "sentinel", res.Sentinel, "old", old.name)
 
+	// Poll until a new master is agreed on, then until every sentinel
+	// has announced it.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if n, ok := l.agreedMaster(ctx); ok && n != old {
-			if role, err := n.Role(ctx); err == nil && role.Role == "master" {
-				if res.NewMaster == nil {
-					res.NewMaster = n
-					res.Agreed = time.Now()
-				}
-			}
-		}
-		if res.NewMaster != nil {
-			for _, ev := range l.Events() {
-				if ev.Type == "+switch-master" && !ev.At.Before(res.Requested) {
-					res.SwitchMaster[ev.Sentinel] = ev.At
-				}
-			}
-			if len(res.SwitchMaster) >= len(l.runningSentinels()) {
-				l.cfg.Logger.Info("lab: failover done", "new", res.NewMaster.name, "took", res.Duration())
-				return res, nil
-			}
+		l.noteAgreedMaster(ctx, &res)
+		if res.NewMaster != nil && l.noteSwitchMaster(&res) {
+			l.cfg.Logger.Info("lab: failover done", "new", res.NewMaster.name, "took", res.Duration())
+			return res, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -373,6 +352,49 @@ func (l *Lab) Failover(ctx context.Context) (FailoverResult, error) {
 		case <-tick.C:
 		}
 	}
+}
+
+// requestFailover sends SENTINEL FAILOVER to the running sentinels in
+// turn until one accepts it, and records in res which one and when; the
+// error is the last sentinel's when none did.
+func (l *Lab) requestFailover(ctx context.Context, res *FailoverResult) error {
+	var lastErr error
+	for _, s := range l.runningSentinels() {
+		res.Requested = time.Now()
+		lastErr = s.Do(ctx, "SENTINEL", "FAILOVER", l.cfg.MasterName).Err()
+		if lastErr == nil {
+			res.Sentinel = s.Addr()
+			return nil
+		}
+	}
+	return fmt.Errorf("lab: SENTINEL FAILOVER %s: %w", l.cfg.MasterName, lastErr)
+}
+
+// noteAgreedMaster records in res the new master, and when it was agreed
+// on, the first time every running sentinel names a node other than the
+// old master and ROLE on that node says master. It asks on every poll,
+// also once the new master is known (what it finds then is not used).
+func (l *Lab) noteAgreedMaster(ctx context.Context, res *FailoverResult) {
+	n, ok := l.agreedMaster(ctx)
+	if !ok || n == res.OldMaster {
+		return
+	}
+	if role, err := n.Role(ctx); err == nil && role.Role == "master" && res.NewMaster == nil {
+		res.NewMaster = n
+		res.Agreed = time.Now()
+	}
+}
+
+// noteSwitchMaster records in res the +switch-master events published
+// since the request, and says whether every running sentinel has
+// published one.
+func (l *Lab) noteSwitchMaster(res *FailoverResult) bool {
+	for _, ev := range l.Events() {
+		if ev.Type == "+switch-master" && !ev.At.Before(res.Requested) {
+			res.SwitchMaster[ev.Sentinel] = ev.At
+		}
+	}
+	return len(res.SwitchMaster) >= len(l.runningSentinels())
 }
 
 // agreedMaster returns the node every running sentinel names as master.

@@ -140,61 +140,95 @@ func check(ctx context.Context, client redis.UniversalClient, probe Probe, polic
 	}()
 	for i := 0; i < probes; i++ {
 		if i > 0 && delay > 0 {
-			if timer == nil {
-				timer = time.NewTimer(delay)
-			} else {
-				timer.Reset(delay)
-			}
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				return r, ctx.Err()
+			var err error
+			if timer, err = waitProbeDelay(ctx, timer, delay); err != nil {
+				return r, err
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, timeout)
-		start := time.Now()
-		err := runProbe(pctx, client, probe)
-		r.latency = time.Since(start)
-		if err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
-			// Say so whatever form the error took: a read that timed out
-			// on its socket, or a dial or handshake cut by the context.
-			err = fmt.Errorf("no answer within the probe timeout (%v): %w", timeout, err)
-		}
-		cancel()
+		start, err := probeOnce(ctx, client, probe, timeout, &r)
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		r.probes++
-		if err == nil {
-			r.passed++
-			r.answered = start.Add(r.latency)
-		} else {
-			r.err = err
-			r.decisive = r.decisive || !failure.ConnectionLost(err)
-		}
-		failed := r.probes - r.passed
-		switch policy {
-		case HealthyAll:
-			if failed > 0 {
-				return r, nil
-			}
-		case HealthyAny:
-			if r.passed > 0 {
-				r.healthy = true
-				return r, nil
-			}
-		case HealthyMajority:
-			if 2*r.passed > probes {
-				r.healthy = true
-				return r, nil
-			}
-			if 2*failed >= probes {
-				return r, nil
-			}
+		r.record(start, err)
+		if policyDecided(policy, &r, probes) {
+			return r, nil
 		}
 	}
 	r.healthy = policy == HealthyAll && r.passed == r.probes && r.probes > 0
 	return r, nil
+}
+
+// waitProbeDelay waits delay between two probes, on timer (made on the
+// first wait, nil, and reused after, so that a check makes one timer at
+// most; check stops it), and returns the timer, and ctx's error if ctx
+// ends first.
+func waitProbeDelay(ctx context.Context, timer *time.Timer, delay time.Duration) (*time.Timer, error) {
+	if timer == nil {
+		timer = time.NewTimer(delay)
+	} else {
+		timer.Reset(delay)
+	}
+	select {
+	case <-timer.C:
+		return timer, nil
+	case <-ctx.Done():
+		return timer, ctx.Err()
+	}
+}
+
+// probeOnce runs one probe bounded by timeout, records its latency in r,
+// and returns when it started and its error, which says so when the
+// timeout cut it.
+func probeOnce(ctx context.Context, client redis.UniversalClient, probe Probe, timeout time.Duration, r *checkResult) (time.Time, error) {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	err := runProbe(pctx, client, probe)
+	r.latency = time.Since(start)
+	if err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		// Say so whatever form the error took: a read that timed out
+		// on its socket, or a dial or handshake cut by the context.
+		err = fmt.Errorf("no answer within the probe timeout (%v): %w", timeout, err)
+	}
+	return start, err
+}
+
+// record counts a probe that started at start and ended with err (r's
+// latency already set): a pass, with when its answer came, or a failure,
+// decisive unless it was a lost connection.
+func (r *checkResult) record(start time.Time, err error) {
+	r.probes++
+	if err == nil {
+		r.passed++
+		r.answered = start.Add(r.latency)
+		return
+	}
+	r.err = err
+	r.decisive = r.decisive || !failure.ConnectionLost(err)
+}
+
+// policyDecided says whether policy has decided after r's probes, out of
+// probes in all, and sets r.healthy when it decided healthy. HealthyAll
+// decides here only on a failure (its pass needs every probe, which check
+// judges after the last).
+func policyDecided(policy HealthPolicy, r *checkResult, probes int) bool {
+	failed := r.probes - r.passed
+	switch policy {
+	case HealthyAll:
+		return failed > 0
+	case HealthyAny:
+		if r.passed > 0 {
+			r.healthy = true
+			return true
+		}
+	case HealthyMajority:
+		if 2*r.passed > probes {
+			r.healthy = true
+			return true
+		}
+		return 2*failed >= probes
+	}
+	return false
 }
 
 // runProbe runs one probe. A probe that panics has failed, with an error

@@ -125,6 +125,8 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 	masterOK := master.addr != "" && master.healthy && master.samples > 0
 	res.probed = masterOK
 
+	// Why each replica may not be elected, and the fastest eligible
+	// replica's RTT, which the window is measured from (-1: none).
 	excl := make([]Exclusion, len(replicas))
 	why := make([]string, len(replicas))
 	best := time.Duration(-1)
@@ -132,29 +134,74 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 		if r.samples > 0 {
 			res.probed = true
 		}
-		switch {
-		case !r.healthy && r.err != nil:
-			excl[i], why[i] = ExcludedUnreachable, fmt.Sprintf("probe failed: %v", r.err)
-		case r.samples == 0:
-			excl[i], why[i] = ExcludedUnprobed, "not probed yet"
-		case r.linkKnown && !r.linkUp:
-			excl[i], why[i] = ExcludedLinkDown, "replication link to the master is down"
-		case cfg.MaxStaleness > 0 && !r.lag.known:
-			excl[i], why[i] = ExcludedStale, "lag unknown: not attached to the master"
-		case cfg.MaxStaleness > 0 && r.lag.seconds > cfg.MaxStaleness:
-			excl[i], why[i] = ExcludedStale, fmt.Sprintf("lag %s%v (%d bytes) > max staleness %v", atLeast(r.lag.atLeast), round(r.lag.seconds), r.lag.bytes, cfg.MaxStaleness)
-		case masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, cfg.ExclusionMargin):
-			excl[i], why[i] = ExcludedSlow, fmt.Sprintf("rtt %v > %g × master %v", round(r.rtt), cfg.ExclusionFactor, round(master.rtt))
-			if cfg.ExclusionMargin > 0 {
-				why[i] += fmt.Sprintf(" + margin %v", cfg.ExclusionMargin)
-			}
-		default:
-			if best < 0 || r.rtt < best {
-				best = r.rtt
-			}
+		excl[i], why[i] = exclusion(cfg, master, masterOK, r)
+		if excl[i] == NotExcluded && (best < 0 || r.rtt < best) {
+			best = r.rtt
 		}
 	}
+	// The eligible replicas within the window of the fastest are elected
+	// (incumbents within 1.5 × it); Nearest reads from the master when
+	// none is, or when the master is nearer than them by more than the
+	// window; Replica falls back to slow replicas when none is.
 	elected := make([]bool, len(replicas))
+	res.elected = electWithin(replicas, excl, elected, best, window, incumbents)
+	res.nearestMaster = len(res.elected) == 0 || (masterOK && master.rtt+window < best)
+	if len(res.elected) == 0 {
+		res.fallback = fallback(replicas, excl, window)
+	}
+
+	// The table: the master's row, when it is known, then one row per
+	// replica, each saying why it stands where it does.
+	if master.addr != "" {
+		res.table = append(res.table, masterStatus(master, res, window))
+	}
+	for i, r := range replicas {
+		st := replicaStatus(r, excl[i], why[i])
+		if slices.Contains(res.fallback, r.addr) {
+			st.Why += "; no replica is eligible, so ReadFrom Replica (never the master) reads here"
+		}
+		st.Elected = elected[i]
+		st.Nearest = elected[i] && !res.nearestMaster
+		if excl[i] == NotExcluded {
+			st.Why = eligibleWhy(r.rtt, elected[i], best, window)
+		}
+		res.table = append(res.table, st)
+	}
+	return res
+}
+
+// exclusion is the first exclusion that applies to replica r (in the
+// order of the Exclusion constants), with its explanation; NotExcluded and
+// "" when r is eligible. masterOK: the master answers and has an RTT
+// average, so that slowness can be judged.
+func exclusion(cfg Config, master nodeInput, masterOK bool, r nodeInput) (Exclusion, string) {
+	switch {
+	case !r.healthy && r.err != nil:
+		return ExcludedUnreachable, fmt.Sprintf("probe failed: %v", r.err)
+	case r.samples == 0:
+		return ExcludedUnprobed, "not probed yet"
+	case r.linkKnown && !r.linkUp:
+		return ExcludedLinkDown, "replication link to the master is down"
+	case cfg.MaxStaleness > 0 && !r.lag.known:
+		return ExcludedStale, "lag unknown: not attached to the master"
+	case cfg.MaxStaleness > 0 && r.lag.seconds > cfg.MaxStaleness:
+		return ExcludedStale, fmt.Sprintf("lag %s%v (%d bytes) > max staleness %v", atLeast(r.lag.atLeast), round(r.lag.seconds), r.lag.bytes, cfg.MaxStaleness)
+	case masterOK && slow(r.rtt, master.rtt, cfg.ExclusionFactor, cfg.ExclusionMargin):
+		why := fmt.Sprintf("rtt %v > %g × master %v", round(r.rtt), cfg.ExclusionFactor, round(master.rtt))
+		if cfg.ExclusionMargin > 0 {
+			why += fmt.Sprintf(" + margin %v", cfg.ExclusionMargin)
+		}
+		return ExcludedSlow, why
+	}
+	return NotExcluded, ""
+}
+
+// electWithin marks in elected the eligible replicas within window of
+// best, the fastest eligible RTT, or within 1.5 × window for incumbents
+// (so that a replica at the window's edge does not join and leave every
+// round), and returns their addresses, sorted.
+func electWithin(replicas []nodeInput, excl []Exclusion, elected []bool, best, window time.Duration, incumbents []string) []string {
+	var out []string
 	for i, r := range replicas {
 		limit := window
 		if slices.Contains(incumbents, r.addr) {
@@ -162,61 +209,58 @@ func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []stri
 		}
 		if excl[i] == NotExcluded && r.rtt-best <= limit {
 			elected[i] = true
-			res.elected = append(res.elected, r.addr)
+			out = append(out, r.addr)
 		}
 	}
-	slices.Sort(res.elected)
-	res.nearestMaster = len(res.elected) == 0 || (masterOK && master.rtt+window < best)
+	slices.Sort(out)
+	return out
+}
 
-	if len(res.elected) == 0 {
-		res.fallback = fallback(replicas, excl, window)
+// masterStatus is the master's row: whether its probes fail, and whether
+// Nearest (and, with no replica elected, ReplicaPreferred) reads there.
+func masterStatus(master nodeInput, res electionResult, window time.Duration) NodeStatus {
+	st := status(master, RoleMaster)
+	st.Nearest = res.nearestMaster
+	switch {
+	case !master.healthy && master.err != nil:
+		st.Why = fmt.Sprintf("probe failed: %v", master.err)
+	case master.samples == 0:
+		st.Why = "not probed yet"
 	}
-	inFallback := func(addr string) bool { return slices.Contains(res.fallback, addr) }
+	switch {
+	case len(res.elected) == 0 && st.Why == "":
+		st.Why = "no eligible replica: ReplicaPreferred and Nearest read here"
+	case len(res.elected) == 0:
+		st.Why += "; no eligible replica: ReplicaPreferred and Nearest read here"
+	case res.nearestMaster:
+		st.Why = fmt.Sprintf("nearer than every eligible replica by more than %v: Nearest reads here", window)
+	}
+	return st
+}
 
-	if master.addr != "" {
-		st := status(master, RoleMaster)
-		st.Nearest = res.nearestMaster
-		switch {
-		case !master.healthy && master.err != nil:
-			st.Why = fmt.Sprintf("probe failed: %v", master.err)
-		case master.samples == 0:
-			st.Why = "not probed yet"
-		}
-		switch {
-		case len(res.elected) == 0 && st.Why == "":
-			st.Why = "no eligible replica: ReplicaPreferred and Nearest read here"
-		case len(res.elected) == 0:
-			st.Why += "; no eligible replica: ReplicaPreferred and Nearest read here"
-		case res.nearestMaster:
-			st.Why = fmt.Sprintf("nearer than every eligible replica by more than %v: Nearest reads here", window)
-		}
-		res.table = append(res.table, st)
+// replicaStatus is a replica's row as its probes and INFO left it, with
+// its exclusion; the election's outcome is for the caller to add.
+func replicaStatus(r nodeInput, excl Exclusion, why string) NodeStatus {
+	st := status(r, RoleReplica)
+	st.LinkKnown, st.LinkUp, st.LastIO = r.linkKnown, r.linkUp, r.lastIO
+	st.LagKnown, st.LagBytes, st.Lag, st.LagAtLeast = r.lag.known, r.lag.bytes, r.lag.seconds, r.lag.atLeast
+	st.Excluded, st.Why = excl, why
+	return st
+}
+
+// eligibleWhy explains where an eligible replica with RTT rtt stands
+// against best, the fastest eligible RTT, and the window.
+func eligibleWhy(rtt time.Duration, elected bool, best, window time.Duration) string {
+	switch {
+	case !elected:
+		return fmt.Sprintf("rtt %v: more than %v above the fastest eligible replica (%v)", round(rtt), window, round(best))
+	case rtt == best:
+		return fmt.Sprintf("fastest eligible replica (%v)", round(rtt))
+	case rtt-best > window:
+		return fmt.Sprintf("elected before and within 1.5 × %v of the fastest eligible replica (%v)", window, round(best))
+	default:
+		return fmt.Sprintf("within %v of the fastest eligible replica (%v)", window, round(best))
 	}
-	for i, r := range replicas {
-		st := status(r, RoleReplica)
-		st.LinkKnown, st.LinkUp, st.LastIO = r.linkKnown, r.linkUp, r.lastIO
-		st.LagKnown, st.LagBytes, st.Lag, st.LagAtLeast = r.lag.known, r.lag.bytes, r.lag.seconds, r.lag.atLeast
-		st.Excluded, st.Why = excl[i], why[i]
-		if inFallback(r.addr) {
-			st.Why += "; no replica is eligible, so ReadFrom Replica (never the master) reads here"
-		}
-		st.Elected = elected[i]
-		st.Nearest = elected[i] && !res.nearestMaster
-		if excl[i] == NotExcluded {
-			switch {
-			case !elected[i]:
-				st.Why = fmt.Sprintf("rtt %v: more than %v above the fastest eligible replica (%v)", round(r.rtt), window, round(best))
-			case r.rtt == best:
-				st.Why = fmt.Sprintf("fastest eligible replica (%v)", round(r.rtt))
-			case r.rtt-best > window:
-				st.Why = fmt.Sprintf("elected before and within 1.5 × %v of the fastest eligible replica (%v)", window, round(best))
-			default:
-				st.Why = fmt.Sprintf("within %v of the fastest eligible replica (%v)", window, round(best))
-			}
-		}
-		res.table = append(res.table, st)
-	}
-	return res
 }
 
 // slow: the replica's RTT exceeds factor × the master's, and, when a

@@ -84,7 +84,6 @@ func (e Event) String() string {
 // previous election (prevTable) to res. firstRound: the previous election
 // had no RTT data; topology: the client reported another topology since.
 func describeChange(prevElected []string, prevTable []NodeStatus, res electionResult, firstRound, topology bool) (Reason, string) {
-	var parts []string
 	found := map[Reason]bool{}
 	if firstRound {
 		found[ReasonFirstRound] = true
@@ -92,15 +91,34 @@ func describeChange(prevElected []string, prevTable []NodeStatus, res electionRe
 	if topology {
 		found[ReasonTopology] = true
 	}
-	prevRow := func(addr string) (NodeStatus, bool) {
-		for _, st := range prevTable {
-			if st.Addr == addr && st.Role == RoleReplica {
-				return st, true
-			}
-		}
-		return NodeStatus{}, false
+	// What changed, node by node: replicas that joined or left the
+	// elected set, elected replicas that are gone from the table, and the
+	// master gaining or losing Nearest's reads.
+	parts := replicaChanges(nil, found, prevElected, prevTable, res.table)
+	parts = vanishedReplicas(parts, found, prevElected, prevTable, res.table)
+	parts = nearestMasterChange(parts, found, prevTable, res.table)
+	if len(parts) == 0 {
+		parts = append(parts, "elected set changed")
 	}
-	for _, st := range res.table {
+	return firstReason(found), strings.Join(parts, "; ")
+}
+
+// prevReplicaRow is addr's replica row in the previous election's table.
+func prevReplicaRow(prevTable []NodeStatus, addr string) (NodeStatus, bool) {
+	for _, st := range prevTable {
+		if st.Addr == addr && st.Role == RoleReplica {
+			return st, true
+		}
+	}
+	return NodeStatus{}, false
+}
+
+// replicaChanges appends to parts the replicas of table that joined or
+// left the elected set, and records their reasons in found. One that left
+// for not being probed yet is new to the topology; one that joined after
+// an exclusion (other than that) recovered; any other joined on its RTT.
+func replicaChanges(parts []string, found map[Reason]bool, prevElected []string, prevTable, table []NodeStatus) []string {
+	for _, st := range table {
 		if st.Role != RoleReplica {
 			continue
 		}
@@ -115,40 +133,53 @@ func describeChange(prevElected []string, prevTable []NodeStatus, res electionRe
 			parts = append(parts, fmt.Sprintf("%s left (%s: %s)", st.Addr, r, st.Why))
 		case !was && st.Elected:
 			r := ReasonRTT
-			if prev, ok := prevRow(st.Addr); ok && prev.Excluded != NotExcluded && prev.Excluded != ExcludedUnprobed {
+			if prev, ok := prevReplicaRow(prevTable, st.Addr); ok && prev.Excluded != NotExcluded && prev.Excluded != ExcludedUnprobed {
 				r = ReasonRecovered
 			}
 			found[r] = true
 			parts = append(parts, fmt.Sprintf("%s joined (%s)", st.Addr, st.Why))
 		}
 	}
+	return parts
+}
+
+// vanishedReplicas appends to parts the replicas elected before that are
+// no longer in table (the client no longer reports them as healthy
+// replicas of the master): a change of topology.
+func vanishedReplicas(parts []string, found map[Reason]bool, prevElected []string, prevTable, table []NodeStatus) []string {
 	for _, addr := range prevElected {
-		if _, ok := prevRow(addr); ok && !slices.ContainsFunc(res.table, func(st NodeStatus) bool { return st.Addr == addr && st.Role == RoleReplica }) {
+		if _, ok := prevReplicaRow(prevTable, addr); ok && !slices.ContainsFunc(table, func(st NodeStatus) bool { return st.Addr == addr && st.Role == RoleReplica }) {
 			found[ReasonTopology] = true
 			parts = append(parts, fmt.Sprintf("%s left (no longer a healthy replica of the master)", addr))
 		}
 	}
-	if len(res.table) > 0 && res.table[0].Role == RoleMaster {
-		m := res.table[0]
-		prevNearest := len(prevTable) > 0 && prevTable[0].Role == RoleMaster && prevTable[0].Nearest
-		if m.Nearest != prevNearest {
-			found[ReasonRTT] = true
-			if m.Nearest {
-				parts = append(parts, fmt.Sprintf("Nearest reads go to the master %s (%s)", m.Addr, m.Why))
-			} else {
-				parts = append(parts, fmt.Sprintf("Nearest reads leave the master %s", m.Addr))
-			}
-		}
+	return parts
+}
+
+// nearestMasterChange appends to parts whether reads under Nearest went to
+// or left the master (a change of RTTs), when the master is in table.
+func nearestMasterChange(parts []string, found map[Reason]bool, prevTable, table []NodeStatus) []string {
+	if len(table) == 0 || table[0].Role != RoleMaster {
+		return parts
 	}
-	reason := ReasonRTT
+	m := table[0]
+	prevNearest := len(prevTable) > 0 && prevTable[0].Role == RoleMaster && prevTable[0].Nearest
+	if m.Nearest == prevNearest {
+		return parts
+	}
+	found[ReasonRTT] = true
+	if m.Nearest {
+		return append(parts, fmt.Sprintf("Nearest reads go to the master %s (%s)", m.Addr, m.Why))
+	}
+	return append(parts, fmt.Sprintf("Nearest reads leave the master %s", m.Addr))
+}
+
+// firstReason is the first of reasonOrder found, ReasonRTT if none was.
+func firstReason(found map[Reason]bool) Reason {
 	for _, r := range reasonOrder {
 		if found[r] {
-			reason = r
-			break
+			return r
 		}
 	}
-	if len(parts) == 0 {
-		parts = append(parts, "elected set changed")
-	}
-	return reason, strings.Join(parts, "; ")
+	return ReasonRTT
 }

@@ -107,13 +107,9 @@ func (c *conn) Read(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
+		// Scanned bytes waiting are returned first, before a refusal.
 		if c.off < c.ready {
-			n := copy(p, c.buf[c.off:c.ready])
-			c.off += n
-			if c.off == c.ready {
-				c.compact()
-			}
-			return n, nil
+			return c.returnReady(p), nil
 		}
 		if c.err != nil {
 			// Closed only now, once the bytes before the refused reply
@@ -126,52 +122,79 @@ func (c *conn) Read(p []byte) (int, error) {
 			return 0, nil
 		}
 		if len(c.buf) == 0 {
-			// Nothing held: the server's bytes go straight into p, and
-			// only a line left incomplete at the end is copied aside.
-			n, err := c.Conn.Read(p)
-			if n > 0 {
-				if cut, lerr := c.sc.scan(p[:n]); lerr != nil {
-					c.fail(lerr)
-					if cut > 0 {
-						return cut, nil // the error comes with the next Read
-					}
-					continue
-				}
-				held := c.sc.held()
-				if held > 0 {
-					c.buf = append(c.buf[:0], p[n-held:n]...)
-				}
-				if n > held {
-					return n - held, err
-				}
-			}
-			if err != nil || n == 0 {
-				return 0, err
+			if n, done, err := c.readInto(p); done {
+				return n, err
 			}
 			continue
 		}
-		// A line is held: read its rest after it, so that a long line
-		// arriving in small pieces is not copied again for each piece.
-		c.reserve()
-		h := len(c.buf)
-		n, err := c.Conn.Read(c.buf[h:cap(c.buf)])
-		c.buf = c.buf[:h+n]
-		if n > 0 {
-			cut, lerr := c.sc.scan(c.buf[h:])
-			if lerr != nil {
-				c.buf = c.buf[:h+cut] // the held line starts at 0, so h+cut >= 0
-				c.ready = len(c.buf)
-				c.fail(lerr)
-				continue
-			}
-			c.ready = len(c.buf) - c.sc.held()
-		}
-		if c.ready == 0 && (err != nil || n == 0) {
+		if done, err := c.readAfterHeld(); done {
 			return 0, err
 		}
-		// With bytes to return, a read error is left for the next Read
-		// to meet again.
 	}
+}
+
+// returnReady copies into p what was scanned and may be returned, and
+// moves the held line, if any, to the start of buf once all of it was.
+func (c *conn) returnReady(p []byte) int {
+	n := copy(p, c.buf[c.off:c.ready])
+	c.off += n
+	if c.off == c.ready {
+		c.compact()
+	}
+	return n
+}
+
+// readInto reads with nothing held: the server's bytes go straight into p,
+// and only a line left incomplete at the end is copied aside. done says
+// whether Read returns n and err; when not (a refused reply with nothing
+// before it in p, or a read that returned only held bytes), Read goes
+// round again.
+func (c *conn) readInto(p []byte) (n int, done bool, err error) {
+	n, err = c.Conn.Read(p)
+	if n > 0 {
+		if cut, lerr := c.sc.scan(p[:n]); lerr != nil {
+			c.fail(lerr)
+			if cut > 0 {
+				return cut, true, nil // the error comes with the next Read
+			}
+			return 0, false, nil
+		}
+		held := c.sc.held()
+		if held > 0 {
+			c.buf = append(c.buf[:0], p[n-held:n]...)
+		}
+		if n > held {
+			return n - held, true, err
+		}
+	}
+	if err != nil || n == 0 {
+		return 0, true, err
+	}
+	return 0, false, nil
+}
+
+// readAfterHeld reads, with a line held, the line's rest after it in buf,
+// so that a long line arriving in small pieces is not copied again for
+// each piece, and marks what may now be returned. done says whether Read
+// returns 0 and err; when not, Read goes round again and returns the
+// ready bytes (with bytes to return, a read error is left for the next
+// Read to meet again) or reads once more.
+func (c *conn) readAfterHeld() (done bool, err error) {
+	c.reserve()
+	h := len(c.buf)
+	n, err := c.Conn.Read(c.buf[h:cap(c.buf)])
+	c.buf = c.buf[:h+n]
+	if n > 0 {
+		cut, lerr := c.sc.scan(c.buf[h:])
+		if lerr != nil {
+			c.buf = c.buf[:h+cut] // the held line starts at 0, so h+cut >= 0
+			c.ready = len(c.buf)
+			c.fail(lerr)
+			return false, nil
+		}
+		c.ready = len(c.buf) - c.sc.held()
+	}
+	return c.ready == 0 && (err != nil || n == 0), err
 }
 
 // compact moves the held line to the start of buf once everything before

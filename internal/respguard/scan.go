@@ -91,39 +91,20 @@ func (s *scanner) cut(i int) int { return i - int(s.line) + 1 }
 // begin: the offending type byte; or, after the type byte, the rest of the
 // offending line (negative when that line began in an earlier call); or
 // the offending byte after a string. The scanner is then unusable.
+//
+// Each state has its own step, which reads from b[i:] what that state
+// expects (at least one byte) and returns the index after it, or, with
+// the error, the cut described above.
 func (s *scanner) scan(b []byte) (int, *LimitError) {
 	i := 0
 	for i < len(b) {
+		var err *LimitError
 		switch s.st {
 		case stBody:
-			if s.left > 2 {
-				k := min(int64(len(b)-i), s.left-2)
-				i += int(k)
-				s.left -= k
-				if s.left > 2 {
-					continue // b ended inside the string
-				}
-			}
-			// The \r\n after the string, in one step when both are here.
-			if s.left == 2 && i < len(b) {
-				if b[i] != '\r' {
-					return i, s.malformed(`a string not followed by \r\n`)
-				}
-				i++
-				s.left--
-			}
-			if s.left == 1 && i < len(b) {
-				if b[i] != '\n' {
-					return i, s.malformed(`a string not followed by \r\n`)
-				}
-				i++
-				s.left = 0
-				s.st = stType
-				s.done()
-			}
-
+			i, err = s.body(b, i)
 		case stType:
-			t := b[i]
+			// Most lines are headers that b holds whole: they are read
+			// at once, here, where the scan of a reply spends its time.
 			if k := s.quickHeader(b[i:]); k > 0 {
 				i += k
 				if err := s.header(); err != nil {
@@ -132,96 +113,171 @@ func (s *scanner) scan(b []byte) (int, *LimitError) {
 				s.line = 0
 				continue
 			}
-			i++
-			s.typ, s.line = t, 1
-			switch t {
-			case '+', '-', ':', '_', ',', '#', '(':
-				s.st, s.cr = stSimple, false
-			case '$', '=', '!', '*', '~', '>', '%', '|':
-				if t == '|' && len(s.stack) > 0 {
-					// go-redis reads an attribute inside an aggregate
-					// in two ways: with the element it annotates (when
-					// it reads a reply) or without it (when a command
-					// discards an element: Reader.Discard). Redis sends
-					// none; refusing them keeps the element counts
-					// unambiguous.
-					return i - 1, s.malformed("an attribute inside an aggregate or attribute, which go-redis does not read consistently")
-				}
-				s.st, s.neg, s.digits, s.val = stHeader, false, false, 0
-			default:
-				return i - 1, s.malformed(typeDetail(t))
-			}
-
+			i, err = s.element(b, i)
 		case stSimple:
-			j := bytes.IndexByte(b[i:], '\n')
-			if j < 0 {
-				s.line += int64(len(b) - i)
-				s.cr = b[len(b)-1] == '\r'
-				i = len(b)
-				if s.line > s.lim.MaxLine+1 {
-					return s.cut(i), s.tooLong()
-				}
-				continue
-			}
-			cr := s.cr
-			if j > 0 {
-				cr = b[i+j-1] == '\r'
-			}
-			s.line += int64(j)
-			i += j
-			if s.line > s.lim.MaxLine+1 {
-				return s.cut(i), s.tooLong()
-			}
-			if !cr {
-				return s.cut(i), s.malformed(`a line that ends in \n without \r`)
-			}
-			i++ // the \n
-			s.line++
-			if err := s.lineDone(); err != nil {
-				return s.cut(i), err
-			}
-			s.st, s.line = stType, 0
-			s.done()
-
+			i, err = s.simple(b, i)
 		case stHeader:
-			c := b[i]
-			i++
-			s.line++
-			if s.line > s.lim.MaxLine+1 {
-				return s.cut(i), s.tooLong()
-			}
-			switch {
-			case '0' <= c && c <= '9':
-				d := int64(c - '0')
-				if s.val > (math.MaxInt64-d)/10 {
-					s.val = math.MaxInt64
-				} else {
-					s.val = s.val*10 + d
-				}
-				s.digits = true
-			case c == '\r' && s.digits:
-				s.st = stHeaderLF
-			case (c == '+' || c == '-') && s.line == 2:
-				s.neg = c == '-'
-			case c == '?' && s.line == 2:
-				return s.cut(i), s.malformed("a streamed string or aggregate ('" + string(s.typ) + "?'), which go-redis cannot read")
-			default:
-				return s.cut(i), s.malformed("a length or count that is not a number")
-			}
-
+			i, err = s.headerByte(b, i)
 		case stHeaderLF:
-			if b[i] != '\n' {
-				return s.cut(i), s.malformed(`a line with \r not followed by \n`)
-			}
-			i++
-			s.line++
-			if err := s.header(); err != nil {
-				return s.cut(i), err
-			}
-			s.line = 0
+			i, err = s.headerLF(b, i)
+		}
+		if err != nil {
+			return i, err
 		}
 	}
 	return len(b), nil
+}
+
+// body passes over a string's bytes, as many as b holds (their content is
+// not checked: go-redis reads them by the declared length), then checks
+// the \r\n after them, in one step when both are here, and ends the
+// element. A refused byte is itself the cut.
+func (s *scanner) body(b []byte, i int) (int, *LimitError) {
+	if s.left > 2 {
+		k := min(int64(len(b)-i), s.left-2)
+		i += int(k)
+		s.left -= k
+		if s.left > 2 {
+			return i, nil // b ended inside the string
+		}
+	}
+	if s.left == 2 && i < len(b) {
+		if b[i] != '\r' {
+			return i, s.malformed(`a string not followed by \r\n`)
+		}
+		i++
+		s.left--
+	}
+	if s.left == 1 && i < len(b) {
+		if b[i] != '\n' {
+			return i, s.malformed(`a string not followed by \r\n`)
+		}
+		i++
+		s.left = 0
+		s.st = stType
+		s.done()
+	}
+	return i, nil
+}
+
+// element starts an element at b[i], its type byte, when it is not a
+// header line that b holds whole (scan reads those with quickHeader): the
+// type byte is checked here and the scanner moves to the line's rest, read
+// byte by byte across calls. A refused type byte is itself the cut.
+func (s *scanner) element(b []byte, i int) (int, *LimitError) {
+	t := b[i]
+	i++
+	s.typ, s.line = t, 1
+	switch t {
+	case '+', '-', ':', '_', ',', '#', '(':
+		s.st, s.cr = stSimple, false
+	case '$', '=', '!', '*', '~', '>', '%', '|':
+		if t == '|' && len(s.stack) > 0 {
+			// go-redis reads an attribute inside an aggregate
+			// in two ways: with the element it annotates (when
+			// it reads a reply) or without it (when a command
+			// discards an element: Reader.Discard). Redis sends
+			// none; refusing them keeps the element counts
+			// unambiguous.
+			return i - 1, s.malformed("an attribute inside an aggregate or attribute, which go-redis does not read consistently")
+		}
+		s.st, s.neg, s.digits, s.val = stHeader, false, false, 0
+	default:
+		return i - 1, s.malformed(typeDetail(t))
+	}
+	return i, nil
+}
+
+// simple reads a line that is the whole element, up to its \n, or to the
+// end of b when the \n has not come yet (remembering whether b ended in
+// \r, for a \n at the start of the next b). The line is refused as soon
+// as it is longer than MaxLine, and when it ends in \n without \r; a
+// complete line ends the element.
+func (s *scanner) simple(b []byte, i int) (int, *LimitError) {
+	j := bytes.IndexByte(b[i:], '\n')
+	if j < 0 {
+		s.line += int64(len(b) - i)
+		s.cr = b[len(b)-1] == '\r'
+		i = len(b)
+		if s.line > s.lim.MaxLine+1 {
+			return s.cut(i), s.tooLong()
+		}
+		return i, nil
+	}
+	cr := s.cr
+	if j > 0 {
+		cr = b[i+j-1] == '\r'
+	}
+	s.line += int64(j)
+	i += j
+	if s.line > s.lim.MaxLine+1 {
+		return s.cut(i), s.tooLong()
+	}
+	if !cr {
+		return s.cut(i), s.malformed(`a line that ends in \n without \r`)
+	}
+	i++ // the \n
+	s.line++
+	if err := s.lineDone(); err != nil {
+		return s.cut(i), err
+	}
+	s.st, s.line = stType, 0
+	s.done()
+	return i, nil
+}
+
+// headerByte reads one byte of a header's number, the slow path of a
+// header cut by the end of a read or not well formed: a digit (the value
+// saturates, see val), a sign right after the type byte, or the \r after
+// at least one digit. Anything else is refused, '?' (RESP3's streamed
+// types) with its own reason; so is a line longer than MaxLine.
+func (s *scanner) headerByte(b []byte, i int) (int, *LimitError) {
+	c := b[i]
+	i++
+	s.line++
+	if s.line > s.lim.MaxLine+1 {
+		return s.cut(i), s.tooLong()
+	}
+	switch {
+	case '0' <= c && c <= '9':
+		s.addDigit(c)
+	case c == '\r' && s.digits:
+		s.st = stHeaderLF
+	case (c == '+' || c == '-') && s.line == 2:
+		s.neg = c == '-'
+	case c == '?' && s.line == 2:
+		return s.cut(i), s.malformed("a streamed string or aggregate ('" + string(s.typ) + "?'), which go-redis cannot read")
+	default:
+		return s.cut(i), s.malformed("a length or count that is not a number")
+	}
+	return i, nil
+}
+
+// addDigit appends the digit c to the header's number, saturating at
+// math.MaxInt64.
+func (s *scanner) addDigit(c byte) {
+	d := int64(c - '0')
+	if s.val > (math.MaxInt64-d)/10 {
+		s.val = math.MaxInt64
+	} else {
+		s.val = s.val*10 + d
+	}
+	s.digits = true
+}
+
+// headerLF checks the \n after a header's \r and acts on the complete
+// header.
+func (s *scanner) headerLF(b []byte, i int) (int, *LimitError) {
+	if b[i] != '\n' {
+		return s.cut(i), s.malformed(`a line with \r not followed by \n`)
+	}
+	i++
+	s.line++
+	if err := s.header(); err != nil {
+		return s.cut(i), err
+	}
+	s.line = 0
+	return i, nil
 }
 
 // quickHeader reads, when b starts with one, a whole well-formed header
