@@ -19,7 +19,8 @@ type GateConfig struct {
 	// also names it in errors and logs. Required.
 	Name string
 	// TTL is how long an admission holds: every other attempt for the same
-	// id within TTL is refused with ErrBusy. Default 30 s.
+	// id within TTL is refused with ErrBusy. Default DefaultAdmissionTTL
+	// (30 s).
 	TTL time.Duration
 }
 
@@ -66,13 +67,13 @@ type Gate struct {
 func NewGate(g *Guard, cfg GateConfig) (*Gate, error) {
 	switch {
 	case g == nil:
-		return nil, &ConfigError{Field: "guard", Problem: "is nil"}
+		return nil, configError("", "guard", "is nil")
 	case cfg.Name == "":
-		return nil, &ConfigError{Field: "GateConfig.Name", Problem: "is required (it is the keys' namespace)"}
+		return nil, configError("GateConfig", "Name", "is required (it is the keys' namespace)")
 	case cfg.TTL < 0:
-		return nil, &ConfigError{Field: "GateConfig.TTL", Problem: "must not be negative"}
+		return nil, configError("GateConfig", "TTL", "must not be negative")
 	case cfg.TTL > 0 && cfg.TTL < time.Millisecond:
-		return nil, &ConfigError{Field: "GateConfig.TTL", Problem: "must be at least 1ms"}
+		return nil, configError("GateConfig", "TTL", "must be at least 1ms")
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultAdmissionTTL

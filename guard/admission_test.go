@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,15 +107,23 @@ func TestGateAdmitsAgainAfterTTL(t *testing.T) {
 }
 
 func TestGateConfigErrors(t *testing.T) {
-	g, err := guard.Open(guard.Settings{Addr: "127.0.0.1:1", KeyPrefix: "t"})
+	g, err := guard.Open(guard.ClientConfig{Addr: "127.0.0.1:1", KeyPrefix: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	for _, cfg := range []guard.GateConfig{{}, {Name: "x", TTL: -1}, {Name: "x", TTL: time.Microsecond}} {
+	for _, tc := range []struct {
+		cfg   guard.GateConfig
+		field string
+		want  string // in the message
+	}{
+		{guard.GateConfig{}, "Name", "guard: GateConfig.Name is required"},
+		{guard.GateConfig{Name: "x", TTL: -1}, "TTL", "guard: GateConfig.TTL must not be negative"},
+		{guard.GateConfig{Name: "x", TTL: time.Microsecond}, "TTL", "guard: GateConfig.TTL must be at least 1ms"},
+	} {
 		var ce *guard.ConfigError
-		if _, err := guard.NewGate(g, cfg); !errors.As(err, &ce) {
-			t.Errorf("NewGate(%+v) = %v, want a ConfigError", cfg, err)
+		if _, err := guard.NewGate(g, tc.cfg); !errors.As(err, &ce) || ce.Struct != "GateConfig" || ce.Field != tc.field || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewGate(%+v) = %v, want a ConfigError %q", tc.cfg, err, tc.want)
 		}
 	}
 	gate, err := guard.NewGate(g, guard.GateConfig{Name: "x"})

@@ -42,7 +42,7 @@ func BenchmarkDeadRedis(b *testing.B) {
 	}
 	guardClient := func(addr string) func() client {
 		return func() client {
-			g, err := guard.Open(guard.Settings{Addr: addr, KeyPrefix: "bench"})
+			g, err := guard.Open(guard.ClientConfig{Addr: addr, KeyPrefix: "bench"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func warmPool(b *testing.B, ctx context.Context, c *redis.Client, n int) {
 func BenchmarkLimiterVsRawEvalSha(b *testing.B) {
 	ctx := context.Background()
 	l := lab.New(b, lab.Standalone())
-	s := guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "bench"}
+	s := guard.ClientConfig{Addr: l.Node(0).Addr(), KeyPrefix: "bench"}
 	g, err := guard.Open(s)
 	if err != nil {
 		b.Fatal(err)

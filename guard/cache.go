@@ -64,21 +64,22 @@ type CacheConfig[V any] struct {
 	// Codec encodes values for Redis. Default: StringCodec for a
 	// Cache[string], JSONCodec otherwise.
 	Codec Codec[V]
-	// TTL is how long a loaded value stays in Redis. Default 1 min.
+	// TTL is how long a loaded value stays in Redis. Default
+	// DefaultCacheTTL (1 min).
 	TTL time.Duration
 	// TTLJitter spreads expiries, so that values loaded together do not
 	// expire together: each write-back uses TTL plus a random duration in
 	// [0, TTLJitter). Default TTL/10; negative: no jitter.
 	TTLJitter time.Duration
 	// LoadSlots is how many loads may run at once, per Cache: the bound on
-	// the fallback's load on the database. Default 8.
+	// the fallback's load on the database. Default DefaultLoadSlots (8).
 	LoadSlots int
 	// SlotWait is how long a load may wait for a free slot before the
 	// request is refused with ErrUnavailable (ReasonBusy). Default 0:
 	// refuse at once, since queueing behind a saturated database only adds
 	// latency to a request that will likely time out anyway.
 	SlotWait time.Duration
-	// LoadTimeout bounds one load. Default 500 ms. The slowest request
+	// LoadTimeout bounds one load. Default DefaultLoadTimeout (500 ms). The slowest request
 	// therefore takes CallLimit (read) + SlotWait + LoadTimeout + CallLimit
 	// (write-back).
 	LoadTimeout time.Duration
@@ -174,13 +175,19 @@ type Cache[V any] struct {
 func NewCache[V any](g *Guard, cfg CacheConfig[V]) (*Cache[V], error) {
 	switch {
 	case g == nil:
-		return nil, &ConfigError{Field: "guard", Problem: "is nil"}
+		return nil, configError("", "guard", "is nil")
 	case cfg.Name == "":
-		return nil, &ConfigError{Field: "CacheConfig.Name", Problem: "is required (it is the keys' namespace)"}
+		return nil, configError("CacheConfig", "Name", "is required (it is the keys' namespace)")
 	case cfg.Load == nil:
-		return nil, &ConfigError{Field: "CacheConfig.Load", Problem: "is required"}
-	case cfg.TTL < 0, cfg.LoadSlots < 0, cfg.SlotWait < 0, cfg.LoadTimeout < 0:
-		return nil, &ConfigError{Field: "CacheConfig", Problem: "TTL, LoadSlots, SlotWait and LoadTimeout must not be negative"}
+		return nil, configError("CacheConfig", "Load", "is required")
+	case cfg.TTL < 0:
+		return nil, configError("CacheConfig", "TTL", "must not be negative")
+	case cfg.LoadSlots < 0:
+		return nil, configError("CacheConfig", "LoadSlots", "must not be negative")
+	case cfg.SlotWait < 0:
+		return nil, configError("CacheConfig", "SlotWait", "must not be negative")
+	case cfg.LoadTimeout < 0:
+		return nil, configError("CacheConfig", "LoadTimeout", "must not be negative")
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultCacheTTL

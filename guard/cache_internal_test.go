@@ -15,7 +15,7 @@ func TestCacheConcurrentMissesShareOneLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	l := lab.New(t, lab.Standalone())
-	g, err := Open(Settings{Addr: l.Node(0).Addr(), KeyPrefix: "test", ReadTimeout: 2 * time.Second, CallLimit: 3 * time.Second})
+	g, err := Open(ClientConfig{Addr: l.Node(0).Addr(), KeyPrefix: "test", ReadTimeout: 2 * time.Second, CallLimit: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -369,21 +370,27 @@ func TestCacheUndecodableValueIsReloaded(t *testing.T) {
 }
 
 func TestCacheConfigErrors(t *testing.T) {
-	g, err := guard.Open(guard.Settings{Addr: "127.0.0.1:1", KeyPrefix: "t"})
+	g, err := guard.Open(guard.ClientConfig{Addr: "127.0.0.1:1", KeyPrefix: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
 	load := func(context.Context, string) (string, error) { return "", nil }
-	for _, cfg := range []guard.CacheConfig[string]{
-		{Load: load},
-		{Name: "x"},
-		{Name: "x", Load: load, TTL: -1},
-		{Name: "x", Load: load, LoadSlots: -1},
+	for _, tc := range []struct {
+		cfg   guard.CacheConfig[string]
+		field string
+	}{
+		{guard.CacheConfig[string]{Load: load}, "Name"},
+		{guard.CacheConfig[string]{Name: "x"}, "Load"},
+		{guard.CacheConfig[string]{Name: "x", Load: load, TTL: -1}, "TTL"},
+		{guard.CacheConfig[string]{Name: "x", Load: load, LoadSlots: -1}, "LoadSlots"},
+		{guard.CacheConfig[string]{Name: "x", Load: load, SlotWait: -1}, "SlotWait"},
+		{guard.CacheConfig[string]{Name: "x", Load: load, LoadTimeout: -1}, "LoadTimeout"},
 	} {
 		var ce *guard.ConfigError
-		if _, err := guard.NewCache(g, cfg); !errors.As(err, &ce) {
-			t.Errorf("NewCache(%+v) = %v, want a ConfigError", cfg, err)
+		if _, err := guard.NewCache(g, tc.cfg); !errors.As(err, &ce) || ce.Struct != "CacheConfig" || ce.Field != tc.field ||
+			!strings.HasPrefix(err.Error(), "guard: CacheConfig."+tc.field+" ") {
+			t.Errorf("NewCache(%+v) = %v, want a ConfigError on CacheConfig.%s", tc.cfg, err, tc.field)
 		}
 	}
 }

@@ -131,7 +131,7 @@ func (timerlessCtx) Err() error                    { return nil }
 // passed by the clock is the caller's even when its context never
 // reports it, and Call does not wait for that report beyond a moment.
 func TestCallerDeadlineWithoutATimer(t *testing.T) {
-	g := open(t, guard.Settings{Addr: "127.0.0.1:1", KeyPrefix: "shop"}) // never dialled
+	g := open(t, guard.ClientConfig{Addr: "127.0.0.1:1", KeyPrefix: "shop"}) // never dialled
 	ctx := timerlessCtx{Context: context.Background(), deadline: time.Now().Add(-time.Millisecond)}
 	start := time.Now()
 	err := g.Call(ctx, "get", func(context.Context, redis.Cmdable) error { return errors.New("read tcp: i/o timeout") })

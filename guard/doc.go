@@ -5,10 +5,10 @@
 //
 // The pieces:
 //
-//   - Settings and Open: a go-redis client that fails fast (no retries,
+//   - ClientConfig and Open: a go-redis client that fails fast (no retries,
 //     one dial attempt, 100 ms timeouts, a pool that does not queue, no
 //     extra round trips on connect) and the Guard around it;
-//     SettingsFromURL reads them from a redis://, rediss:// or unix:// URL.
+//     ClientConfigFromURL reads them from a redis://, rediss:// or unix:// URL.
 //     New wraps a client you already have, such as a Sentinel client.
 //   - Guard: the key prefix, applied to every key (Guard.Key), and
 //     Guard.Call, which runs a Redis operation under a total time limit.
@@ -54,12 +54,12 @@
 // failure; a hit call limit is a Redis failure (FailureTimeout) and does
 // not match context.DeadlineExceeded. Errors name the operation and the
 // server and say what to do; they never contain a password, and neither
-// do Settings.String or the logs.
+// do ClientConfig.String or the logs.
 //
 // # Time limits
 //
 // Guard.Call gives each call CallLimit (default 150 ms) in total; the
-// client's own timeouts (100 ms each from Settings) bound each socket
+// client's own timeouts (100 ms each from ClientConfig) bound each socket
 // operation inside it. Nothing is retried: when a reply is lost, the
 // command may have run on the server, so a rate limiter's attempt may be
 // counted and an admission key may be set. New therefore refuses a client
@@ -67,7 +67,7 @@
 // as go-redis's default is, or DialerRetries above 1, as its default of 0
 // means 5) or ignore context deadlines (ContextTimeoutEnabled false):
 // rediskit's one client policy, which multidb checks the same way.
-// Clients built from Settings, from redisurl.Config.Options
+// Clients built from ClientConfig, from redisurl.Config.Options
 // (guard.New(redis.NewClient(opt)) is accepted), and our Sentinel and
 // multidb clients meet it.
 // Choose the limits from the request's deadline: the slowest cache lookup
@@ -76,13 +76,13 @@
 //
 // # Defaults
 //
-//	Settings   PoolSize 10, DialTimeout/ReadTimeout/WriteTimeout 100 ms,
-//	           CallLimit 150 ms, no retries, 1 dial attempt, no pool wait
-//	Cache      TTL 1 min + jitter in [0, TTL/10), 8 load slots, SlotWait 0
-//	           (refuse at once when all are busy), LoadTimeout 500 ms
-//	Gate       TTL 30 s
-//	Checker    probe key <prefix>:health:write, TTL 60 s
-//	Monitor    a check every 5 s
+//	ClientConfig  PoolSize 10, DialTimeout/ReadTimeout/WriteTimeout 100 ms,
+//	              CallLimit 150 ms, no retries, 1 dial attempt, no pool wait
+//	Cache         TTL 1 min + jitter in [0, TTL/10), 8 load slots, SlotWait 0
+//	              (refuse at once when all are busy), LoadTimeout 500 ms
+//	Gate          TTL 30 s
+//	Checker       probe key <prefix>:health:write, TTL 60 s
+//	Monitor       a check every 5 s
 //
 // go-redis's own defaults, for comparison: 3 retries of a failed command
 // (MaxRetries; -1 disables them, 0 means the default), 5 dial attempts 100

@@ -39,7 +39,7 @@ const (
 	// client's socket timeout. A command that was sent may still run.
 	FailureTimeout
 	// FailurePoolFull: every connection of the client's pool was in use, and
-	// the client does not queue for one (Settings.PoolSize).
+	// the client does not queue for one (ClientConfig.PoolSize).
 	FailurePoolFull
 	// FailureAuth: the server refused the credentials (NOAUTH, WRONGPASS,
 	// NOPERM, or a password sent to a server that has none).
@@ -226,14 +226,6 @@ func (e *BusyError) Error() string {
 
 // Is makes a BusyError match ErrBusy.
 func (e *BusyError) Is(target error) bool { return target == ErrBusy }
-
-// ConfigError reports an invalid setting. It never contains a secret.
-type ConfigError struct {
-	Field   string
-	Problem string
-}
-
-func (e *ConfigError) Error() string { return "guard: " + e.Field + ": " + e.Problem }
 
 // classify tells what kind of Redis failure err is. limitHit reports that
 // the call's own time limit expired.

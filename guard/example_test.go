@@ -14,10 +14,10 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// Settings for a client that fails fast, and the key prefix every
+// ClientConfig for a client that fails fast, and the key prefix every
 // component applies. String never shows the password.
 func ExampleOpen() {
-	s := guard.Settings{Addr: "127.0.0.1:6379", Password: "s3cret", KeyPrefix: "shop", PoolSize: 20}
+	s := guard.ClientConfig{Addr: "127.0.0.1:6379", Password: "s3cret", KeyPrefix: "shop", PoolSize: 20}
 	g, err := guard.Open(s) // does not connect yet
 	if err != nil {
 		fmt.Println(err)
@@ -27,24 +27,24 @@ func ExampleOpen() {
 	fmt.Println(s)
 	fmt.Println(g.Key("price", "sku-1"))
 	// Output:
-	// guard.Settings{Addr: "127.0.0.1:6379", Username: "", Password: "xxxxx", DB: 0, TLS: false, KeyPrefix: "shop", PoolSize: 20, DialTimeout: 0s, ReadTimeout: 0s, WriteTimeout: 0s, CallLimit: 0s}
+	// guard.ClientConfig{Addr: "127.0.0.1:6379", Username: "", Password: "xxxxx", DB: 0, TLS: false, KeyPrefix: "shop", PoolSize: 20, DialTimeout: 0s, ReadTimeout: 0s, WriteTimeout: 0s, CallLimit: 0s}
 	// shop:price:sku-1
 }
 
-// Settings from a connection URL (package redisurl); the key prefix is
+// ClientConfig from a connection URL (package redisurl); the key prefix is
 // set separately, since a URL does not carry one.
-func ExampleSettingsFromURL() {
-	s, err := guard.SettingsFromURL("redis://app:s3cret@10.0.0.7:6380/2?readTimeout=250ms")
+func ExampleClientConfigFromURL() {
+	s, err := guard.ClientConfigFromURL("redis://app:s3cret@10.0.0.7:6380/2?readTimeout=250ms")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	s.KeyPrefix = "shop"
 	fmt.Println(s)
-	_, err = guard.SettingsFromURL("redis+sentinel://10.0.0.1,10.0.0.2/mymaster")
+	_, err = guard.ClientConfigFromURL("redis+sentinel://10.0.0.1,10.0.0.2/mymaster")
 	fmt.Println(err != nil)
 	// Output:
-	// guard.Settings{Addr: "10.0.0.7:6380", Username: "app", Password: "xxxxx", DB: 2, TLS: false, KeyPrefix: "shop", PoolSize: 0, DialTimeout: 0s, ReadTimeout: 250ms, WriteTimeout: 0s, CallLimit: 0s}
+	// guard.ClientConfig{Addr: "10.0.0.7:6380", Username: "app", Password: "xxxxx", DB: 2, TLS: false, KeyPrefix: "shop", PoolSize: 0, DialTimeout: 0s, ReadTimeout: 250ms, WriteTimeout: 0s, CallLimit: 0s}
 	// true
 }
 
@@ -181,7 +181,7 @@ func ExampleChecker() {
 	}
 	defer l.Close()
 	for _, n := range l.Nodes() {
-		g, err := guard.Open(guard.Settings{Addr: n.Addr(), KeyPrefix: "shop"})
+		g, err := guard.Open(guard.ClientConfig{Addr: n.Addr(), KeyPrefix: "shop"})
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -207,7 +207,7 @@ func startRedis(ctx context.Context) (*lab.Lab, *guard.Guard, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
+	g, err := guard.Open(guard.ClientConfig{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
 	if err != nil {
 		_ = l.Close()
 		return nil, nil, err

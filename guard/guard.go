@@ -13,12 +13,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
 // DefaultCallLimit is the total time a guarded Redis call may take when
-// Config.CallLimit (or Settings.CallLimit) is zero.
+// Config.CallLimit (or ClientConfig.CallLimit) is zero.
 const DefaultCallLimit = 150 * time.Millisecond
 
 // Config configures a Guard around an existing client (New).
@@ -72,17 +73,17 @@ type optionser interface{ Options() *redis.Options }
 // caller; and one that retries dials (DialerRetries 0 means 5 attempts;
 // set it to 1), so that a dead Redis fails a call at once. These are
 // rediskit's client policy (the one every client rediskit builds runs
-// with): clients from Settings, redisurl.Config.Options and our Sentinel
+// with): clients from ClientConfig, redisurl.Config.Options and our Sentinel
 // and multidb clients meet it.
 func New(client redis.Cmdable, cfg Config) (*Guard, error) {
 	if client == nil {
-		return nil, &ConfigError{Field: "client", Problem: "is nil"}
+		return nil, configError("", "client", "is nil")
 	}
-	if err := checkPrefix(cfg.KeyPrefix); err != nil {
+	if err := checkPrefix("Config", cfg.KeyPrefix); err != nil {
 		return nil, err
 	}
 	if cfg.CallLimit < 0 {
-		return nil, &ConfigError{Field: "CallLimit", Problem: "must not be negative"}
+		return nil, configError("Config", "CallLimit", "must not be negative")
 	}
 	if cfg.CallLimit == 0 {
 		cfg.CallLimit = DefaultCallLimit
@@ -90,7 +91,7 @@ func New(client redis.Cmdable, cfg Config) (*Guard, error) {
 	if o, ok := client.(optionser); ok {
 		opt := o.Options()
 		if vs := redisopt.Check(opt); len(vs) > 0 {
-			return nil, &ConfigError{Field: "client", Problem: vs.Explain(clientConsequence, "build the client with guard.Settings or redisurl.Config.Options")}
+			return nil, configError("", "client", vs.Explain(clientConsequence, "build the client with guard.ClientConfig or redisurl.Config.Options"))
 		}
 		if cfg.Server == "" && opt != nil {
 			cfg.Server = opt.Addr
@@ -116,14 +117,27 @@ var clientConsequence = map[string]string{
 	"ContextTimeoutEnabled": "CallLimit cannot bound its calls",
 }
 
-func checkPrefix(p string) error {
+// ConfigError reports a setting the package cannot use: "guard:
+// <Struct>.<Field> <problem>" (Struct is Config, ClientConfig,
+// LimiterConfig, ...; empty for a nil argument). It never contains a
+// secret.
+type ConfigError = configerr.Error
+
+// configError reports field of the configuration type strct ("" for a
+// constructor's argument).
+func configError(strct, field, problem string) *ConfigError {
+	return &ConfigError{Package: "guard", Struct: strct, Field: field, Problem: problem}
+}
+
+// checkPrefix checks the KeyPrefix field of strct (Config or ClientConfig).
+func checkPrefix(strct, p string) error {
 	switch {
 	case p == "":
-		return &ConfigError{Field: "KeyPrefix", Problem: `is required (for example "shop"), so keys of different applications cannot collide`}
+		return configError(strct, "KeyPrefix", `is required (for example "shop"), so keys of different applications cannot collide`)
 	case strings.HasSuffix(p, ":"):
-		return &ConfigError{Field: "KeyPrefix", Problem: `must not end with ':' (the guard adds the separator)`}
+		return configError(strct, "KeyPrefix", `must not end with ':' (the guard adds the separator)`)
 	case strings.IndexFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return &ConfigError{Field: "KeyPrefix", Problem: "must not contain spaces or control characters"}
+		return configError(strct, "KeyPrefix", "must not contain spaces or control characters")
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func TestKeyAppliesThePrefix(t *testing.T) {
-	g, err := guard.Open(guard.Settings{Addr: "127.0.0.1:1", KeyPrefix: "shop"})
+	g, err := guard.Open(guard.ClientConfig{Addr: "127.0.0.1:1", KeyPrefix: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestCallClassifiesFailures(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		s    guard.Settings
+		s    guard.ClientConfig
 		op   func(context.Context, redis.Cmdable) error
 		want guard.Failure
 	}{

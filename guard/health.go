@@ -133,9 +133,9 @@ type HealthConfig struct {
 	WriteProbe bool
 	// ProbeKey is the probe's key under the guard's prefix (Guard.Key
 	// with this name). Use a key the application may write and nothing
-	// else uses. Default "health:write".
+	// else uses. Default DefaultProbeKey ("health:write").
 	ProbeKey string
-	// ProbeTTL is the probe key's TTL. Default 60 s.
+	// ProbeTTL is the probe key's TTL. Default DefaultProbeTTL (60 s).
 	ProbeTTL time.Duration
 }
 
@@ -157,9 +157,9 @@ type Checker struct {
 func NewChecker(g *Guard, cfg HealthConfig) (*Checker, error) {
 	switch {
 	case g == nil:
-		return nil, &ConfigError{Field: "guard", Problem: "is nil"}
+		return nil, configError("", "guard", "is nil")
 	case cfg.ProbeTTL < 0:
-		return nil, &ConfigError{Field: "HealthConfig.ProbeTTL", Problem: "must not be negative"}
+		return nil, configError("HealthConfig", "ProbeTTL", "must not be negative")
 	}
 	if cfg.ProbeKey == "" {
 		cfg.ProbeKey = DefaultProbeKey
@@ -225,7 +225,7 @@ func (c *Checker) failed(ctx context.Context, r Report, err error) (Report, erro
 // MonitorConfig configures a Monitor.
 type MonitorConfig struct {
 	// Interval is the time between the end of one check and the start of
-	// the next. Default 5 s.
+	// the next. Default DefaultMonitorInterval (5 s).
 	Interval time.Duration
 	// OnReport, if set, receives every report, from the monitor's
 	// goroutine (to update metrics, say). It must return quickly.
@@ -266,9 +266,9 @@ type Monitor struct {
 func NewMonitor(c *Checker, cfg MonitorConfig) (*Monitor, error) {
 	switch {
 	case c == nil:
-		return nil, &ConfigError{Field: "checker", Problem: "is nil"}
+		return nil, configError("", "checker", "is nil")
 	case cfg.Interval < 0:
-		return nil, &ConfigError{Field: "MonitorConfig.Interval", Problem: "must not be negative"}
+		return nil, configError("MonitorConfig", "Interval", "must not be negative")
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultMonitorInterval

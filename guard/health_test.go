@@ -16,7 +16,7 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-func check(t *testing.T, ctx context.Context, s guard.Settings, write bool) guard.Report {
+func check(t *testing.T, ctx context.Context, s guard.ClientConfig, write bool) guard.Report {
 	t.Helper()
 	r, err := newChecker(t, open(t, s), write).Check(ctx)
 	if err != nil {
@@ -136,7 +136,7 @@ func TestHealthPausedTimesOutWithinTheBound(t *testing.T) {
 
 func TestHealthUnreachable(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
-	r := check(t, ctx, guard.Settings{Addr: deadAddr(t), KeyPrefix: "test"}, true)
+	r := check(t, ctx, guard.ClientConfig{Addr: deadAddr(t), KeyPrefix: "test"}, true)
 	if r.State != guard.StateUnreachable || r.PingOK {
 		t.Fatalf("report %+v, want unreachable", r)
 	}
@@ -205,7 +205,7 @@ func TestMonitorKeepsTheLastReport(t *testing.T) {
 }
 
 func TestMonitorBeforeFirstCheck(t *testing.T) {
-	g, err := guard.Open(guard.Settings{Addr: "127.0.0.1:1", KeyPrefix: "t"})
+	g, err := guard.Open(guard.ClientConfig{Addr: "127.0.0.1:1", KeyPrefix: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,17 +22,17 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 	guard.WaitFor(t, ctx, cond)
 }
 
-// settings are the safe Settings for a lab node, with the defaults'
+// settings are the safe ClientConfig for a lab node, with the defaults'
 // timeouts: for the tests that measure them.
-func settings(n *lab.Node) guard.Settings {
+func settings(n *lab.Node) guard.ClientConfig {
 	o := n.Options()
-	return guard.Settings{Addr: n.Addr(), Username: o.Username, Password: o.Password, KeyPrefix: "test"}
+	return guard.ClientConfig{Addr: n.Addr(), Username: o.Username, Password: o.Password, KeyPrefix: "test"}
 }
 
 // relaxed are settings with generous timeouts, for tests that check
 // behaviour, not timing: on a loaded 2-core machine running -race, a
 // 100 ms budget can run out for reasons that have nothing to do with Redis.
-func relaxed(n *lab.Node) guard.Settings {
+func relaxed(n *lab.Node) guard.ClientConfig {
 	s := settings(n)
 	s.DialTimeout, s.ReadTimeout, s.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
 	s.CallLimit = 3 * time.Second
@@ -40,7 +40,7 @@ func relaxed(n *lab.Node) guard.Settings {
 }
 
 // open opens a guard for s and closes it when the test ends.
-func open(t *testing.T, s guard.Settings) *guard.Guard {
+func open(t *testing.T, s guard.ClientConfig) *guard.Guard {
 	t.Helper()
 	g, err := guard.Open(s)
 	if err != nil {

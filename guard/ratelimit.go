@@ -87,13 +87,13 @@ type Limiter struct {
 func NewLimiter(g *Guard, cfg LimiterConfig) (*Limiter, error) {
 	switch {
 	case g == nil:
-		return nil, &ConfigError{Field: "guard", Problem: "is nil"}
+		return nil, configError("", "guard", "is nil")
 	case cfg.Name == "":
-		return nil, &ConfigError{Field: "LimiterConfig.Name", Problem: "is required (it is the counters' namespace)"}
+		return nil, configError("LimiterConfig", "Name", "is required (it is the counters' namespace)")
 	case cfg.Limit <= 0:
-		return nil, &ConfigError{Field: "LimiterConfig.Limit", Problem: "must be positive"}
+		return nil, configError("LimiterConfig", "Limit", "must be positive")
 	case cfg.Window < time.Millisecond:
-		return nil, &ConfigError{Field: "LimiterConfig.Window", Problem: "must be at least 1ms"}
+		return nil, configError("LimiterConfig", "Window", "must be at least 1ms")
 	}
 	return &Limiter{
 		g:        g,

@@ -201,20 +201,27 @@ func TestLimiterWindowEnds(t *testing.T) {
 }
 
 func TestLimiterConfigErrors(t *testing.T) {
-	g, err := guard.Open(guard.Settings{Addr: "127.0.0.1:1", KeyPrefix: "t"})
+	g, err := guard.Open(guard.ClientConfig{Addr: "127.0.0.1:1", KeyPrefix: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	for _, cfg := range []guard.LimiterConfig{
-		{Limit: 1, Window: time.Second},
-		{Name: "x", Window: time.Second},
-		{Name: "x", Limit: 1},
+	for _, tc := range []struct {
+		cfg  guard.LimiterConfig
+		want string // the whole message
+	}{
+		{guard.LimiterConfig{Limit: 1, Window: time.Second}, "guard: LimiterConfig.Name is required (it is the counters' namespace)"},
+		{guard.LimiterConfig{Name: "x", Window: time.Second}, "guard: LimiterConfig.Limit must be positive"},
+		{guard.LimiterConfig{Name: "x", Limit: 1}, "guard: LimiterConfig.Window must be at least 1ms"},
 	} {
 		var ce *guard.ConfigError
-		if _, err := guard.NewLimiter(g, cfg); !errors.As(err, &ce) {
-			t.Errorf("NewLimiter(%+v) = %v, want a ConfigError", cfg, err)
+		if _, err := guard.NewLimiter(g, tc.cfg); !errors.As(err, &ce) || ce.Struct != "LimiterConfig" || err.Error() != tc.want {
+			t.Errorf("NewLimiter(%+v) = %v, want the ConfigError %q", tc.cfg, err, tc.want)
 		}
+	}
+	var ce *guard.ConfigError
+	if _, err := guard.NewLimiter(nil, guard.LimiterConfig{}); !errors.As(err, &ce) || err.Error() != "guard: guard is nil" {
+		t.Errorf("NewLimiter(nil) = %v, want a ConfigError on the nil guard", err)
 	}
 	lim, err := guard.NewLimiter(g, guard.LimiterConfig{Name: "x", Limit: 1, Window: time.Second})
 	if err != nil {

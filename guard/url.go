@@ -2,14 +2,14 @@ package guard
 
 import "github.com/rediskit/rediskit/redisurl"
 
-// SettingsFromURL returns the Settings a redis://, rediss:// or unix://
+// ClientConfigFromURL returns the ClientConfig a redis://, rediss:// or unix://
 // URL describes (see package redisurl for the syntax): the address,
 // credentials, database, client name and TLS, and the URL's dialTimeout,
-// readTimeout and writeTimeout when it sets them (else Settings'
+// readTimeout and writeTimeout when it sets them (else ClientConfig's
 // 100 ms defaults). A URL does not carry a key prefix: set KeyPrefix,
 // then Open.
 //
-//	s, err := guard.SettingsFromURL(os.Getenv("REDIS_URL"))
+//	s, err := guard.ClientConfigFromURL(os.Getenv("REDIS_URL"))
 //	...
 //	s.KeyPrefix = "shop"
 //	g, err := guard.Open(s)
@@ -18,16 +18,16 @@ import "github.com/rediskit/rediskit/redisurl"
 // refused; give its redisurl.Config to the Sentinel client and wrap that
 // client with New. Errors are *redisurl.Error values and never contain a
 // password.
-func SettingsFromURL(rawURL string) (Settings, error) {
+func ClientConfigFromURL(rawURL string) (ClientConfig, error) {
 	c, err := redisurl.Parse(rawURL)
 	if err != nil {
-		return Settings{}, err
+		return ClientConfig{}, err
 	}
 	o, err := c.Options()
 	if err != nil {
-		return Settings{}, err
+		return ClientConfig{}, err
 	}
-	return Settings{
+	return ClientConfig{
 		Addr:         o.Addr,
 		Username:     o.Username,
 		Password:     o.Password,

@@ -15,17 +15,17 @@ import (
 	"github.com/rediskit/rediskit/redisurl"
 )
 
-func TestSettingsFromURL(t *testing.T) {
+func TestClientConfigFromURL(t *testing.T) {
 	for _, tc := range []struct {
 		url  string
-		want guard.Settings
+		want guard.ClientConfig
 	}{
-		{"redis://127.0.0.1", guard.Settings{Addr: "127.0.0.1:6379"}},
+		{"redis://127.0.0.1", guard.ClientConfig{Addr: "127.0.0.1:6379"}},
 		{"redis://app:pw@10.0.0.7:6380/3?clientName=shop&readTimeout=250ms",
-			guard.Settings{Addr: "10.0.0.7:6380", Username: "app", Password: "pw", DB: 3, ClientName: "shop", ReadTimeout: 250 * time.Millisecond}},
-		{"unix:///run/redis.sock?db=2", guard.Settings{Addr: "/run/redis.sock", DB: 2}},
+			guard.ClientConfig{Addr: "10.0.0.7:6380", Username: "app", Password: "pw", DB: 3, ClientName: "shop", ReadTimeout: 250 * time.Millisecond}},
+		{"unix:///run/redis.sock?db=2", guard.ClientConfig{Addr: "/run/redis.sock", DB: 2}},
 	} {
-		got, err := guard.SettingsFromURL(tc.url)
+		got, err := guard.ClientConfigFromURL(tc.url)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.url, err)
 		}
@@ -33,13 +33,13 @@ func TestSettingsFromURL(t *testing.T) {
 			t.Errorf("%s:\n got %v\nwant %v", tc.url, got, tc.want)
 		}
 	}
-	s, err := guard.SettingsFromURL("rediss://127.0.0.1:6380")
+	s, err := guard.ClientConfigFromURL("rediss://127.0.0.1:6380")
 	if err != nil || s.TLSConfig == nil {
 		t.Errorf("rediss://: TLS config %v, %v", s.TLSConfig, err)
 	}
 }
 
-func TestSettingsFromURLErrors(t *testing.T) {
+func TestClientConfigFromURLErrors(t *testing.T) {
 	const secret = "url-secret-9c2"
 	for _, raw := range []string{
 		"redis+sentinel://:" + secret + "@10.0.0.1,10.0.0.2/mymaster",
@@ -47,7 +47,7 @@ func TestSettingsFromURLErrors(t *testing.T) {
 		"redis://:" + secret + "@127.0.0.1:notaport",
 		"http://127.0.0.1",
 	} {
-		_, err := guard.SettingsFromURL(raw)
+		_, err := guard.ClientConfigFromURL(raw)
 		var ue *redisurl.Error
 		if !errors.As(err, &ue) {
 			t.Errorf("%s: %v, want a *redisurl.Error", strings.ReplaceAll(raw, secret, "xxxxx"), err)
@@ -60,10 +60,10 @@ func TestSettingsFromURLErrors(t *testing.T) {
 }
 
 // A lab URL with a password opens a working guard.
-func TestSettingsFromURLOpens(t *testing.T) {
+func TestClientConfigFromURLOpens(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Password: "lab-url-secret"})
-	s, err := guard.SettingsFromURL(l.URL())
+	s, err := guard.ClientConfigFromURL(l.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

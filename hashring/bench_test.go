@@ -16,7 +16,7 @@ import (
 func benchRing(tb testing.TB) (*Node, *Snapshot, []string) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 	tb.Cleanup(func() { _ = c.Close() })
-	n, err := NewNode(c, "bench", &Options{Hostname: "node-0", PID: 1})
+	n, err := NewNode(c, "bench", Config{Hostname: "node-0", PID: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}

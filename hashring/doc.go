@@ -9,7 +9,7 @@
 // wrapping around to the greatest start. A Node joins with Start, answers
 // Contains(key) from a lock-free snapshot, and leaves with Stop:
 //
-//	node, err := hashring.NewNode(client, "example-ring", nil)
+//	node, err := hashring.NewNode(client, "example-ring", hashring.Config{})
 //	if err := node.Start(ctx); err != nil { ... }
 //	defer node.Stop(context.Background())
 //	for _, item := range items {
@@ -163,7 +163,7 @@
 //
 // # Logging
 //
-// Records go to Options.Logger (default: discarded): WARN for each failed
+// Records go to Config.Logger (default: discarded): WARN for each failed
 // attempt (with step, attempt, wait and error) and for each malformed
 // member (once per member), ERROR when the ownership deadline is observed
 // passed, INFO when ownership is restored. Library code never prints.
@@ -179,6 +179,6 @@
 // Beyond the Python API (contains, get_ranges, get_node_count,
 // debug_print) this package has Owner, the Ring view, Changes, ValidUntil,
 // the ownership deadline, bounded and retried Start, and typed errors.
-// Nodes in one process must differ in Options.Hostname or Options.PID to be
+// Nodes in one process must differ in Config.Hostname or Config.PID to be
 // counted apart (the ring identifies nodes by hostname:pid).
 package hashring

@@ -14,13 +14,16 @@ var (
 	// the same node is in progress. Neither waits for the other.
 	ErrBusy = errors.New("hashring: another Start or Stop of this node is in progress; retry when it returns")
 	// ErrSubscribeTimeout is wrapped when Redis did not confirm the
-	// subscription to the ring's channel within Options.SubscribeTimeout.
+	// subscription to the ring's channel within Config.SubscribeTimeout.
 	ErrSubscribeTimeout = errors.New("hashring: Redis did not confirm the subscription in time")
-	// ErrInvalidHostname is wrapped when the node's hostname cannot be
-	// written into a member (it contains ':', is empty or is not UTF-8).
+	// ErrInvalidHostname is matched by the *ConfigError of a
+	// Config.Hostname that cannot be written into a member (it contains
+	// ':', is empty or is not UTF-8).
 	ErrInvalidHostname = errors.New("hashring: invalid hostname")
-	// ErrInvalidOptions is wrapped when Options are inconsistent.
-	ErrInvalidOptions = errors.New("hashring: invalid options")
+	// ErrInvalidConfig is matched by a *ConfigError about any other Config
+	// field NewNode or NewRing cannot use, and wrapped by their errors
+	// about a nil client or an empty key.
+	ErrInvalidConfig = errors.New("hashring: invalid configuration")
 )
 
 // Error is a failed operation on the ring's Redis key: what was being done,

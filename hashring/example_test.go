@@ -35,8 +35,8 @@ func Example() {
 	}
 
 	// Nodes in one process need distinct hostnames or PIDs.
-	a, _ := hashring.NewNode(client, "example-ring", &hashring.Options{Hostname: "worker-a"})
-	b, _ := hashring.NewNode(client, "example-ring", &hashring.Options{Hostname: "worker-b"})
+	a, _ := hashring.NewNode(client, "example-ring", hashring.Config{Hostname: "worker-a"})
+	b, _ := hashring.NewNode(client, "example-ring", hashring.Config{Hostname: "worker-b"})
 	if err := a.Start(ctx); err != nil {
 		fmt.Println("start:", err)
 		return
@@ -74,14 +74,14 @@ func ExampleRing() {
 	client := l.Node(0).NewClient()
 	defer client.Close()
 
-	node, _ := hashring.NewNode(client, "jobs", &hashring.Options{Hostname: "worker-1", PID: 100})
+	node, _ := hashring.NewNode(client, "jobs", hashring.Config{Hostname: "worker-1", PID: 100})
 	if err := node.Start(ctx); err != nil {
 		fmt.Println("start:", err)
 		return
 	}
 	defer node.Stop(ctx)
 
-	view, _ := hashring.NewRing(client, "jobs", nil)
+	view, _ := hashring.NewRing(client, "jobs", hashring.Config{})
 	snap, err := view.Load(ctx) // or go view.Run(ctx) to follow the ring
 	if err != nil {
 		fmt.Println("load:", err)

@@ -95,7 +95,7 @@ func TestDeadNodeTakenOverAfterExpiry(t *testing.T) {
 func TestPausedRedisNodesGiveUpAtDeadline(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
 	ctx := testkit.Context(t, 60*time.Second)
-	opts := func(h string, log *slog.Logger) *Options {
+	opts := func(h string, log *slog.Logger) Config {
 		o := fast(h, log)
 		o.OwnershipDeadline, o.Expiry = 2*time.Second, 3*time.Second
 		return o
@@ -226,7 +226,7 @@ func TestPausedRedisNodesGiveUpAtDeadline(t *testing.T) {
 func TestPartitionedNodeGivesUpBeforeTakeover(t *testing.T) {
 	l := lab.New(t, lab.Config{Proxy: true})
 	ctx := testkit.Context(t, 60*time.Second)
-	opts := func(h string, log *slog.Logger) *Options {
+	opts := func(h string, log *slog.Logger) Config {
 		o := fast(h, log)
 		o.OwnershipDeadline, o.Expiry = 2*time.Second, 3*time.Second
 		return o

@@ -25,8 +25,8 @@ func TestMain(m *testing.M) {
 // waits shortened so recoveries take a fraction of a second. The deadline
 // stays long enough (8 heartbeats) that a healthy node on a loaded 2-core
 // machine running -race does not lapse.
-func fast(host string, log *slog.Logger) *Options {
-	return &Options{
+func fast(host string, log *slog.Logger) Config {
+	return Config{
 		Hostname:          host,
 		Logger:            log,
 		HeartbeatInterval: 250 * time.Millisecond,
@@ -59,9 +59,9 @@ func direct(n *lab.Node) *redis.Options {
 
 // newNode creates a node, failing the test on error; the node is stopped
 // when the test ends.
-func newNode(t testing.TB, c redis.UniversalClient, key string, opts *Options) *Node {
+func newNode(t testing.TB, c redis.UniversalClient, key string, cfg Config) *Node {
 	t.Helper()
-	n, err := NewNode(c, key, opts)
+	n, err := NewNode(c, key, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,13 +96,19 @@ func ParseMember(s string) (Member, error) {
 func checkHostname(h string) error {
 	switch {
 	case h == "":
-		return fmt.Errorf("%w: empty; set Options.Hostname", ErrInvalidHostname)
+		return hostnameError("is empty: set it")
 	case strings.Contains(h, ":"):
-		return fmt.Errorf("%w %q: contains ':', the member field separator; set Options.Hostname to a name without ':'", ErrInvalidHostname, h)
+		return hostnameError(fmt.Sprintf("%q contains ':', the member field separator: set a name without ':'", h))
 	case !utf8.ValidString(h):
-		return fmt.Errorf("%w %q: not valid UTF-8", ErrInvalidHostname, h)
+		return hostnameError(fmt.Sprintf("%q is not valid UTF-8", h))
 	}
 	return nil
+}
+
+// hostnameError is the *ConfigError of a Hostname that cannot go into a
+// member; it matches ErrInvalidHostname.
+func hostnameError(problem string) *ConfigError {
+	return &ConfigError{Package: "hashring", Struct: "Config", Field: "Hostname", Problem: problem, Kind: ErrInvalidHostname}
 }
 
 // newMembers picks n replicas for a node: each a random start in

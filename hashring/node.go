@@ -22,7 +22,7 @@ import (
 // time.
 type Node struct {
 	st      store
-	opts    Options
+	opts    Config
 	id      string
 	members []Member
 	names   []string
@@ -106,8 +106,8 @@ type run struct {
 // connection on it (client.Subscribe) while started. The client remains
 // the caller's: the node never closes it, and its timeouts bound every
 // call the node makes (see the package documentation).
-func NewNode(client redis.UniversalClient, key string, opts *Options) (*Node, error) {
-	o, err := opts.resolved(true)
+func NewNode(client redis.UniversalClient, key string, cfg Config) (*Node, error) {
+	o, err := cfg.resolved(true)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func (n *Node) Print(ctx context.Context, w io.Writer) error {
 }
 
 // Start joins the ring: it subscribes to the ring's channel (waiting at
-// most Options.SubscribeTimeout for the confirmation), sends a heartbeat,
+// most Config.SubscribeTimeout for the confirmation), sends a heartbeat,
 // notifies the other nodes, removes expired replicas, and reads the ring.
 // It returns when the node has its ranges, so Contains is right at once.
 //
@@ -344,7 +344,7 @@ func (n *Node) join(ctx context.Context) (*run, error) {
 // Stop on a node that is not started does nothing. While another Start
 // or Stop of the node runs it returns ErrBusy at once. When the removal
 // fails it returns an *Error: the node is stopped anyway, and its replicas
-// expire on their own after Options.Expiry.
+// expire on their own after Config.Expiry.
 func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
 	switch n.phase {

@@ -29,7 +29,7 @@ func TestPythonSuiteNode(t *testing.T) {
 
 	getNode := func(host string, replicas, total int) *Node {
 		t.Helper()
-		n := newNode(t, c, key, &Options{Hostname: host, Replicas: replicas})
+		n := newNode(t, c, key, Config{Hostname: host, Replicas: replicas})
 		if len(n.Members()) != replicas {
 			t.Fatalf("%s has %d replicas, want %d", host, len(n.Members()), replicas)
 		}
@@ -113,7 +113,7 @@ func TestPythonSuiteContains(t *testing.T) {
 	for _, h := range []Hash{CRC32, XXHash} {
 		t.Run(h.String(), func(t *testing.T) {
 			key := "hashring-test-" + h.String()
-			n := newNode(t, c, key, &Options{Hostname: "host1", Replicas: 1, Hash: h})
+			n := newNode(t, c, key, Config{Hostname: "host1", Replicas: 1, Hash: h})
 			if err := n.pyHeartbeat(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestThreeNodesOwnEachKeyOnce(t *testing.T) {
 		t.Errorf("not every node owns keys: %v", per)
 	}
 	// A read-only view agrees.
-	ring, err := NewRing(client(t, l.Node(0).Options(), time.Second), "ring", nil)
+	ring, err := NewRing(client(t, l.Node(0).Options(), time.Second), "ring", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestThreeNodesOwnEachKeyOnce(t *testing.T) {
 func TestStopHandsKeysOver(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
 	ctx := testkit.Context(t, 60*time.Second)
-	slow := func(h string) *Options {
+	slow := func(h string) Config {
 		o := fast(h, nil)
 		// Periodic reads every 5 s: a handover faster than that came
 		// from the notice.
@@ -433,16 +433,16 @@ func TestStartWhileRedisDownThenRecover(t *testing.T) {
 func TestNewNodeRejects(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 	defer c.Close()
-	if _, err := NewNode(c, "ring", &Options{Hostname: "fe80::1"}); !errors.Is(err, ErrInvalidHostname) {
+	if _, err := NewNode(c, "ring", Config{Hostname: "fe80::1"}); !errors.Is(err, ErrInvalidHostname) {
 		t.Errorf("hostname with ':': %v", err)
 	}
-	if _, err := NewNode(c, "ring", &Options{Hostname: "h", OwnershipDeadline: 2 * time.Minute}); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := NewNode(c, "ring", Config{Hostname: "h", OwnershipDeadline: 2 * time.Minute}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("deadline after expiry: %v", err)
 	}
-	if _, err := NewNode(c, "", nil); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := NewNode(c, "", Config{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("empty key: %v", err)
 	}
-	if _, err := NewNode(nil, "ring", nil); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := NewNode(nil, "ring", Config{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil client: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ import "time"
 // EventKind names what a node Event reports.
 type EventKind int
 
-// The events a Node reports to Options.Observer.
+// The events a Node reports to Config.Observer.
 const (
 	// EventRangesChanged: the node's effective ranges changed (joined,
 	// rebalanced, stopped, or gave its keys up when its ownership deadline

@@ -31,12 +31,12 @@ type store struct {
 }
 
 // newStore checks the client and key and returns the ring's store.
-func newStore(client redis.UniversalClient, key string, o Options) (store, error) {
+func newStore(client redis.UniversalClient, key string, o Config) (store, error) {
 	if client == nil {
-		return store{}, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+		return store{}, fmt.Errorf("%w: nil client", ErrInvalidConfig)
 	}
 	if key == "" {
-		return store{}, fmt.Errorf("%w: empty key", ErrInvalidOptions)
+		return store{}, fmt.Errorf("%w: empty key", ErrInvalidConfig)
 	}
 	return store{client: client, key: key, hash: o.Hash, expiry: o.Expiry,
 		bad: &malformedLog{log: o.Logger, key: key}}, nil

@@ -21,17 +21,17 @@ import (
 // Snapshot().ReadAt(), and a caller that needs fresh answers checks that.
 type Ring struct {
 	st      store
-	opts    Options
+	opts    Config
 	snap    atomic.Pointer[Snapshot]
 	changes chan struct{}
 	running atomic.Bool
 }
 
 // NewRing returns a view of the ring stored at key. It does not talk to
-// Redis. Of opts, Hash, Logger, HeartbeatInterval (the re-read interval),
+// Redis. Of cfg, Hash, Logger, HeartbeatInterval (the re-read interval),
 // Expiry, SubscribeTimeout and the retry waits apply.
-func NewRing(client redis.UniversalClient, key string, opts *Options) (*Ring, error) {
-	o, err := opts.resolved(false)
+func NewRing(client redis.UniversalClient, key string, cfg Config) (*Ring, error) {
+	o, err := cfg.resolved(false)
 	if err != nil {
 		return nil, err
 	}

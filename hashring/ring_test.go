@@ -111,7 +111,7 @@ func TestRingViewFollowsTheRing(t *testing.T) {
 	b := newNode(t, client(t, l.Node(0).Options(), time.Second), "ring", fast("node-b", nil))
 	start(t, ctx, a, b)
 
-	ring, err := NewRing(client(t, l.Node(0).Options(), time.Second), "ring", &Options{HeartbeatInterval: 10 * time.Second})
+	ring, err := NewRing(client(t, l.Node(0).Options(), time.Second), "ring", Config{HeartbeatInterval: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestRingViewRetriesWhileRedisDown(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	rec, log := newRecorder()
 	ring, err := NewRing(client(t, l.Node(0).Options(), 300*time.Millisecond), "ring",
-		&Options{Logger: log, RetryWait: 20 * time.Millisecond, MaxRetryWait: 100 * time.Millisecond})
+		Config{Logger: log, RetryWait: 20 * time.Millisecond, MaxRetryWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestPrintListsReplicasAndNodes(t *testing.T) {
 	o := fast("printer.local", nil)
 	o.Replicas, o.PID = 3, 4242
 	n := newNode(t, c, "print-ring", o)
-	ring, err := NewRing(c, "print-ring", nil)
+	ring, err := NewRing(c, "print-ring", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

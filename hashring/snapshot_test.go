@@ -1,10 +1,12 @@
 package hashring
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -197,20 +199,30 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-func TestOptionsChecks(t *testing.T) {
-	for _, o := range []*Options{
-		{Hostname: "h", OwnershipDeadline: time.Minute, Expiry: time.Minute},
-		{Hostname: "h", HeartbeatInterval: time.Minute},
-		{Hostname: "h", Replicas: -1},
-		{Hostname: "h", RetryWait: time.Second, MaxRetryWait: time.Millisecond},
-		{Hostname: "h", Hash: Hash(7)},
-		{Hostname: "h", Expiry: -time.Second},
+func TestConfigChecks(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		field string
+		kind  error
+		want  string // in the message
+	}{
+		{Config{Hostname: "h", OwnershipDeadline: time.Minute, Expiry: time.Minute}, "OwnershipDeadline", ErrInvalidConfig,
+			"hashring: Config.OwnershipDeadline (1m0s) must be shorter than Expiry (1m0s)"},
+		{Config{Hostname: "h", HeartbeatInterval: time.Minute}, "HeartbeatInterval", ErrInvalidConfig, "must be shorter than OwnershipDeadline (50s)"},
+		{Config{Hostname: "h", Replicas: -1}, "Replicas", ErrInvalidConfig, "hashring: Config.Replicas must not be negative (got -1"},
+		{Config{Hostname: "h", RetryWait: time.Second, MaxRetryWait: time.Millisecond}, "MaxRetryWait", ErrInvalidConfig, "must not be shorter than RetryWait (1s)"},
+		{Config{Hostname: "h", Hash: Hash(7)}, "Hash", ErrInvalidConfig, "hashring: Config.Hash 7 is unknown"},
+		{Config{Hostname: "h", Expiry: -time.Second}, "Expiry", ErrInvalidConfig, "hashring: Config.Expiry must not be negative (got -1s"},
+		{Config{Hostname: "h", PID: -2}, "PID", ErrInvalidConfig, "hashring: Config.PID must not be negative (got -2"},
+		{Config{Hostname: "a:b"}, "Hostname", ErrInvalidHostname, `hashring: Config.Hostname "a:b" contains ':'`},
 	} {
-		if _, err := o.resolved(true); err == nil {
-			t.Errorf("%+v: no error", o)
+		_, err := tc.cfg.resolved(true)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Struct != "Config" || ce.Field != tc.field || !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want a ConfigError on Config.%s matching %v, with %q", tc.cfg, err, tc.field, tc.kind, tc.want)
 		}
 	}
-	o, err := (*Options)(nil).resolved(true)
+	o, err := Config{}.resolved(true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,15 +40,15 @@ import (
 // deadline long enough to outlast a heartbeat the Sentinel client holds
 // during a failover (FailoverHold, 3 s), which is not what these tests
 // are about.
-func switchOpts(host string, log *slog.Logger) *Options {
+func switchOpts(host string, log *slog.Logger) Config {
 	o := fast(host, log)
 	o.OwnershipDeadline, o.Expiry = 6*time.Second, 7*time.Second
 	o.RetryWait, o.MaxRetryWait = DefaultRetryWait, DefaultMaxRetryWait
 	return o
 }
 
-func viewOpts(log *slog.Logger) *Options {
-	return &Options{Logger: log, HeartbeatInterval: 250 * time.Millisecond, SubscribeTimeout: 2 * time.Second,
+func viewOpts(log *slog.Logger) Config {
+	return Config{Logger: log, HeartbeatInterval: 250 * time.Millisecond, SubscribeTimeout: 2 * time.Second,
 		RetryWait: DefaultRetryWait, MaxRetryWait: DefaultMaxRetryWait}
 }
 
@@ -406,7 +406,7 @@ func TestSentinelFailoverResubscribesAtOnce(t *testing.T) {
 		master string
 	}
 	switched := make(chan switchEvent, 16)
-	sc, err := sentinel.NewClient(sentinel.Options{
+	sc, err := sentinel.NewClient(sentinel.Config{
 		MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
 		Observer: func(ev sentinel.Event) {
 			if ev.Kind == sentinel.EventMasterChanged && ev.OldMaster != "" {

@@ -137,7 +137,7 @@ func NewClient(cfg Config) (*Client, error) {
 			return nil, err
 		}
 		if seen[d.Name] {
-			return nil, &ConfigError{Database: d.Name, Field: "Name", Problem: "is used twice"}
+			return nil, databaseError(d.Name, "Name", "is used twice")
 		}
 		seen[d.Name] = true
 	}

@@ -94,13 +94,15 @@ type Config struct {
 	Databases []Database
 
 	// HealthCheckInterval is how often every database is checked (from the
-	// start of one check to the start of the next). Default 5 s.
+	// start of one check to the start of the next). Default
+	// DefaultHealthCheckInterval (5 s).
 	HealthCheckInterval time.Duration
-	// Probes is how many probes one check runs. Default 3.
+	// Probes is how many probes one check runs. Default DefaultProbes (3).
 	Probes int
-	// ProbeDelay is the pause between two probes of a check. Default 0.5 s.
+	// ProbeDelay is the pause between two probes of a check. Default
+	// DefaultProbeDelay (0.5 s).
 	ProbeDelay time.Duration
-	// ProbeTimeout bounds each probe. Default 1 s.
+	// ProbeTimeout bounds each probe. Default DefaultProbeTimeout (1 s).
 	ProbeTimeout time.Duration
 	// HealthPolicy decides a check from its probes. Default HealthyAll.
 	HealthPolicy HealthPolicy
@@ -109,7 +111,7 @@ type Config struct {
 
 	// GracePeriod is how long a breaker stays OPEN before a health check
 	// may close it (per database; Database.GracePeriod overrides).
-	// Default 60 s.
+	// Default DefaultGracePeriod (60 s).
 	GracePeriod time.Duration
 
 	// ConsecutiveFailures trips the active database's breaker after that
@@ -119,13 +121,15 @@ type Config struct {
 	// second sign, from a health check or the next calls (see the package
 	// documentation), so a stalled database under concurrent traffic
 	// trips after about two read timeouts, and one under sequential
-	// traffic after ConsecutiveFailures. Default 3; negative turns the
+	// traffic after ConsecutiveFailures. Default DefaultConsecutiveFailures
+	// (3); negative turns the
 	// fast path off (not the burst's second sign).
 	ConsecutiveFailures int
 	// FailureRateThreshold and MinFailures trip the breaker when, within
 	// FailureWindow, at least MinFailures failure events happened and they
 	// are at least FailureRateThreshold of all calls (the rate path; an
-	// event is one call). Defaults 0.10, 10 and 2 s; a negative
+	// event is one call). Defaults DefaultFailureRateThreshold (0.10),
+	// DefaultMinFailures (10) and DefaultFailureWindow (2 s); a negative
 	// MinFailures turns the rate path off.
 	FailureRateThreshold float64
 	MinFailures          int
@@ -135,17 +139,19 @@ type Config struct {
 	// is healthy, calls fail with ErrTemporarilyUnavailable: the client
 	// looks for a healthy database every FailoverDelay, and after
 	// FailoverAttempts looks calls fail with ErrNoHealthyDatabase (until a
-	// database recovers). Defaults 10 and 12 s, as in redis-py.
+	// database recovers). Defaults DefaultFailoverAttempts (10) and
+	// DefaultFailoverDelay (12 s), as in redis-py.
 	FailoverAttempts int
 	FailoverDelay    time.Duration
 
 	// FailbackInterval is how often the client looks for a database of
-	// higher weight than the active one to go back to. Default 5 s;
+	// higher weight than the active one to go back to. Default
+	// DefaultFailbackInterval (5 s);
 	// negative turns failback off.
 	FailbackInterval time.Duration
 	// FailbackDwell is how long such a database must have passed every
 	// health check, without a break, before traffic goes back to it.
-	// Default 30 s.
+	// Default DefaultFailbackDwell (30 s).
 	FailbackDwell time.Duration
 
 	// Classifier decides which work is read-only (retried once on the new
@@ -174,12 +180,12 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, error) {
 	if len(c.Databases) == 0 {
-		return c, &ConfigError{Field: "Databases", Problem: "at least one database is required"}
+		return c, configError("Databases", "at least one database is required")
 	}
 	switch c.HealthPolicy {
 	case HealthyAll, HealthyMajority, HealthyAny:
 	default:
-		return c, &ConfigError{Field: "HealthPolicy", Problem: fmt.Sprintf("unknown policy %d", int(c.HealthPolicy))}
+		return c, configError("HealthPolicy", fmt.Sprintf("unknown policy %d", int(c.HealthPolicy)))
 	}
 	for _, d := range []struct {
 		name string
@@ -191,14 +197,17 @@ func (c Config) withDefaults() (Config, error) {
 		{"FailbackDwell", c.FailbackDwell},
 	} {
 		if d.v < 0 {
-			return c, &ConfigError{Field: d.name, Problem: "must not be negative"}
+			return c, configError(d.name, "must not be negative")
 		}
 	}
-	if c.Probes < 0 || c.FailoverAttempts < 0 {
-		return c, &ConfigError{Field: "Probes/FailoverAttempts", Problem: "must not be negative"}
+	if c.Probes < 0 {
+		return c, configError("Probes", "must not be negative")
+	}
+	if c.FailoverAttempts < 0 {
+		return c, configError("FailoverAttempts", "must not be negative")
 	}
 	if c.FailureRateThreshold < 0 || c.FailureRateThreshold > 1 || math.IsNaN(c.FailureRateThreshold) {
-		return c, &ConfigError{Field: "FailureRateThreshold", Problem: "must be between 0 and 1"}
+		return c, configError("FailureRateThreshold", "must be between 0 and 1")
 	}
 	setDefault(&c.HealthCheckInterval, DefaultHealthCheckInterval)
 	setDefault(&c.ProbeDelay, DefaultProbeDelay)
@@ -246,13 +255,13 @@ func setDefault(d *time.Duration, def time.Duration) {
 func (d Database) validate() error {
 	switch {
 	case d.Name == "":
-		return &ConfigError{Field: "Database.Name", Problem: "is required"}
+		return &ConfigError{Package: "multidb", Struct: "Database", Field: "Name", Problem: "is required"}
 	case d.Weight < 0 || math.IsNaN(d.Weight) || math.IsInf(d.Weight, 0):
-		return &ConfigError{Database: d.Name, Field: "Weight", Problem: "must be a finite number, not negative"}
+		return databaseError(d.Name, "Weight", "must be a finite number, not negative")
 	case d.GracePeriod < 0:
-		return &ConfigError{Database: d.Name, Field: "GracePeriod", Problem: "must not be negative"}
+		return databaseError(d.Name, "GracePeriod", "must not be negative")
 	case (d.Client == nil) == (d.Options == nil):
-		return &ConfigError{Database: d.Name, Field: "Client/Options", Problem: "set exactly one of them"}
+		return databaseError(d.Name, "Client/Options", "set exactly one of them")
 	}
 	if d.Client != nil {
 		if o, ok := d.Client.(interface{ Options() *redis.Options }); ok {
@@ -276,7 +285,7 @@ func checkClientOptions(name string, opt *redis.Options) error {
 	if len(vs) == 0 {
 		return nil
 	}
-	return &ConfigError{Database: name, Field: "Client", Problem: vs.Explain(clientConsequence, "pass Database.Options and multidb builds the client")}
+	return databaseError(name, "Client", vs.Explain(clientConsequence, "pass Database.Options and multidb builds the client"))
 }
 
 // clientConsequence says what each departure from the client policy would

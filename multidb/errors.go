@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/configerr"
 )
 
 var (
@@ -36,18 +38,19 @@ var (
 	ErrUnsupported = errors.New("multidb: not supported by the routed client")
 )
 
-// ConfigError reports an invalid setting.
-type ConfigError struct {
-	Database string // empty for client-wide settings
-	Field    string
-	Problem  string
+// ConfigError reports a setting the client cannot use: "multidb:
+// Config.<Field> <problem>", with a database's field named by the
+// database (`Config.Databases["main"].Weight must be ...`).
+type ConfigError = configerr.Error
+
+// configError reports a Config field.
+func configError(field, problem string) *ConfigError {
+	return &ConfigError{Package: "multidb", Struct: "Config", Field: field, Problem: problem}
 }
 
-func (e *ConfigError) Error() string {
-	if e.Database != "" {
-		return fmt.Sprintf("multidb: database %q: %s %s", e.Database, e.Field, e.Problem)
-	}
-	return fmt.Sprintf("multidb: %s %s", e.Field, e.Problem)
+// databaseError reports a field of the named database.
+func databaseError(name, field, problem string) *ConfigError {
+	return configError(fmt.Sprintf("Databases[%q].%s", name, field), problem)
 }
 
 // DatabaseStatus is one database as an *UnavailableError saw it.

@@ -258,7 +258,7 @@ func (c *Client) SetActive(ctx context.Context, name string) error {
 // *UnhealthyError; the failback rules apply to it later.
 func (c *Client) UpdateWeight(ctx context.Context, name string, weight float64) error {
 	if weight < 0 || math.IsNaN(weight) || math.IsInf(weight, 0) {
-		return &ConfigError{Database: name, Field: "Weight", Problem: "must be a finite number, not negative"}
+		return databaseError(name, "Weight", "must be a finite number, not negative")
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -324,7 +324,7 @@ func (c *Client) AddDatabase(d Database) error {
 		return ErrClosed
 	}
 	if c.findLocked(d.Name) != nil {
-		return &ConfigError{Database: d.Name, Field: "Name", Problem: "is used twice"}
+		return databaseError(d.Name, "Name", "is used twice")
 	}
 	db := c.newDatabase(d)
 	c.dbs = append(c.dbs, db)
@@ -359,7 +359,7 @@ func (c *Client) RemoveDatabase(name string) error {
 		return fmt.Errorf("%w: %q", ErrUnknownDatabase, name)
 	case len(c.dbs) == 1:
 		c.mu.Unlock()
-		return &ConfigError{Database: name, Field: "RemoveDatabase", Problem: "is the last database; a client needs one"}
+		return &ConfigError{Package: "multidb", Field: fmt.Sprintf("RemoveDatabase(%q)", name), Problem: "is refused: it is the last database, and a client needs one"}
 	}
 	c.dbs = slices.DeleteFunc(c.dbs, func(d *database) bool { return d == db })
 	db.removed = true

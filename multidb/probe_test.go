@@ -74,7 +74,7 @@ func TestProbes(t *testing.T) {
 // (a one-node cluster) behind the multi-database client.
 func TestClientKinds(t *testing.T) {
 	sl := lab.New(t, lab.Sentinel(1))
-	sc, err := sentinel.NewClient(sentinel.Options{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
+	sc, err := sentinel.NewClient(sentinel.Config{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
 	if err != nil {
 		t.Fatal(err)
 	}

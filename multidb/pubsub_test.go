@@ -89,7 +89,7 @@ func TestSubscriberFollowsSwitches(t *testing.T) {
 func TestSubscriberOnSentinelDatabase(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	sl := lab.New(t, lab.Sentinel(1))
-	sc, err := sentinel.NewClient(sentinel.Options{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
+	sc, err := sentinel.NewClient(sentinel.Config{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
 	if err != nil {
 		t.Fatal(err)
 	}

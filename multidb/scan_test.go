@@ -82,7 +82,7 @@ func TestScanThroughASentinelDatabase(t *testing.T) {
 		t.Fatalf("WAIT: %d, %v", n, err)
 	}
 	_ = m.Close()
-	sc, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+	sc, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
 		ReadFrom: sentinel.ReplicaPreferred, ReplicaSelector: sentinel.NewRoundRobinSelector()})
 	if err != nil {
 		t.Fatal(err)

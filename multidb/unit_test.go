@@ -291,22 +291,27 @@ func TestConfigValidation(t *testing.T) {
 	noDeadlines := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 	defer noDeadlines.Close()
 	tests := []struct {
-		name string
-		cfg  Config
-		want string
+		name  string
+		cfg   Config
+		strct string // the ConfigError's Struct
+		field string // and Field
+		want  string // in its message
 	}{
-		{"no databases", Config{}, "at least one database"},
-		{"no name", Config{Databases: []Database{{Options: ok}}}, "Name is required"},
-		{"duplicate name", Config{Databases: []Database{{Name: "a", Options: ok}, {Name: "a", Options: ok}}}, "used twice"},
-		{"negative weight", Config{Databases: []Database{{Name: "a", Weight: -1, Options: ok}}}, "Weight"},
-		{"neither client nor options", Config{Databases: []Database{{Name: "a"}}}, "exactly one"},
-		{"both client and options", Config{Databases: []Database{{Name: "a", Options: ok, Client: noDeadlines}}}, "exactly one"},
-		{"client retries commands", Config{Databases: []Database{{Name: "a", Client: retrying}}}, "MaxRetries 3"},
-		{"client retries dials", Config{Databases: []Database{{Name: "a", Client: dialRetrying}}}, "retries dials"},
-		{"client ignores deadlines", Config{Databases: []Database{{Name: "a", Client: noDeadlines}}}, "ContextTimeoutEnabled"},
-		{"bad policy", Config{Databases: []Database{{Name: "a", Options: ok}}, HealthPolicy: 7}, "unknown policy"},
-		{"bad rate", Config{Databases: []Database{{Name: "a", Options: ok}}, FailureRateThreshold: 1.5}, "between 0 and 1"},
-		{"negative interval", Config{Databases: []Database{{Name: "a", Options: ok}}, HealthCheckInterval: -time.Second}, "HealthCheckInterval"},
+		{"no databases", Config{}, "Config", "Databases", "multidb: Config.Databases at least one database is required"},
+		{"no name", Config{Databases: []Database{{Options: ok}}}, "Database", "Name", "multidb: Database.Name is required"},
+		{"duplicate name", Config{Databases: []Database{{Name: "a", Options: ok}, {Name: "a", Options: ok}}}, "Config", `Databases["a"].Name`, `multidb: Config.Databases["a"].Name is used twice`},
+		{"negative weight", Config{Databases: []Database{{Name: "a", Weight: -1, Options: ok}}}, "Config", `Databases["a"].Weight`, `multidb: Config.Databases["a"].Weight must be a finite number, not negative`},
+		{"negative grace period", Config{Databases: []Database{{Name: "a", GracePeriod: -1, Options: ok}}}, "Config", `Databases["a"].GracePeriod`, "must not be negative"},
+		{"neither client nor options", Config{Databases: []Database{{Name: "a"}}}, "Config", `Databases["a"].Client/Options`, "exactly one"},
+		{"both client and options", Config{Databases: []Database{{Name: "a", Options: ok, Client: noDeadlines}}}, "Config", `Databases["a"].Client/Options`, "exactly one"},
+		{"client retries commands", Config{Databases: []Database{{Name: "a", Client: retrying}}}, "Config", `Databases["a"].Client`, "MaxRetries 3"},
+		{"client retries dials", Config{Databases: []Database{{Name: "a", Client: dialRetrying}}}, "Config", `Databases["a"].Client`, "retries dials"},
+		{"client ignores deadlines", Config{Databases: []Database{{Name: "a", Client: noDeadlines}}}, "Config", `Databases["a"].Client`, "ContextTimeoutEnabled"},
+		{"bad policy", Config{Databases: []Database{{Name: "a", Options: ok}}, HealthPolicy: 7}, "Config", "HealthPolicy", "multidb: Config.HealthPolicy unknown policy 7"},
+		{"bad rate", Config{Databases: []Database{{Name: "a", Options: ok}}, FailureRateThreshold: 1.5}, "Config", "FailureRateThreshold", "between 0 and 1"},
+		{"negative interval", Config{Databases: []Database{{Name: "a", Options: ok}}, HealthCheckInterval: -time.Second}, "Config", "HealthCheckInterval", "multidb: Config.HealthCheckInterval must not be negative"},
+		{"negative probes", Config{Databases: []Database{{Name: "a", Options: ok}}, Probes: -1}, "Config", "Probes", "must not be negative"},
+		{"negative attempts", Config{Databases: []Database{{Name: "a", Options: ok}}, FailoverAttempts: -1}, "Config", "FailoverAttempts", "must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,8 +321,8 @@ func TestConfigValidation(t *testing.T) {
 				t.Fatalf("NewClient accepted it, want an error about %q", tt.want)
 			}
 			var ce *ConfigError
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want a *ConfigError about %q", err, tt.want)
+			if !errors.As(err, &ce) || ce.Package != "multidb" || ce.Struct != tt.strct || ce.Field != tt.field || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want a *ConfigError on %s.%s about %q", err, tt.strct, tt.field, tt.want)
 			}
 		})
 	}

@@ -5,11 +5,11 @@
 // MeterProvider you give it.
 //
 //	m, err := rediskitotel.New(provider)
-//	opts.Observer = m.SentinelObserver(opts.Observer)  // sentinel.Options
-//	ringOpts.Observer = m.RingObserver(nil)             // hashring.Options
-//	m.RegisterCache("price", prices.Stats)              // guard components
+//	sentinelCfg.Observer = m.SentinelObserver(sentinelCfg.Observer) // sentinel.Config
+//	ringCfg.Observer = m.RingObserver(nil)                           // hashring.Config
+//	m.RegisterCache("price", prices.Stats)                           // guard components
 //	m.RegisterHealth("redis", monitor)
-//	cfg.Observer = m.MultiDBObserver(nil)               // multidb.Config
+//	multidbCfg.Observer = m.MultiDBObserver(nil)                     // multidb.Config
 //	m.RegisterMultiDB(client)
 //
 // Event-driven counters are recorded as events happen; gauges and the

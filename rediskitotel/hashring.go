@@ -8,7 +8,7 @@ import (
 	"github.com/rediskit/rediskit/hashring"
 )
 
-// RingObserver returns a hashring.Options.Observer that counts ownership
+// RingObserver returns a hashring.Config.Observer that counts ownership
 // expiries, restores and failed attempts, then calls next (may be nil).
 func (m *Metrics) RingObserver(next func(hashring.Event)) func(hashring.Event) {
 	return func(ev hashring.Event) {

@@ -110,7 +110,7 @@ func TestSentinelFailoverMetrics(t *testing.T) {
 	if err := l.Sentinels()[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := sentinel.NewClient(sentinel.Options{
+	c, err := sentinel.NewClient(sentinel.Config{
 		MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
 		Observer: m.SentinelObserver(nil),
 	})
@@ -150,7 +150,7 @@ func TestGuardMetrics(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	m, reader := newMetrics(t)
 	l := lab.New(t, lab.Config{Proxy: true})
-	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
+	g, err := guard.Open(guard.ClientConfig{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestHashringMetrics(t *testing.T) {
 	l := lab.New(t, lab.Standalone())
 	client := l.Node(0).NewClient()
 	defer client.Close()
-	n, err := hashring.NewNode(client, "ring", &hashring.Options{
+	n, err := hashring.NewNode(client, "ring", hashring.Config{
 		Hostname: "metrics", HeartbeatInterval: 200 * time.Millisecond,
 		OwnershipDeadline: time.Second, Expiry: 1500 * time.Millisecond,
 		RetryWait: 50 * time.Millisecond, MaxRetryWait: 200 * time.Millisecond,
@@ -422,11 +422,11 @@ func TestReplicaElectionMetrics(t *testing.T) {
 	near, far := 4*time.Millisecond, 40*time.Millisecond
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3,
 		Nodes: []lab.NodeConfig{{Latency: near}, {Latency: near}, {Latency: far}}})
-	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 200 * time.Millisecond, Observer: m.ReplicaObserver(nil)})
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: -1, ProbeInterval: 200 * time.Millisecond, Observer: m.ReplicaObserver(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+	c, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
 		ReadFrom: sentinel.ReplicaPreferred, ReplicaSelector: sel, RefreshInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

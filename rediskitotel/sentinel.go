@@ -9,7 +9,7 @@ import (
 	"github.com/rediskit/rediskit/sentinel"
 )
 
-// SentinelObserver returns a sentinel.Options.Observer that records the
+// SentinelObserver returns a sentinel.Config.Observer that records the
 // client's events as metrics and then calls next (which may be nil):
 //
 //	opts.Observer = m.SentinelObserver(opts.Observer)

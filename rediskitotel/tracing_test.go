@@ -62,7 +62,7 @@ func TestStandardTracingThroughOnNewNode(t *testing.T) {
 	tp, exp := spanRecorder(t)
 	l := lab.Sentinel(1)
 	lb := lab.New(t, l)
-	c, err := sentinel.NewClient(sentinel.Options{MasterName: lb.MasterName(), SentinelAddrs: lb.SentinelAddrs(),
+	c, err := sentinel.NewClient(sentinel.Config{MasterName: lb.MasterName(), SentinelAddrs: lb.SentinelAddrs(),
 		ReadFrom: sentinel.Replica, RefreshInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestStandardTracingThroughMultidb(t *testing.T) {
 	tp, exp := spanRecorder(t)
 	plain := lab.New(t, lab.Standalone()).Node(0)
 	sl := lab.New(t, lab.Sentinel(1))
-	sc, err := sentinel.NewClient(sentinel.Options{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
+	sc, err := sentinel.NewClient(sentinel.Config{MasterName: sl.MasterName(), SentinelAddrs: sl.SentinelAddrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestStandardTracingThroughMultidb(t *testing.T) {
 func TestAddHookSeesTheCallersCommandsOnly(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	lb := lab.New(t, lab.Sentinel(1))
-	c, err := sentinel.NewClient(sentinel.Options{MasterName: lb.MasterName(), SentinelAddrs: lb.SentinelAddrs(),
+	c, err := sentinel.NewClient(sentinel.Config{MasterName: lb.MasterName(), SentinelAddrs: lb.SentinelAddrs(),
 		ReadFrom: sentinel.ReplicaPreferred, RefreshInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ import (
 //	redis://s3cret@10.0.0.1:26379/2?master_name=mymaster&addr=10.0.0.2:26379&password=app-pw
 //	redis+sentinel://:app-pw@10.0.0.1,10.0.0.2/mymaster/2?sentinelPassword=s3cret
 //
-// sentinel.FromFailoverURL converts the result into sentinel.Options.
+// sentinel.FromFailoverURL converts the result into sentinel.Config.
 func ParseFailoverURL(rawURL string) (*redis.FailoverOptions, error) {
 	raw := strings.TrimSpace(rawURL)
 	sep := strings.Index(raw, "://")

@@ -59,11 +59,11 @@ func failoverOptions(l *lab.Lab) *redis.FailoverOptions {
 
 func rediskitClient(rf sentinel.ReadFrom) func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
 	return func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
-		sel, err := replica.NewSelector(replica.DefaultConfig()) // the client's default settings
+		sel, err := replica.NewSelector(replica.Config{}) // the client's default settings
 		if err != nil {
 			b.Fatal(err)
 		}
-		c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: rf, ReplicaSelector: sel})
+		c, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: rf, ReplicaSelector: sel})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -111,7 +111,7 @@ var benchClients = []benchClient{
 // half of the reads. It shows whether spreading the reads over the near
 // nodes makes them faster.
 func alternatingClient(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
-	c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+	c, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
 		ReadFrom: sentinel.Nearest, ReplicaSelector: &alternatingSelector{replica: l.Node(1).Addr()}})
 	if err != nil {
 		b.Fatal(err)

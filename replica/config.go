@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/configerr"
 )
 
 // The defaults of Config, in one place. The package documentation explains
@@ -20,31 +22,21 @@ const (
 	// DefaultExclusionFactor: a replica whose RTT exceeds 3 × the master's
 	// is never elected.
 	DefaultExclusionFactor = 3.0
-	// DefaultLatencyWindow is the LatencyWindow of DefaultConfig, the
-	// configuration of the Sentinel client's default selector: replicas
-	// within 2 ms of the fastest share reads. Config's zero LatencyWindow
-	// elects a single winner.
+	// DefaultLatencyWindow is the LatencyWindow of a zero Config, and so
+	// of the Sentinel client's default selector: replicas within 2 ms of
+	// the fastest share reads.
 	DefaultLatencyWindow = 2 * time.Millisecond
 	// DefaultEWMAAlpha is the weight of a new RTT sample in the average.
 	DefaultEWMAAlpha = 0.75
 )
 
-// DefaultConfig is the configuration of the Sentinel client's default
-// selector (sentinel.NewClient without Options.ReplicaSelector): Config's
-// defaults, with a LatencyWindow of DefaultLatencyWindow (2 ms) rather
-// than a single winner. Start from it to change one setting and keep the
+// Config configures a Selector. Every zero field takes the default named
+// next to it, so the zero Config is the configuration of the Sentinel
+// client's default selector (sentinel.NewClient without
+// Config.ReplicaSelector), and a Config that sets one field keeps the
 // others as the client's default has them:
 //
-//	cfg := replica.DefaultConfig()
-//	cfg.MaxStaleness = 5 * time.Second
-//	sel, err := replica.NewSelector(cfg)
-func DefaultConfig() Config {
-	return Config{LatencyWindow: DefaultLatencyWindow}
-}
-
-// Config configures a Selector. Every zero field takes the default named
-// next to it; for LatencyWindow that default is a single winner (see
-// DefaultConfig for the Sentinel client's 2 ms).
+//	sel, err := replica.NewSelector(replica.Config{MaxStaleness: 5 * time.Second})
 type Config struct {
 	// ProbeInterval is how often the shared prober measures the
 	// deployment's nodes. Default DefaultProbeInterval (2 s); at least
@@ -74,11 +66,11 @@ type Config struct {
 	// LatencyWindow: every eligible replica whose average RTT is within
 	// LatencyWindow of the fastest one is elected (one already elected
 	// stays within 1.5 × LatencyWindow), and reads are spread over them
-	// by in-flight count. Default 0: a single winner, the fastest replica
-	// alone (replicas with exactly the same average share), which follows
-	// every change in the ranking of the averages; DefaultConfig (the
-	// Sentinel client's default selector) sets DefaultLatencyWindow
-	// (2 ms). Must not be negative.
+	// by in-flight count. Default DefaultLatencyWindow (2 ms), as the
+	// Sentinel client's default selector has it. Negative means no window:
+	// a single winner, the fastest replica alone (replicas with exactly
+	// the same average share), which follows every change in the ranking
+	// of the averages.
 	LatencyWindow time.Duration
 	// MaxStaleness excludes replicas whose estimated replication lag
 	// exceeds it, and replicas whose lag cannot be estimated (not attached
@@ -108,18 +100,18 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ConfigError reports an invalid Config field.
-type ConfigError struct {
-	Field  string
-	Value  any
-	Reason string
+// ConfigError reports a Config field NewSelector cannot use:
+// "replica: Config.<Field> <problem> (got <value>)".
+type ConfigError = configerr.Error
+
+// configError reports field's value and what is wrong with it.
+func configError(field string, value any, problem string) *ConfigError {
+	return &ConfigError{Package: "replica", Struct: "Config", Field: field, Problem: fmt.Sprintf("%s (got %v)", problem, value)}
 }
 
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("replica: Config.%s = %v: %s", e.Field, e.Value, e.Reason)
-}
-
-// withDefaults fills in the zero fields and validates the result.
+// withDefaults fills in the zero fields and validates the result. A
+// negative LatencyWindow (no window) stays negative, so that filling in
+// the defaults twice changes nothing.
 func (c Config) withDefaults() (Config, error) {
 	if c.ProbeInterval == 0 {
 		c.ProbeInterval = DefaultProbeInterval
@@ -133,23 +125,24 @@ func (c Config) withDefaults() (Config, error) {
 	if c.EWMAAlpha == 0 {
 		c.EWMAAlpha = DefaultEWMAAlpha
 	}
+	if c.LatencyWindow == 0 {
+		c.LatencyWindow = DefaultLatencyWindow
+	}
 	switch {
 	case c.ProbeInterval < MinProbeInterval:
-		return c, &ConfigError{"ProbeInterval", c.ProbeInterval, fmt.Sprintf("must be at least %v", MinProbeInterval)}
+		return c, configError("ProbeInterval", c.ProbeInterval, fmt.Sprintf("must be at least %v", MinProbeInterval))
 	case c.ProbeTimeout < 0:
-		return c, &ConfigError{"ProbeTimeout", c.ProbeTimeout, "must not be negative"}
+		return c, configError("ProbeTimeout", c.ProbeTimeout, "must not be negative")
 	case math.IsNaN(c.ExclusionFactor) || c.ExclusionFactor < 1:
-		return c, &ConfigError{"ExclusionFactor", c.ExclusionFactor, "must be at least 1 (math.Inf(1) turns the rule off)"}
+		return c, configError("ExclusionFactor", c.ExclusionFactor, "must be at least 1 (math.Inf(1) turns the rule off)")
 	case c.ExclusionMargin < 0:
-		return c, &ConfigError{"ExclusionMargin", c.ExclusionMargin, "must not be negative (0 sets no floor)"}
-	case c.LatencyWindow < 0:
-		return c, &ConfigError{"LatencyWindow", c.LatencyWindow, "must not be negative (0 elects a single winner)"}
+		return c, configError("ExclusionMargin", c.ExclusionMargin, "must not be negative (0 sets no floor)")
 	case c.MaxStaleness < 0:
-		return c, &ConfigError{"MaxStaleness", c.MaxStaleness, "must not be negative (0 sets no bound)"}
+		return c, configError("MaxStaleness", c.MaxStaleness, "must not be negative (0 sets no bound)")
 	case c.MaxStaleness > 0 && c.MaxStaleness < c.ProbeInterval:
-		return c, &ConfigError{"MaxStaleness", c.MaxStaleness, fmt.Sprintf("must be at least ProbeInterval (%v): the lag is only known to about one interval", c.ProbeInterval)}
+		return c, configError("MaxStaleness", c.MaxStaleness, fmt.Sprintf("must be at least ProbeInterval (%v): the lag is only known to about one interval", c.ProbeInterval))
 	case math.IsNaN(c.EWMAAlpha) || c.EWMAAlpha <= 0 || c.EWMAAlpha > 1:
-		return c, &ConfigError{"EWMAAlpha", c.EWMAAlpha, "must be in (0, 1]"}
+		return c, configError("EWMAAlpha", c.EWMAAlpha, "must be in (0, 1]")
 	}
 	return c, nil
 }

@@ -13,11 +13,10 @@
 // To change the settings, observe re-elections or read the RTT table, give
 // a client a Selector of your own:
 //
-//	cfg := replica.DefaultConfig() // the client's default settings
-//	cfg.MaxStaleness = 5 * time.Second
-//	sel, err := replica.NewSelector(cfg)
+//	// Every other field keeps the client's default (a 2 ms window, ...).
+//	sel, err := replica.NewSelector(replica.Config{MaxStaleness: 5 * time.Second})
 //	...
-//	c, err := sentinel.NewClient(sentinel.Options{
+//	c, err := sentinel.NewClient(sentinel.Config{
 //		MasterName: "mymaster", SentinelAddrs: addrs,
 //		ReadFrom: sentinel.Nearest, ReplicaSelector: sel,
 //	})
@@ -49,8 +48,8 @@
 //     50 µs against 200 µs is scheduling noise; across a network it would
 //     let far replicas take reads.
 //   - Elected are the eligible replicas whose average RTT is within
-//     LatencyWindow of the fastest eligible one (with the zero window, the
-//     fastest alone, ties sharing); a replica already elected
+//     LatencyWindow of the fastest eligible one (with a negative window,
+//     no window: the fastest alone, ties sharing); a replica already elected
 //     stays while within 1.5 × LatencyWindow, so one whose average hovers
 //     at the edge does not join and leave (and have its connections
 //     closed) every round. Reads are spread over
@@ -204,10 +203,8 @@
 // A tool that shows the table without reading (the CLI's probe command)
 // builds a client with its own Selector and starts the prober at once:
 //
-//	cfg := replica.DefaultConfig()
-//	cfg.ProbeInterval = interval
-//	sel, err := replica.NewSelector(cfg)
-//	c, err := sentinel.NewClientFromURL(url, &sentinel.Options{ReplicaSelector: sel})
+//	sel, err := replica.NewSelector(replica.Config{ProbeInterval: interval})
+//	c, err := sentinel.NewClientFromURL(url, sentinel.Config{ReplicaSelector: sel})
 //	defer c.Close()
 //	err = sel.Start()
 //	for n := uint64(1); ; n++ {
@@ -217,25 +214,31 @@
 //
 // # Defaults
 //
-// A zero Config field takes the default below. The Sentinel client's
-// default selector is made with DefaultConfig(): the same, except a
-// LatencyWindow of DefaultLatencyWindow (2 ms). A zero LatencyWindow
-// elects a single winner, as the zero value of a window should; 2 ms is
-// the client's default because on real networks replicas a fraction of a
-// millisecond apart are equally near, and sharing the reads among them
-// spreads the load and keeps the choice from following every wobble of
-// the averages (each change closes the client's connections to the
-// replica that left).
+// A zero Config field takes the default below, so the zero Config is the
+// Sentinel client's default selector, and a Config that sets one field
+// (replica.Config{MaxStaleness: 5 * time.Second}) changes that field
+// alone. A negative LatencyWindow means no window: a single winner, the
+// nearest replica alone. The window is 2 ms by default because on real
+// networks replicas a fraction of a millisecond apart are equally near,
+// and sharing the reads among them spreads the load and keeps the choice
+// from following every wobble of the averages (each change closes the
+// client's connections to the replica that left).
 //
-//	                 Config{}   DefaultConfig()
-//	ProbeInterval    2 s        2 s     (DefaultProbeInterval; floor 100 ms)
-//	ProbeTimeout     1 s        1 s     (DefaultProbeTimeout)
-//	ExclusionFactor  3.0        3.0     (DefaultExclusionFactor; math.Inf(1): off)
-//	ExclusionMargin  0          0       (no noise floor: the factor rule is strict)
-//	LatencyWindow    0          2 ms    (0: a single winner; DefaultLatencyWindow)
-//	MaxStaleness     0          0       (no bound)
-//	EWMAAlpha        0.75       0.75    (DefaultEWMAAlpha)
-//	Observer         none       none
+// Changed before the first release: the zero LatencyWindow used to elect
+// a single winner, and DefaultConfig() gave the client's 2 ms window, so
+// a Config that set only MaxStaleness silently stopped spreading reads.
+// Now Config{}.LatencyWindow is DefaultLatencyWindow, as in the client's
+// default selector; DefaultConfig is gone (use Config{}), and a single
+// winner is a negative LatencyWindow.
+//
+//	ProbeInterval    2 s      (DefaultProbeInterval; floor 100 ms)
+//	ProbeTimeout     1 s      (DefaultProbeTimeout)
+//	ExclusionFactor  3.0      (DefaultExclusionFactor; math.Inf(1): off)
+//	ExclusionMargin  0        (no noise floor: the factor rule is strict)
+//	LatencyWindow    2 ms     (DefaultLatencyWindow; negative: a single winner)
+//	MaxStaleness     0        (no bound)
+//	EWMAAlpha        0.75     (DefaultEWMAAlpha)
+//	Observer         none
 //	Logger           the client's (Env.Logger), else discarded
 //
 // Reads from replicas may be stale: locks, idempotency claims, stream

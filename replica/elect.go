@@ -113,7 +113,7 @@ type electionResult struct {
 }
 
 // elect runs the election rules on what is known. cfg has its defaults
-// applied (LatencyWindow 0 means a single winner). master.addr is "" when
+// applied (a negative LatencyWindow means a single winner). master.addr is "" when
 // the master is unknown. incumbents are the replicas elected before: an
 // eligible incumbent stays elected while within 1.5 × the window of the
 // fastest (a newcomer must be within the window), so a replica whose
@@ -121,7 +121,7 @@ type electionResult struct {
 // (each leave closes the client's connections to it).
 func elect(cfg Config, master nodeInput, replicas []nodeInput, incumbents []string) electionResult {
 	var res electionResult
-	window := cfg.LatencyWindow
+	window := max(cfg.LatencyWindow, 0) // negative: no window, a single winner
 	masterOK := master.addr != "" && master.healthy && master.samples > 0
 	res.probed = masterOK
 

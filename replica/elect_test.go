@@ -37,7 +37,7 @@ func TestElect(t *testing.T) {
 
 	tests := []struct {
 		name          string
-		cfg           *Config // nil: DefaultConfig()
+		cfg           *Config // nil: Config{}
 		master        nodeInput
 		replicas      []nodeInput
 		incumbents    []string
@@ -82,7 +82,7 @@ func TestElect(t *testing.T) {
 			incumbents: []string{"b:1"}, elected: []string{"a:1"}, excluded: map[string]Exclusion{"b:1": ExcludedStale},
 		},
 		{
-			name: "the zero window: a single winner", cfg: &Config{},
+			name: "no window: a single winner", cfg: &Config{LatencyWindow: -1},
 			master: node("m:1", 6*ms), replicas: []nodeInput{node("b:1", 6500*time.Microsecond), node("a:1", 6*ms)},
 			elected: []string{"a:1"},
 		},
@@ -203,7 +203,7 @@ func TestElect(t *testing.T) {
 			nearestMaster: true, fallback: []string{"a:1", "b:1"},
 		},
 		{
-			name: "Replica's slow fallback with the zero window: the nearest alone", cfg: &Config{},
+			name: "Replica's slow fallback with no window: the nearest alone", cfg: &Config{LatencyWindow: -1},
 			master: node("m:1", 5*ms), replicas: []nodeInput{node("c:1", 300*ms), node("b:1", 41*ms), node("a:1", 40*ms)},
 			nearestMaster: true, fallback: []string{"a:1"},
 		},
@@ -220,7 +220,7 @@ func TestElect(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := Config{}
 			if tc.cfg != nil {
 				cfg = *tc.cfg
 			}
@@ -353,43 +353,57 @@ func FuzzElect(f *testing.F) {
 }
 
 func TestConfigDefaultsAndErrors(t *testing.T) {
+	// The zero Config is the Sentinel client's default selector's: every
+	// default, a 2 ms window included.
 	c, err := Config{}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.ProbeInterval != DefaultProbeInterval || c.ProbeTimeout != DefaultProbeTimeout || c.ExclusionFactor != DefaultExclusionFactor ||
-		c.LatencyWindow != 0 || c.EWMAAlpha != DefaultEWMAAlpha || c.MaxStaleness != 0 {
+		c.LatencyWindow != DefaultLatencyWindow || c.EWMAAlpha != DefaultEWMAAlpha || c.MaxStaleness != 0 || c.ExclusionMargin != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
-	// The Sentinel client's default selector: the same, with a 2 ms window.
-	d, err := DefaultConfig().withDefaults()
-	if err != nil {
-		t.Fatal(err)
+	// Setting one field keeps the others' defaults, the window included
+	// (before, a Config with only MaxStaleness elected a single winner).
+	if s, err := (Config{MaxStaleness: 5 * time.Second}).withDefaults(); err != nil || s.LatencyWindow != DefaultLatencyWindow {
+		t.Fatalf("Config{MaxStaleness: 5s}: %+v, %v; want the default window", s, err)
 	}
-	if want := c; d.LatencyWindow != DefaultLatencyWindow || d.ExclusionFactor != want.ExclusionFactor || d.ProbeInterval != want.ProbeInterval {
-		t.Fatalf("DefaultConfig: %+v", d)
+	// A negative window is no window, and stays so when the defaults are
+	// filled in again.
+	for _, w := range []time.Duration{-1, -5 * ms} {
+		n, err := Config{LatencyWindow: w}.withDefaults()
+		if err != nil || n.LatencyWindow >= 0 {
+			t.Fatalf("LatencyWindow %v: %+v, %v; want no window", w, n, err)
+		}
+		if again, err := n.withDefaults(); err != nil || again.LatencyWindow != n.LatencyWindow {
+			t.Fatalf("defaults twice: %+v, %v", again, err)
+		}
 	}
 	bad := []struct {
 		cfg   Config
 		field string
+		want  string // the whole message
 	}{
-		{Config{ProbeInterval: 10 * ms}, "ProbeInterval"},
-		{Config{ProbeTimeout: -1}, "ProbeTimeout"},
-		{Config{ExclusionFactor: 0.5}, "ExclusionFactor"},
-		{Config{ExclusionFactor: math.NaN()}, "ExclusionFactor"},
-		{Config{LatencyWindow: -5 * ms}, "LatencyWindow"},
-		{Config{ExclusionMargin: -ms}, "ExclusionMargin"},
-		{Config{LatencyWindow: -1}, "LatencyWindow"}, // the former SingleWinner: 0 is a single winner now
-		{Config{MaxStaleness: -1}, "MaxStaleness"},
-		{Config{MaxStaleness: time.Second}, "MaxStaleness"}, // below the 2 s interval
-		{Config{EWMAAlpha: 1.5}, "EWMAAlpha"},
-		{Config{EWMAAlpha: -0.1}, "EWMAAlpha"},
+		{Config{ProbeInterval: 10 * ms}, "ProbeInterval", "replica: Config.ProbeInterval must be at least 100ms (got 10ms)"},
+		{Config{ProbeTimeout: -1}, "ProbeTimeout", "replica: Config.ProbeTimeout must not be negative (got -1ns)"},
+		{Config{ExclusionFactor: 0.5}, "ExclusionFactor", "replica: Config.ExclusionFactor must be at least 1 (math.Inf(1) turns the rule off) (got 0.5)"},
+		{Config{ExclusionFactor: math.NaN()}, "ExclusionFactor", "replica: Config.ExclusionFactor must be at least 1 (math.Inf(1) turns the rule off) (got NaN)"},
+		{Config{ExclusionMargin: -ms}, "ExclusionMargin", "replica: Config.ExclusionMargin must not be negative (0 sets no floor) (got -1ms)"},
+		{Config{MaxStaleness: -1}, "MaxStaleness", "replica: Config.MaxStaleness must not be negative (0 sets no bound) (got -1ns)"},
+		{Config{MaxStaleness: time.Second}, "MaxStaleness", // below the 2 s interval
+			"replica: Config.MaxStaleness must be at least ProbeInterval (2s): the lag is only known to about one interval (got 1s)"},
+		{Config{EWMAAlpha: 1.5}, "EWMAAlpha", "replica: Config.EWMAAlpha must be in (0, 1] (got 1.5)"},
+		{Config{EWMAAlpha: -0.1}, "EWMAAlpha", "replica: Config.EWMAAlpha must be in (0, 1] (got -0.1)"},
 	}
 	for _, b := range bad {
 		_, err := b.cfg.withDefaults()
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != b.field {
+		if !errors.As(err, &ce) || ce.Package != "replica" || ce.Struct != "Config" || ce.Field != b.field {
 			t.Errorf("%+v: got %v, want a ConfigError on %s", b.cfg, err, b.field)
+			continue
+		}
+		if err.Error() != b.want {
+			t.Errorf("%+v: message %q, want %q", b.cfg, err, b.want)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func ExampleSelector() {
 	defer l.Close()
 
 	events := make(chan replica.Event, 16)
-	cfg := replica.DefaultConfig() // the Sentinel client's default: a 2 ms window
+	cfg := replica.Config{} // the Sentinel client's default: a 2 ms window
 	cfg.ProbeInterval = 500 * time.Millisecond
 	cfg.Observer = func(ev replica.Event) {
 		select { // an Observer must not block
@@ -41,7 +41,7 @@ func ExampleSelector() {
 		fmt.Println(err)
 		return
 	}
-	c, err := sentinel.NewClient(sentinel.Options{
+	c, err := sentinel.NewClient(sentinel.Config{
 		MasterName:      l.MasterName(),
 		SentinelAddrs:   l.SentinelAddrs(),
 		ReadFrom:        sentinel.Nearest,

@@ -294,9 +294,9 @@ func newSelector(t *testing.T, cfg replica.Config) (*replica.Selector, *eventLog
 
 // newClient returns a Sentinel client for the lab with the selector (nil:
 // the client's default), closed when the test ends.
-func newClient(t *testing.T, l *lab.Lab, sel sentinel.ReplicaSelector, mod func(*sentinel.Options)) *sentinel.Client {
+func newClient(t *testing.T, l *lab.Lab, sel sentinel.ReplicaSelector, mod func(*sentinel.Config)) *sentinel.Client {
 	t.Helper()
-	opts := sentinel.Options{
+	opts := sentinel.Config{
 		MasterName:      l.MasterName(),
 		SentinelAddrs:   l.SentinelAddrs(),
 		ReplicaSelector: sel,
@@ -582,7 +582,7 @@ func TestElectionFollowsASwap(t *testing.T) {
 	// ReplicaPreferred: the replica election itself. (Under Nearest the
 	// master, as near as B, takes the reads until B's average has
 	// converged, a few rounds.)
-	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ClientName, o.ReadFrom = "swap-test", sentinel.ReplicaPreferred })
+	c := newClient(t, l, sel, func(o *sentinel.Config) { o.ClientName, o.ReadFrom = "swap-test", sentinel.ReplicaPreferred })
 	ready(t, ctx, c, sel, 2)
 	elected := func(n *lab.Node) func([]replica.NodeStatus) bool {
 		return func(table []replica.NodeStatus) bool {
@@ -735,7 +735,7 @@ func TestBlackHoledReplicaIsDropped(t *testing.T) {
 	l := latencyLab(t, lab.Config{DownAfter: 30 * time.Second}, 6*ms, 6*ms, 9*ms)
 	const interval, timeout = 300 * ms, 300 * ms
 	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, ProbeTimeout: timeout})
-	c := newClient(t, l, sel, func(o *sentinel.Options) {
+	c := newClient(t, l, sel, func(o *sentinel.Config) {
 		o.ReadFrom, o.RefreshInterval, o.ReadTimeout = sentinel.ReplicaPreferred, time.Minute, time.Second
 	})
 	ready(t, ctx, c, sel, 2)
@@ -877,7 +877,7 @@ func TestStaleReplicaIsExcluded(t *testing.T) {
 	const maxStale = time.Second
 	const interval = 250 * ms
 	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, MaxStaleness: maxStale})
-	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
+	c := newClient(t, l, sel, func(o *sentinel.Config) { o.ReadFrom = sentinel.ReplicaPreferred })
 	ready(t, ctx, c, sel, 2)
 	_, table := waitElection(t, ctx, sel, 30, "electing B", func(table []replica.NodeStatus) bool {
 		st, ok := findRow(table, b.Addr())
@@ -976,7 +976,7 @@ func TestStaleReplicaServesNoRead(t *testing.T) {
 
 	const maxStale, interval = time.Second, 250 * ms
 	sel, events := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: interval, MaxStaleness: maxStale})
-	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.Replica })
+	c := newClient(t, l, sel, func(o *sentinel.Config) { o.ReadFrom = sentinel.Replica })
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -1057,12 +1057,12 @@ func TestTwoClientsShareOneProber(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
 	const interval = 100 * ms
-	sel1, _ := newSelector(t, replica.Config{ProbeInterval: interval})
-	sel2, _ := newSelector(t, replica.Config{ProbeInterval: interval})
-	c1 := newClient(t, l, sel1, func(o *sentinel.Options) { o.ClientName = "share-test" })
+	sel1, _ := newSelector(t, replica.Config{LatencyWindow: -1, ProbeInterval: interval})
+	sel2, _ := newSelector(t, replica.Config{LatencyWindow: -1, ProbeInterval: interval})
+	c1 := newClient(t, l, sel1, func(o *sentinel.Config) { o.ClientName = "share-test" })
 	sentinels := slices.Clone(l.SentinelAddrs())
 	slices.Reverse(sentinels) // another order, the same deployment
-	c2 := newClient(t, l, sel2, func(o *sentinel.Options) { o.ClientName, o.SentinelAddrs = "share-test", sentinels })
+	c2 := newClient(t, l, sel2, func(o *sentinel.Config) { o.ClientName, o.SentinelAddrs = "share-test", sentinels })
 	for _, c := range []*sentinel.Client{c1, c2} {
 		waitReplicas(t, ctx, c, 2)
 		_ = c.Get(ctx, "k") // both start "their" prober
@@ -1112,7 +1112,7 @@ func TestEqualReplicasShareReads(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := latencyLab(t, lab.Config{}, 6*ms, 6*ms, 6*ms)
 	sel, _ := newSelector(t, replica.Config{LatencyWindow: replica.DefaultLatencyWindow, ProbeInterval: 200 * ms})
-	c := newClient(t, l, sel, func(o *sentinel.Options) { o.ReadFrom = sentinel.ReplicaPreferred })
+	c := newClient(t, l, sel, func(o *sentinel.Config) { o.ReadFrom = sentinel.ReplicaPreferred })
 	ready(t, ctx, c, sel, 2)
 	// Counted while the election names both (a loaded machine's scheduling
 	// delays can put one outside the 2 ms window for a round).
@@ -1137,8 +1137,8 @@ func TestNoSecretsInTableEventsOrLogs(t *testing.T) {
 	l := latencyLab(t, lab.Config{Password: oldPass}, 2*ms, 2*ms, 2*ms)
 	var logs testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	sel, events := newSelector(t, replica.Config{ProbeInterval: 100 * ms, Logger: logger})
-	c := newClient(t, l, sel, func(o *sentinel.Options) { o.Password, o.Logger, o.ClientName = oldPass, logger, "secret-test" })
+	sel, events := newSelector(t, replica.Config{LatencyWindow: -1, ProbeInterval: 100 * ms, Logger: logger})
+	c := newClient(t, l, sel, func(o *sentinel.Config) { o.Password, o.Logger, o.ClientName = oldPass, logger, "secret-test" })
 	ready(t, ctx, c, sel, 1)
 	// The password changes on every node; the probe connections are cut, and
 	// the probes' new connections are refused.
@@ -1185,7 +1185,7 @@ func TestNoSecretsInTableEventsOrLogs(t *testing.T) {
 func TestCloseIsPromptDuringAProbe(t *testing.T) {
 	l := lab.New(t, lab.Config{Replicas: 1, Proxy: true})
 	master, rep := l.Node(0), l.Node(1)
-	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms, ProbeTimeout: 10 * time.Second})
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: -1, ProbeInterval: 100 * ms, ProbeTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1222,7 +1222,7 @@ func TestCloseIsPromptDuringAProbe(t *testing.T) {
 // round.
 func idleClose(t *testing.T, node *lab.Node) time.Duration {
 	t.Helper()
-	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms})
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: -1, ProbeInterval: 100 * ms})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1251,11 +1251,11 @@ func idleClose(t *testing.T, node *lab.Node) time.Duration {
 func TestTableWithoutReads(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := latencyLab(t, lab.Config{}, 2*ms, 2*ms, 30*ms)
-	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 200 * ms})
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: -1, ProbeInterval: 200 * ms})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := sentinel.NewClientFromURL(l.URL(), &sentinel.Options{ReplicaSelector: sel})
+	c, err := sentinel.NewClientFromURL(l.URL(), sentinel.Config{ReplicaSelector: sel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1305,7 +1305,7 @@ func TestObserverCallingTheSelector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+	c, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
 		ReplicaSelector: sel, ReadFrom: sentinel.Nearest, RefreshInterval: 500 * ms})
 	if err != nil {
 		t.Fatal(err)
@@ -1398,7 +1398,7 @@ func TestProbeClientWithoutNodeOptions(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	node := lab.New(t, lab.Standalone()).Node(0)
 	mon := startMonitor(t, node.Addr())
-	sel, err := replica.NewSelector(replica.Config{ProbeInterval: 100 * ms})
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: -1, ProbeInterval: 100 * ms})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,12 +78,12 @@ func TestNoRecordHasAKeyTwice(t *testing.T) {
 			l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 1})
 			var logs testkit.Buffer
 			logger := tc.caller(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), l.MasterName())
-			cfg := replica.Config{ProbeInterval: 100 * ms}
+			cfg := replica.Config{LatencyWindow: -1, ProbeInterval: 100 * ms}
 			if tc.ownLogger {
 				cfg.Logger = logger
 			}
 			sel, _ := newSelector(t, cfg)
-			c := newClient(t, l, sel, func(o *sentinel.Options) { o.Logger = logger })
+			c := newClient(t, l, sel, func(o *sentinel.Config) { o.Logger = logger })
 			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 				t.Fatal(err)
 			}

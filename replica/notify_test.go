@@ -46,7 +46,7 @@ func TestBlockedObserverBlocksNothing(t *testing.T) {
 	var mu sync.Mutex
 	var events []Event
 	entered := make(chan struct{}, 16)
-	s := newTestSelector(t, Config{Observer: func(ev Event) {
+	s := newTestSelector(t, Config{LatencyWindow: -1, Observer: func(ev Event) {
 		entered <- struct{}{}
 		<-release
 		mu.Lock()
@@ -100,7 +100,7 @@ func TestBlockedObserverBlocksNothing(t *testing.T) {
 func TestObserverMayCallTheSelector(t *testing.T) {
 	var s *Selector
 	waited := make(chan error, 16)
-	s = newTestSelector(t, Config{Observer: func(ev Event) {
+	s = newTestSelector(t, Config{LatencyWindow: -1, Observer: func(ev Event) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = s.Table()

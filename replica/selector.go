@@ -21,14 +21,14 @@ var (
 	// ErrClosed: the Selector was closed.
 	ErrClosed = errors.New("replica: selector closed")
 	// ErrNotBound: the Selector has not been bound to a client; pass it as
-	// sentinel.Options.ReplicaSelector (NewClient binds it).
-	ErrNotBound = errors.New("replica: selector not bound to a client (pass it as sentinel.Options.ReplicaSelector)")
+	// sentinel.Config.ReplicaSelector (NewClient binds it).
+	ErrNotBound = errors.New("replica: selector not bound to a client (pass it as sentinel.Config.ReplicaSelector)")
 )
 
 // Selector elects the replicas a client reads from, from the measurements
 // of its deployment's shared prober. It implements sentinel's
 // ReplicaSelector and BindableSelector: give it to one client as
-// sentinel.Options.ReplicaSelector. Its methods are safe for concurrent
+// sentinel.Config.ReplicaSelector. Its methods are safe for concurrent
 // use.
 type Selector struct {
 	cfg     Config

@@ -68,7 +68,7 @@ func TestNewSelectorRejectsABadConfig(t *testing.T) {
 }
 
 func TestPickBeforeTheFirstRound(t *testing.T) {
-	s := newTestSelector(t, Config{})
+	s := newTestSelector(t, Config{LatencyWindow: -1})
 	for _, pref := range []redisurl.ReadFrom{redisurl.Nearest, redisurl.ReplicaPreferred, redisurl.Replica, redisurl.Master} {
 		if addr, done := s.Pick(pref); addr != "" || done != nil {
 			t.Fatalf("unbound, no topology, %s: %q", pref, addr)
@@ -96,7 +96,7 @@ func TestPickBeforeTheFirstRound(t *testing.T) {
 func TestElectionEventsAndEviction(t *testing.T) {
 	rec := &envRecorder{}
 	var events []Event
-	cfg := DefaultConfig() // the "window" step needs the 2 ms window
+	cfg := Config{} // the "window" step needs the 2 ms window
 	cfg.Observer = func(ev Event) { events = append(events, ev) }
 	s := newTestSelector(t, cfg)
 	s.Bind(rec.env("evict-test", "127.0.0.1:1"))
@@ -186,7 +186,7 @@ func TestElectionEventsAndEviction(t *testing.T) {
 // prober; it leaves the registry when the last one closes.
 func TestRegistrySharesOneProberPerDeployment(t *testing.T) {
 	rec := &envRecorder{}
-	a, b, c := newTestSelector(t, Config{}), newTestSelector(t, Config{}), newTestSelector(t, Config{})
+	a, b, c := newTestSelector(t, Config{LatencyWindow: -1}), newTestSelector(t, Config{LatencyWindow: -1}), newTestSelector(t, Config{LatencyWindow: -1})
 	a.Bind(rec.env("shared", "127.0.0.1:1", "127.0.0.1:2"))
 	b.Bind(rec.env("shared", "127.0.0.1:2", "127.0.0.1:1", "127.0.0.1:1"))
 	c.Bind(rec.env("other", "127.0.0.1:1", "127.0.0.1:2"))
@@ -212,7 +212,7 @@ func TestRegistrySharesOneProberPerDeployment(t *testing.T) {
 }
 
 func TestStartWaitRoundAndClose(t *testing.T) {
-	s := newTestSelector(t, Config{ProbeInterval: 100 * ms, ProbeTimeout: 100 * ms})
+	s := newTestSelector(t, Config{LatencyWindow: -1, ProbeInterval: 100 * ms, ProbeTimeout: 100 * ms})
 	if err := s.Start(); !errors.Is(err, ErrNotBound) {
 		t.Fatalf("Start unbound: %v", err)
 	}
@@ -254,7 +254,7 @@ func TestStartWaitRoundAndClose(t *testing.T) {
 // electedSelector is a Selector whose election has the given replicas
 // elected, without a prober.
 func electedSelector(t testing.TB, replicas ...string) *Selector {
-	s, err := NewSelector(Config{})
+	s, err := NewSelector(Config{LatencyWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

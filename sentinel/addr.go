@@ -26,24 +26,24 @@ import (
 //     of the characters a host name or an IP address has, a port from 1 to
 //     65535); a malformed one is refused with an *AddressError naming the
 //     server and the reply, and never dialled.
-//   - Options.AllowedNetworks, when set, is the only place the client
+//   - Config.AllowedNetworks, when set, is the only place the client
 //     connects to: an address outside it is refused the same way, and a
 //     host name is checked once resolved, when dialled, before anything
 //     is sent on the connection. The configured SentinelAddrs are always
 //     allowed.
-//   - Options.MapAddr translates announced addresses (for NAT or port
+//   - Config.MapAddr translates announced addresses (for NAT or port
 //     forwarding) and may refuse them.
 //
 // TLS with verification (TLSConfig, SentinelTLSConfig) is what proves a
 // node is the one it claims to be; the policy only bounds where the
-// client goes. Options.Dialer, the caller's own code, only replaces how
+// client goes. Config.Dialer, the caller's own code, only replaces how
 // the connection is opened: the address it is given has passed the
 // checks above, and what it returns gets the same AllowedNetworks check,
 // TLS and reply bounds as a connection rediskit opened itself.
 
 // AddressError reports an address in a server's reply that the client
-// refused to dial: malformed, outside Options.AllowedNetworks, or refused
-// by Options.MapAddr.
+// refused to dial: malformed, outside Config.AllowedNetworks, or refused
+// by Config.MapAddr.
 type AddressError struct {
 	// Source is the server whose reply named it (a sentinel or a node).
 	Source string
@@ -84,10 +84,10 @@ func checkHostPort(host, port string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// replyAddr validates, maps (Options.MapAddr) and checks against
-// Options.AllowedNetworks an address source's reply gave for field, and
+// replyAddr validates, maps (Config.MapAddr) and checks against
+// Config.AllowedNetworks an address source's reply gave for field, and
 // returns the address to dial.
-func (o *Options) replyAddr(source, field, host, port string) (string, error) {
+func (o *Config) replyAddr(source, field, host, port string) (string, error) {
 	refuse := func(reason string) error {
 		return &AddressError{Source: source, Field: field, Reply: failure.Brief(net.JoinHostPort(host, port)), Reason: reason}
 	}
@@ -110,13 +110,13 @@ func (o *Options) replyAddr(source, field, host, port string) (string, error) {
 		addr = mapped
 	}
 	if !o.allowedAddr(addr) {
-		return "", refuse("outside Options.AllowedNetworks")
+		return "", refuse("outside Config.AllowedNetworks")
 	}
 	return addr, nil
 }
 
 // splitReplyAddr is replyAddr of a "host:port" string.
-func (o *Options) splitReplyAddr(source, field, hostport string) (string, error) {
+func (o *Config) splitReplyAddr(source, field, hostport string) (string, error) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		i := strings.LastIndexByte(hostport, ':')
@@ -130,7 +130,7 @@ func (o *Options) splitReplyAddr(source, field, hostport string) (string, error)
 
 // allowedAddr reports whether AllowedNetworks allows addr ("host:port"): a
 // host name is allowed here and checked when dialled (allowedConn).
-func (o *Options) allowedAddr(addr string) bool {
+func (o *Config) allowedAddr(addr string) bool {
 	if len(o.AllowedNetworks) == 0 {
 		return true
 	}
@@ -145,7 +145,7 @@ func (o *Options) allowedAddr(addr string) bool {
 	return o.allowedIP(ip)
 }
 
-func (o *Options) allowedIP(ip netip.Addr) bool {
+func (o *Config) allowedIP(ip netip.Addr) bool {
 	ip = ip.Unmap()
 	for _, p := range o.AllowedNetworks {
 		if p.Contains(ip) {
@@ -163,7 +163,7 @@ func (o *Options) allowedIP(ip netip.Addr) bool {
 // proxy (whose connections report the proxy) can reach it. A host name is
 // judged by the peer the connection reports, the only word on what it
 // resolved to: a proxy's address then fails closed.
-func (o *Options) allowedConn(conn net.Conn, addr string) error {
+func (o *Config) allowedConn(conn net.Conn, addr string) error {
 	if len(o.AllowedNetworks) == 0 {
 		return nil
 	}
@@ -172,7 +172,7 @@ func (o *Options) allowedConn(conn net.Conn, addr string) error {
 			if o.allowedIP(ip) {
 				return nil
 			}
-			return &AddressError{Source: "the client", Field: "address", Reply: addr, Reason: "outside Options.AllowedNetworks"}
+			return &AddressError{Source: "the client", Field: "address", Reply: addr, Reason: "outside Config.AllowedNetworks"}
 		}
 	}
 	ap, err := netip.ParseAddrPort(conn.RemoteAddr().String())
@@ -180,15 +180,15 @@ func (o *Options) allowedConn(conn net.Conn, addr string) error {
 		return nil
 	}
 	return &AddressError{Source: "the resolver", Field: "address", Reply: addr,
-		Reason: fmt.Sprintf("it resolved to %s, outside Options.AllowedNetworks", conn.RemoteAddr())}
+		Reason: fmt.Sprintf("it resolved to %s, outside Config.AllowedNetworks", conn.RemoteAddr())}
 }
 
-// dialWith connects with Options.Dialer (d when it is nil), checks the
+// dialWith connects with Config.Dialer (d when it is nil), checks the
 // peer against AllowedNetworks when check is set, and runs the TLS
 // handshake when tlsConfig is set: the caller's Dialer gets the same
 // checks and TLS as rediskit's own. Every failure is a
 // *failure.DialError: nothing was sent.
-func (o *Options) dialWith(ctx context.Context, d *net.Dialer, network, addr string, tlsConfig *tls.Config, check bool) (net.Conn, error) {
+func (o *Config) dialWith(ctx context.Context, d *net.Dialer, network, addr string, tlsConfig *tls.Config, check bool) (net.Conn, error) {
 	conn, err := o.dialConn(ctx, d, network, addr)
 	if err != nil {
 		return nil, &failure.DialError{Addr: addr, Err: err}
@@ -209,9 +209,9 @@ func (o *Options) dialWith(ctx context.Context, d *net.Dialer, network, addr str
 	return tc, nil
 }
 
-// dialConn opens the plain connection: with Options.Dialer when set (a
+// dialConn opens the plain connection: with Config.Dialer when set (a
 // panic in it, or a nil connection, fails the dial), else with d.
-func (o *Options) dialConn(ctx context.Context, d *net.Dialer, network, addr string) (conn net.Conn, err error) {
+func (o *Config) dialConn(ctx context.Context, d *net.Dialer, network, addr string) (conn net.Conn, err error) {
 	if o.Dialer == nil {
 		return d.DialContext(ctx, network, addr)
 	}
@@ -228,17 +228,17 @@ func (o *Options) dialConn(ctx context.Context, d *net.Dialer, network, addr str
 		return nil, err
 	}
 	if conn == nil {
-		return nil, errors.New("Options.Dialer returned neither a connection nor an error")
+		return nil, errors.New("Config.Dialer returned neither a connection nor an error")
 	}
 	return conn, nil
 }
 
-// sentinelDialer dials a sentinel (with Options.Dialer when set; TLS with
+// sentinelDialer dials a sentinel (with Config.Dialer when set; TLS with
 // SentinelTLSConfig), refusing a learned one whose address resolves
 // outside AllowedNetworks; the configured ones are the caller's own choice
 // and always allowed. Its connections are bounded by respguard
 // (sentinelOptions), whoever dialled them.
-func (o *Options) sentinelDialer(configured bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func (o *Config) sentinelDialer(configured bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: o.SentinelTimeout}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return o.dialWith(ctx, d, network, addr, o.SentinelTLSConfig, !configured)
@@ -256,7 +256,7 @@ const refusedField = "rediskit-refused"
 // keepRefused is set: such a replica is never dialled, but still counted
 // for durable writes (Sentinel could promote it whatever the client makes
 // of its address); otherwise it is dropped.
-func (o *Options) cleanRows(source, field string, rows []map[string]string, keepRefused bool) ([]map[string]string, []error) {
+func (o *Config) cleanRows(source, field string, rows []map[string]string, keepRefused bool) ([]map[string]string, []error) {
 	var refused []error
 	kept := rows[:0:0]
 	for _, r := range rows {

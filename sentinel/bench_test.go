@@ -21,7 +21,7 @@ func benchClients(b *testing.B) (*Client, *redis.Client) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
-	ours, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	ours, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func BenchmarkDurableWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
 	if err != nil {
 		b.Fatal(err)
 	}

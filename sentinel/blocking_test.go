@@ -23,7 +23,7 @@ import (
 func TestBlockedCallsFollowTheSwitch(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
-	c, events := newTestClient(t, l, func(o *Options) { o.ReadTimeout = 500 * time.Millisecond })
+	c, events := newTestClient(t, l, func(o *Config) { o.ReadTimeout = 500 * time.Millisecond })
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}

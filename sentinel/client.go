@@ -36,7 +36,7 @@ type front = redis.Client
 type Client struct {
 	*front
 
-	opts       Options
+	opts       Config
 	classifier *classify.Classifier
 	selector   ReplicaSelector
 	log        *slog.Logger
@@ -65,19 +65,19 @@ type Client struct {
 	wg     sync.WaitGroup // the client's own goroutines (unblockWaiting)
 }
 
-// NewClient returns a client for the master named opts.MasterName. It
-// validates the options and returns at once; the first discovery runs in
+// NewClient returns a client for the master named cfg.MasterName. It
+// validates cfg and returns at once; the first discovery runs in
 // the background, and calls made before it completes wait for it (within
 // their context).
-func NewClient(opts Options) (*Client, error) {
-	opts, err := opts.withDefaults()
+func NewClient(cfg Config) (*Client, error) {
+	opts, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	// Checked whether or not Durable is set: WithDurable turns it on per
 	// call.
 	if opts.DurableTimeout >= opts.ReadTimeout {
-		return nil, fmt.Errorf("sentinel: DurableTimeout (%v) must be shorter than ReadTimeout (%v), which bounds the WAIT reply", opts.DurableTimeout, opts.ReadTimeout)
+		return nil, configError("DurableTimeout", fmt.Sprintf("(%v) must be shorter than ReadTimeout (%v), which bounds the WAIT reply", opts.DurableTimeout, opts.ReadTimeout))
 	}
 	c := &Client{
 		opts:       opts,
@@ -87,7 +87,7 @@ func NewClient(opts Options) (*Client, error) {
 	}
 	c.observer = eventq.New(eventq.Config[Event]{Deliver: opts.Observer, Logger: c.log, Name: "sentinel"})
 	if c.selector == nil {
-		sel, err := replica.NewSelector(replica.DefaultConfig())
+		sel, err := replica.NewSelector(replica.Config{})
 		if err != nil {
 			return nil, err
 		}
@@ -125,48 +125,44 @@ func NewClient(opts Options) (*Client, error) {
 }
 
 // NewClientFromURL parses a redis+sentinel:// or rediss+sentinel:// URL
-// (see package redisurl) and returns a client for it. opts, when not nil,
-// supplies the settings a URL cannot carry (Logger, Observer,
-// ReplicaSelector, ...); the URL's fields take precedence.
-func NewClientFromURL(rawURL string, opts *Options) (*Client, error) {
-	cfg, err := redisurl.Parse(rawURL)
+// (see package redisurl) and returns a client for it. cfg supplies the
+// settings a URL cannot carry (Logger, Observer, ReplicaSelector, ...; the
+// zero Config for none); the URL's fields take precedence.
+func NewClientFromURL(rawURL string, cfg Config) (*Client, error) {
+	u, err := redisurl.Parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	if len(cfg.Sentinels) == 0 {
-		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// URL", cfg.Redacted())
+	if len(u.Sentinels) == 0 {
+		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// URL", u.Redacted())
 	}
-	var o Options
-	if opts != nil {
-		o = *opts
+	cfg.MasterName = u.MasterName
+	cfg.SentinelAddrs = u.Sentinels
+	cfg.SentinelUsername, cfg.SentinelPassword = u.SentinelUsername, u.SentinelPassword
+	cfg.Username, cfg.Password = u.Username, u.Password
+	cfg.DB = u.DB
+	cfg.ClientName = u.ClientName
+	if u.ReadFrom != "" {
+		cfg.ReadFrom = u.ReadFrom
 	}
-	o.MasterName = cfg.MasterName
-	o.SentinelAddrs = cfg.Sentinels
-	o.SentinelUsername, o.SentinelPassword = cfg.SentinelUsername, cfg.SentinelPassword
-	o.Username, o.Password = cfg.Username, cfg.Password
-	o.DB = cfg.DB
-	o.ClientName = cfg.ClientName
-	if cfg.ReadFrom != "" {
-		o.ReadFrom = cfg.ReadFrom
+	if u.DialTimeout != 0 {
+		cfg.DialTimeout = u.DialTimeout
 	}
-	if cfg.DialTimeout != 0 {
-		o.DialTimeout = cfg.DialTimeout
+	if u.ReadTimeout != 0 {
+		cfg.ReadTimeout = u.ReadTimeout
 	}
-	if cfg.ReadTimeout != 0 {
-		o.ReadTimeout = cfg.ReadTimeout
+	if u.WriteTimeout != 0 {
+		cfg.WriteTimeout = u.WriteTimeout
 	}
-	if cfg.WriteTimeout != 0 {
-		o.WriteTimeout = cfg.WriteTimeout
-	}
-	tlsCfg, err := cfg.TLSConfig()
+	tlsCfg, err := u.TLSConfig()
 	if err != nil {
 		return nil, err
 	}
 	if tlsCfg != nil {
-		o.TLSConfig = tlsCfg
-		o.SentinelTLSConfig = tlsCfg
+		cfg.TLSConfig = tlsCfg
+		cfg.SentinelTLSConfig = tlsCfg
 	}
-	return NewClient(o)
+	return NewClient(cfg)
 }
 
 // String describes the client without secrets.
@@ -533,7 +529,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 // marked internal (routing.Internal: a multidb client's health checks
 // through this one) runs on n's control client, so the caller's hooks and
 // the clients instrumented through OnNewNode see only the caller's work;
-// Options.InternalHook sees it there.
+// Config.InternalHook sees it there.
 func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []redis.Cmder) error {
 	n.acquire()
 	defer n.release()

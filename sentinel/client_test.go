@@ -90,7 +90,7 @@ func TestAllSentinelsDownErrorListsEach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, _ := newTestClient(t, l, func(o *Options) { o.DiscoveryTimeout = 5 * time.Second })
+	c, _ := newTestClient(t, l, func(o *Config) { o.DiscoveryTimeout = 5 * time.Second })
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -120,7 +120,7 @@ func TestAllSentinelsDownErrorListsEach(t *testing.T) {
 // used to wait the whole DiscoveryTimeout.
 func TestUnknownMasterName(t *testing.T) {
 	l := lab.New(t, lab.Sentinel(0))
-	c, _ := newTestClient(t, l, func(o *Options) { o.MasterName = "nosuchmaster"; o.DiscoveryTimeout = 5 * time.Second })
+	c, _ := newTestClient(t, l, func(o *Config) { o.MasterName = "nosuchmaster"; o.DiscoveryTimeout = 5 * time.Second })
 	ctx := testkit.Context(t, 10*time.Second)
 	began := time.Now()
 	err := c.Ping(ctx).Err()
@@ -142,7 +142,7 @@ func TestReadFromRoutesReadsAndWrites(t *testing.T) {
 	// No background work while allocations are counted: AllocsPerRun
 	// counts the whole process's, and a refresh or a sentinel poll
 	// allocates as much in a round as a few thousand GETs.
-	c, _ := newTestClient(t, l, func(o *Options) {
+	c, _ := newTestClient(t, l, func(o *Config) {
 		o.ReadFrom, o.RefreshInterval, o.SentinelPollInterval = Replica, time.Hour, -1
 	})
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
@@ -197,11 +197,11 @@ func TestAllocationsMatchGoRedis(t *testing.T) {
 	// charged to the calls measured, more of it the slower the machine
 	// (29 against 27 at load 5 with -race). It is turned off or made rare
 	// here: this test is about the calls' own allocations.
-	sel, err := replica.NewSelector(replica.Config{ProbeInterval: time.Hour})
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: -1, ProbeInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := newTestClient(t, l, func(o *Options) {
+	c, _ := newTestClient(t, l, func(o *Config) {
 		o.ReadFrom, o.ReplicaSelector = Replica, sel
 		o.SentinelPollInterval, o.RefreshInterval = -1, time.Hour
 	})
@@ -233,7 +233,7 @@ func TestPipelinesAndTransactionsRouteAsAWhole(t *testing.T) {
 	// Routing as a whole, not the choice of replica: the round-robin
 	// selector reads from the replica from the first call (the default,
 	// latency-aware one reads from the master until its first probe).
-	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom, o.ReplicaSelector = ReplicaPreferred, NewRoundRobinSelector() })
+	c, _ := newTestClient(t, l, func(o *Config) { o.ReadFrom, o.ReplicaSelector = ReplicaPreferred, NewRoundRobinSelector() })
 	if err := c.Set(ctx, "a", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestPipelinesAndTransactionsRouteAsAWhole(t *testing.T) {
 func TestReplicaOnlyWithoutReplica(t *testing.T) {
 	ctx := testkit.Context(t, 20*time.Second)
 	l := lab.New(t, lab.Sentinel(0))
-	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
+	c, _ := newTestClient(t, l, func(o *Config) { o.ReadFrom = Replica })
 	err := c.Get(ctx, "k").Err()
 	var nre *NoReplicaError
 	if !errors.Is(err, ErrNoReplica) || !errors.As(err, &nre) {
@@ -373,7 +373,7 @@ func TestSubscribeResumesAfterFailover(t *testing.T) {
 func TestDurableWrites(t *testing.T) {
 	ctx := testkit.Context(t, 40*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
-	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true; o.DurableTimeout = 300 * time.Millisecond })
+	c, _ := newTestClient(t, l, func(o *Config) { o.Durable = true; o.DurableTimeout = 300 * time.Millisecond })
 	testkit.WaitFor(t, 5*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatalf("durable SET with both replicas up: %v", err)
@@ -415,7 +415,7 @@ func TestDurableWrites(t *testing.T) {
 func TestDurableWithoutReplicaIsRefusedUnsent(t *testing.T) {
 	ctx := testkit.Context(t, 20*time.Second)
 	l := lab.New(t, lab.Sentinel(0))
-	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true })
+	c, _ := newTestClient(t, l, func(o *Config) { o.Durable = true })
 	err := c.Set(ctx, "k", "v", 0).Err()
 	var nde *NotDurableError
 	if !errors.As(err, &nde) || !nde.NotSent {
@@ -453,7 +453,7 @@ func TestDurableCountsReplicasTheClientCannotReach(t *testing.T) {
 			ctx := testkit.Context(t, 40*time.Second)
 			l := lab.New(t, lab.Sentinel(2))
 			reachable, hidden := l.Node(1), l.Node(2)
-			c, _ := newTestClient(t, l, func(o *Options) {
+			c, _ := newTestClient(t, l, func(o *Config) {
 				o.Durable, o.DurableTimeout = true, 300*time.Millisecond
 				o.DialTimeout, o.ProbeTimeout = 300*time.Millisecond, 300*time.Millisecond
 				o.NodeOptions = func(ro *redis.Options) {
@@ -528,7 +528,7 @@ func TestCredentialsProviderPerConnection(t *testing.T) {
 	var asked atomic.Int32
 	var current atomic.Value
 	current.Store("token-1")
-	c, _ := newTestClient(t, l, func(o *Options) {
+	c, _ := newTestClient(t, l, func(o *Config) {
 		o.Username, o.Password = "", ""
 		o.CredentialsProvider = func(context.Context) (string, string, error) {
 			asked.Add(1)
@@ -566,7 +566,7 @@ func TestCredentialsProviderPerConnection(t *testing.T) {
 func TestTLSAndSentinelAuth(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
-	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom = Replica })
+	c, _ := newTestClient(t, l, func(o *Config) { o.ReadFrom = Replica })
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -584,7 +584,7 @@ func TestTLSAndSentinelAuth(t *testing.T) {
 func TestCloseIsPromptAndIdempotent(t *testing.T) {
 	ctx := testkit.Context(t, 20*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
-	c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +612,7 @@ func TestCloseIsPromptAndIdempotent(t *testing.T) {
 func TestLearnsSentinels(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
-	c, events := newTestClient(t, l, func(o *Options) { o.SentinelAddrs = l.SentinelAddrs()[:1] })
+	c, events := newTestClient(t, l, func(o *Config) { o.SentinelAddrs = l.SentinelAddrs()[:1] })
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +634,7 @@ func TestLearnsSentinels(t *testing.T) {
 func TestNewClientFromURL(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
-	c, err := NewClientFromURL(l.URL()+"&readFrom=replica&clientName=urltest", &Options{RefreshInterval: 500 * time.Millisecond})
+	c, err := NewClientFromURL(l.URL()+"&readFrom=replica&clientName=urltest", Config{RefreshInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -656,10 +656,10 @@ func TestNewClientFromURL(t *testing.T) {
 	if strings.Contains(c.String(), "-pw") {
 		t.Fatalf("secret in %s", c)
 	}
-	if _, err := NewClientFromURL("redis://127.0.0.1:6379", nil); err == nil {
+	if _, err := NewClientFromURL("redis://127.0.0.1:6379", Config{}); err == nil {
 		t.Fatal("a redis:// URL was accepted")
 	}
-	if _, err := NewClientFromURL("redis+sentinel://127.0.0.1:26379/mymaster?readFrom=closest", nil); err == nil {
+	if _, err := NewClientFromURL("redis+sentinel://127.0.0.1:26379/mymaster?readFrom=closest", Config{}); err == nil {
 		t.Fatal("an invalid readFrom was accepted")
 	}
 }
@@ -678,7 +678,7 @@ func TestBindAndEvict(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	sel := &recordingSelector{ReplicaSelector: NewRoundRobinSelector()}
-	c, _ := newTestClient(t, l, func(o *Options) {
+	c, _ := newTestClient(t, l, func(o *Config) {
 		o.ReadFrom, o.ReplicaSelector, o.ClientName = Replica, sel, "evict-test"
 	})
 	if sel.env.MasterName != l.MasterName() || sel.env.NodeOptions == nil || sel.env.Evict == nil {
@@ -736,7 +736,7 @@ func TestBindAndEvict(t *testing.T) {
 func TestDurableConfirmsWritesWithNilReplies(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
-	c, _ := newTestClient(t, l, func(o *Options) { o.Durable = true; o.DurableTimeout = 300 * time.Millisecond })
+	c, _ := newTestClient(t, l, func(o *Config) { o.Durable = true; o.DurableTimeout = 300 * time.Millisecond })
 	testkit.WaitFor(t, 5*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
 	// Both replicas up: confirmed, and the reply is go-redis's.
 	if err := c.SetArgs(ctx, "a", "1", redis.SetArgs{Get: true}).Err(); !errors.Is(err, redis.Nil) {
@@ -769,7 +769,7 @@ func TestFirstReplicaReadOfANewClient(t *testing.T) {
 	l := lab.New(t, lab.Sentinel(1))
 	const clients = 40
 	for i := range clients {
-		c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: Replica})
+		c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: Replica})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -795,8 +795,8 @@ func TestDurableScopesWhenADownReplicaComesBackStale(t *testing.T) {
 	ctx := testkit.Context(t, 120*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, ExtraConfig: []string{"appendonly yes", "appendfsync always"}})
 	master, stale, other := l.Node(0), l.Node(1), l.Node(2)
-	durable := func(scope DurableScope) func(*Options) {
-		return func(o *Options) {
+	durable := func(scope DurableScope) func(*Config) {
+		return func(o *Config) {
 			o.Durable, o.DurableScope, o.DurableTimeout = true, scope, 300*time.Millisecond
 			o.RefreshInterval = 100 * time.Millisecond
 		}

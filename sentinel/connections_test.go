@@ -30,7 +30,7 @@ import (
 // credentials reach both.
 func TestNodeAndControlOptions(t *testing.T) {
 	var nodeOptionsCalls int
-	o, err := Options{MasterName: "m", SentinelAddrs: []string{"a:1"},
+	o, err := Config{MasterName: "m", SentinelAddrs: []string{"a:1"},
 		Username: "u", Password: "p", DB: 2, ClientName: "app",
 		OnConnect: func(context.Context, *redis.Conn) error { return nil },
 		Protocol:  2, Identity: true, IdentitySuffix: "svc",
@@ -75,7 +75,7 @@ func TestNodeAndControlOptions(t *testing.T) {
 		t.Error("CLIENT SETINFO on without Identity")
 	}
 	for _, p := range []int{1, 4, -1} {
-		if _, err := (Options{MasterName: "m", SentinelAddrs: []string{"a:1"}, Protocol: p}).withDefaults(); err == nil || !strings.Contains(err.Error(), "Protocol") {
+		if _, err := (Config{MasterName: "m", SentinelAddrs: []string{"a:1"}, Protocol: p}).withDefaults(); err == nil || !strings.Contains(err.Error(), "Protocol") {
 			t.Errorf("Protocol %d: %v, want an error", p, err)
 		}
 	}
@@ -106,13 +106,13 @@ func TestDialWithCallersDialer(t *testing.T) {
 	}{
 		{name: "an allowed IP address through a proxy", addr: "10.1.2.3:6379", wantOpen: true,
 			dial: func(t *testing.T) (net.Conn, net.Conn, error) { a, b := pipeConn(t); return a, b, nil }},
-		{name: "an IP address outside", addr: "192.168.0.1:6379", wantErr: "outside Options.AllowedNetworks",
+		{name: "an IP address outside", addr: "192.168.0.1:6379", wantErr: "outside Config.AllowedNetworks",
 			dial: func(t *testing.T) (net.Conn, net.Conn, error) { a, b := pipeConn(t); return a, b, nil }},
 		{name: "a host name through a proxy", addr: "redis.internal:6379", wantErr: "resolved to pipe",
 			dial: func(t *testing.T) (net.Conn, net.Conn, error) { a, b := pipeConn(t); return a, b, nil }},
 		{name: "the Dialer fails", addr: "10.1.2.3:6379", wantIs: errRefused,
 			dial: func(*testing.T) (net.Conn, net.Conn, error) { return nil, nil, errRefused }},
-		{name: "the Dialer panics", addr: "10.1.2.3:6379", wantErr: "Options.Dialer panicked: boom",
+		{name: "the Dialer panics", addr: "10.1.2.3:6379", wantErr: "Config.Dialer panicked: boom",
 			dial: func(*testing.T) (net.Conn, net.Conn, error) { panic("boom") }},
 		{name: "the Dialer returns nothing", addr: "10.1.2.3:6379", wantErr: "neither a connection nor an error",
 			dial: func(*testing.T) (net.Conn, net.Conn, error) { return nil, nil, nil }},
@@ -121,7 +121,7 @@ func TestDialWithCallersDialer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var other net.Conn
 			var asked string
-			o := Options{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+			o := Config{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
 				Dialer: func(_ context.Context, _, addr string) (net.Conn, error) {
 					asked = addr
 					c, b, err := tt.dial(t)
@@ -194,7 +194,7 @@ func (d *dialLog) addrs() []string {
 	return out
 }
 
-// Options.Dialer opens every connection the client makes, to the
+// Config.Dialer opens every connection the client makes, to the
 // sentinels as well as to the data nodes (NodeOptions' Dialer saw only
 // the data nodes': 6 dials, and 0 to the sentinels), and composes with
 // rediskit's TLS (the lab's servers speak TLS only; the Dialer returns
@@ -203,7 +203,7 @@ func TestDialerReachesEveryConnection(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 1, TLS: true})
 	log := &dialLog{}
-	c, _ := newTestClient(t, l, func(o *Options) {
+	c, _ := newTestClient(t, l, func(o *Config) {
 		o.ReadFrom = Replica
 		o.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 		o.Dialer = log.dialer()
@@ -223,7 +223,7 @@ func TestDialerReachesEveryConnection(t *testing.T) {
 	sentinel, master, replica := l.SentinelAddrs()[0], l.Node(0).Addr(), l.Node(1).Addr()
 	for _, addr := range []string{sentinel, master, replica} {
 		if log.count(addr) == 0 {
-			t.Errorf("no dial to %s through Options.Dialer (dials: %v)", addr, log.dials)
+			t.Errorf("no dial to %s through Config.Dialer (dials: %v)", addr, log.dials)
 		}
 	}
 	for _, addr := range log.addrs() {
@@ -234,7 +234,7 @@ func TestDialerReachesEveryConnection(t *testing.T) {
 	t.Logf("dials: %v", log.dials)
 }
 
-// A hostile sentinel reached through Options.Dialer is bounded as one
+// A hostile sentinel reached through Config.Dialer is bounded as one
 // reached by rediskit's own dialer: the client's replies are checked
 // whoever opened the connection.
 func TestDialerConnectionsAreBounded(t *testing.T) {
@@ -250,7 +250,7 @@ func TestDialerConnectionsAreBounded(t *testing.T) {
 	log := &dialLog{}
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, Dialer: log.dialer(),
+	c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, Dialer: log.dialer(),
 		DiscoveryTimeout: 300 * time.Millisecond, SentinelTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestDialerConnectionsAreBounded(t *testing.T) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	if log.count(f.Addr()) == 0 {
-		t.Fatal("the sentinel was not dialled through Options.Dialer")
+		t.Fatal("the sentinel was not dialled through Config.Dialer")
 	}
 	if grew, bound := int64(after.TotalAlloc-before.TotalAlloc), int64(respguard.DefaultMaxReplyBytes+64*respguard.DefaultMaxReplyElements); grew > bound {
 		t.Errorf("%d bytes allocated, past respguard's bound %d", grew, bound)
@@ -307,7 +307,7 @@ func TestOnConnect(t *testing.T) {
 		var mu sync.Mutex
 		ran := map[string]bool{} // the server's address/the connection's ID
 		calls := 0
-		c, _ := newTestClient(t, l, func(o *Options) {
+		c, _ := newTestClient(t, l, func(o *Config) {
 			o.ReadFrom, o.ClientName = Replica, "oc-test"
 			o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
 				info, err := cn.ClientInfo(ctx).Result()
@@ -380,10 +380,10 @@ func TestOnConnect(t *testing.T) {
 			{"an error", func(context.Context, *redis.Conn) error { return errNo }, func(err error) bool { return errors.Is(err, errNo) }},
 			{"a panic", func(context.Context, *redis.Conn) error { panic("boom") },
 				func(err error) bool {
-					return err != nil && strings.Contains(err.Error(), "Options.OnConnect panicked: boom")
+					return err != nil && strings.Contains(err.Error(), "Config.OnConnect panicked: boom")
 				}},
 		} {
-			c, _ := newTestClient(t, l, func(o *Options) { o.OnConnect = tt.onConnect })
+			c, _ := newTestClient(t, l, func(o *Config) { o.OnConnect = tt.onConnect })
 			err := c.Set(ctx, "k", "v", 0).Err()
 			if !tt.want(err) {
 				t.Errorf("%s: SET: %v", tt.name, err)
@@ -465,7 +465,7 @@ func TestConnectionSettings(t *testing.T) {
 	t.Run("Protocol", func(t *testing.T) {
 		for _, tt := range []struct{ protocol, want int }{{0, 3}, {2, 2}, {3, 3}} {
 			name := "proto-" + strconv.Itoa(tt.protocol)
-			c, _ := newTestClient(t, l, func(o *Options) { o.Protocol, o.ClientName = tt.protocol, name })
+			c, _ := newTestClient(t, l, func(o *Config) { o.Protocol, o.ClientName = tt.protocol, name })
 			info, err := c.Do(ctx, "CLIENT", "INFO").Text()
 			if err != nil {
 				t.Fatal(err)
@@ -501,7 +501,7 @@ func TestConnectionSettings(t *testing.T) {
 			identity bool
 		}{{"off, the default", false}, {"on", true}} {
 			rec := &recordingDialer{}
-			c, _ := newTestClient(t, l, func(o *Options) { o.Identity, o.IdentitySuffix, o.Dialer = tt.identity, "svc", rec.dial })
+			c, _ := newTestClient(t, l, func(o *Config) { o.Identity, o.IdentitySuffix, o.Dialer = tt.identity, "svc", rec.dial })
 			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 				t.Fatalf("%s: SET: %v", tt.name, err) // Redis 7.0 refuses CLIENT SETINFO; go-redis goes on
 			}
@@ -535,14 +535,14 @@ func TestConnectionSettings(t *testing.T) {
 	t.Run("lifetimes", func(t *testing.T) {
 		for _, tt := range []struct {
 			name    string
-			mod     func(*Options)
+			mod     func(*Config)
 			wait    time.Duration
 			wantNew bool
 		}{
-			{"no limit", func(*Options) {}, 400 * time.Millisecond, false},
-			{"ConnMaxLifetime, within it", func(o *Options) { o.ConnMaxLifetime = 2 * time.Second }, 100 * time.Millisecond, false},
-			{"ConnMaxLifetime, past it", func(o *Options) { o.ConnMaxLifetime = 300 * time.Millisecond }, 400 * time.Millisecond, true},
-			{"ConnMaxIdleTime, past it", func(o *Options) { o.ConnMaxIdleTime = 300 * time.Millisecond }, 400 * time.Millisecond, true},
+			{"no limit", func(*Config) {}, 400 * time.Millisecond, false},
+			{"ConnMaxLifetime, within it", func(o *Config) { o.ConnMaxLifetime = 2 * time.Second }, 100 * time.Millisecond, false},
+			{"ConnMaxLifetime, past it", func(o *Config) { o.ConnMaxLifetime = 300 * time.Millisecond }, 400 * time.Millisecond, true},
+			{"ConnMaxIdleTime, past it", func(o *Config) { o.ConnMaxIdleTime = 300 * time.Millisecond }, 400 * time.Millisecond, true},
 		} {
 			c, _ := newTestClient(t, l, tt.mod)
 			first := clientID(t, ctx, c)
@@ -555,7 +555,7 @@ func TestConnectionSettings(t *testing.T) {
 
 	t.Run("PoolFIFO", func(t *testing.T) {
 		for _, fifo := range []bool{false, true} {
-			c, _ := newTestClient(t, l, func(o *Options) { o.PoolFIFO = fifo })
+			c, _ := newTestClient(t, l, func(o *Config) { o.PoolFIFO = fifo })
 			if err := c.Ping(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -578,14 +578,14 @@ func TestConnectionSettings(t *testing.T) {
 	})
 
 	t.Run("MaxActiveConns", func(t *testing.T) {
-		c, _ := newTestClient(t, l, func(o *Options) { o.MaxActiveConns, o.PoolSize, o.ClientName = 2, 10, "active-test" })
+		c, _ := newTestClient(t, l, func(o *Config) { o.MaxActiveConns, o.PoolSize, o.ClientName = 2, 10, "active-test" })
 		if err := c.Ping(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
 		// One call at a time, each once the one before is blocked on the
 		// master: go-redis v9.23 counts a connection against the bound
 		// only once it is open, so concurrent dials can overshoot it by
-		// one (see Options.MaxActiveConns).
+		// one (see Config.MaxActiveConns).
 		const calls = 4
 		errs := make([]error, calls)
 		took := make([]time.Duration, calls)

@@ -112,7 +112,7 @@ func (d *Diagnosis) String() string {
 	return b.String()
 }
 
-// Diagnose traces what a client with opts would do, for a person to read:
+// Diagnose traces what a client with cfg would do, for a person to read:
 // every sentinel asked and its answer (or why it was skipped), then TCP,
 // TLS, AUTH, HELLO, PING, SELECT and ROLE against the master the first
 // answering sentinel named, each with its duration, and the replica
@@ -123,8 +123,8 @@ func (d *Diagnosis) String() string {
 // is the step of the stage that failed, on that sentinel ("TLS failed on
 // <the sentinel>"). The error is the first failed stage's (a *StageError),
 // or nil; a failed sentinel's only when no sentinel named a master.
-func Diagnose(ctx context.Context, opts Options) (*Diagnosis, error) {
-	opts, err := opts.withDefaults()
+func Diagnose(ctx context.Context, cfg Config) (*Diagnosis, error) {
+	opts, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +156,11 @@ func Diagnose(ctx context.Context, opts Options) (*Diagnosis, error) {
 
 // DiagnoseNode is Diagnose for a node reached directly (a redis:// URL):
 // TCP, TLS, AUTH, HELLO, PING, SELECT and ROLE on addr, with the data-node
-// settings of opts (credentials, TLS, DB, timeouts; the Sentinel fields are
+// settings of cfg (credentials, TLS, DB, timeouts; the Sentinel fields are
 // not used).
-func DiagnoseNode(ctx context.Context, addr string, opts Options) (*Diagnosis, error) {
-	opts.MasterName, opts.SentinelAddrs = "-", []string{"-:1"}
-	opts, err := opts.withDefaults()
+func DiagnoseNode(ctx context.Context, addr string, cfg Config) (*Diagnosis, error) {
+	cfg.MasterName, cfg.SentinelAddrs = "-", []string{"-:1"}
+	opts, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func DiagnoseNode(ctx context.Context, addr string, opts Options) (*Diagnosis, e
 
 // askSentinelStep asks one sentinel for the master, stage by stage. It
 // returns one step: SENTINEL with the answer, or the stage that failed.
-func askSentinelStep(ctx context.Context, opts *Options, addr string) (Step, string) {
+func askSentinelStep(ctx context.Context, opts *Config, addr string) (Step, string) {
 	start := time.Now()
 	tr := &tracer{server: addr, sentinel: true}
 	conn, done := tr.connect(ctx, connSettings{
@@ -359,7 +359,7 @@ func (t *tracer) connect(ctx context.Context, cs connSettings) (*redis.Conn, fun
 // traceNode connects to a data node stage by stage (see tracer.connect),
 // then runs HELLO, PING, SELECT and ROLE one by one. It returns the ROLE
 // reply when it got one.
-func traceNode(ctx context.Context, opts *Options, addr string) ([]Step, *redisinfo.Role) {
+func traceNode(ctx context.Context, opts *Config, addr string) ([]Step, *redisinfo.Role) {
 	tr := &tracer{server: addr}
 	pinned, done := tr.connect(ctx, connSettings{
 		tls:          opts.TLSConfig,
@@ -426,7 +426,7 @@ func roleDetail(r redisinfo.Role) string {
 // replicaStep says which replica read-only work would use: one round of
 // the latency-aware election (package replica, the client's default) over
 // the replicas the sentinel reports healthy and ROLE confirms.
-func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
+func replicaStep(ctx context.Context, opts *Config, d *Diagnosis) Step {
 	step := Step{Stage: StageReplica, Server: d.Master}
 	start := time.Now()
 	o := *opts
@@ -488,8 +488,8 @@ func replicaStep(ctx context.Context, opts *Options, d *Diagnosis) Step {
 
 // electOnce runs one probe round of the default replica election and
 // returns its table.
-func electOnce(ctx context.Context, opts *Options, master string, replicas []string) ([]replica.NodeStatus, error) {
-	cfg := replica.DefaultConfig() // the client's default selector
+func electOnce(ctx context.Context, opts *Config, master string, replicas []string) ([]replica.NodeStatus, error) {
+	cfg := replica.Config{} // the client's default selector
 	cfg.ProbeTimeout, cfg.Logger = opts.ProbeTimeout, opts.Logger
 	sel, err := replica.NewSelector(cfg)
 	if err != nil {

@@ -11,9 +11,9 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-func diagOptions(l *lab.Lab) Options {
+func diagConfig(l *lab.Lab) Config {
 	cfg := l.Config()
-	return Options{
+	return Config{
 		MasterName:       l.MasterName(),
 		SentinelAddrs:    l.SentinelAddrs(),
 		Username:         cfg.Username,
@@ -39,7 +39,7 @@ func TestDiagnoseHealthyTLSDeployment(t *testing.T) {
 	// rounds, and a loaded machine has delayed a 2 ms PING by 14 ms.
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw",
 		Nodes: []lab.NodeConfig{{Latency: 10 * time.Millisecond}, {Latency: 10 * time.Millisecond}}})
-	d, err := Diagnose(ctx, diagOptions(l))
+	d, err := Diagnose(ctx, diagConfig(l))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, d)
 	}
@@ -74,7 +74,7 @@ func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
 	master := l.Node(0).Addr()
 
 	t.Run("wrong password", func(t *testing.T) {
-		opts := diagOptions(l)
+		opts := diagConfig(l)
 		opts.Password = "wrong-pw"
 		d, err := Diagnose(ctx, opts)
 		var se *StageError
@@ -86,7 +86,7 @@ func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
 		}
 	})
 	t.Run("certificate not trusted", func(t *testing.T) {
-		opts := diagOptions(l)
+		opts := diagConfig(l)
 		opts.SentinelTLSConfig = l.TLSConfig()
 		opts.TLSConfig = &tls.Config{} // the system roots do not include the lab CA
 		d, err := Diagnose(ctx, opts)
@@ -101,7 +101,7 @@ func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = s0.Restart(ctx) }()
-		d, err := Diagnose(ctx, diagOptions(l))
+		d, err := Diagnose(ctx, diagConfig(l))
 		if err != nil {
 			t.Fatalf("%v\n%s", err, d)
 		}
@@ -110,7 +110,7 @@ func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
 		}
 	})
 	t.Run("unknown master name", func(t *testing.T) {
-		opts := diagOptions(l)
+		opts := diagConfig(l)
 		opts.MasterName = "nosuch"
 		d, err := Diagnose(ctx, opts)
 		if err == nil || !strings.Contains(err.Error(), `does not monitor a master named "nosuch"`) {
@@ -118,7 +118,7 @@ func TestDiagnoseNamesTheFailingStageAndServer(t *testing.T) {
 		}
 	})
 	t.Run("direct node", func(t *testing.T) {
-		opts := diagOptions(l)
+		opts := diagConfig(l)
 		d, err := DiagnoseNode(ctx, l.Node(1).Addr(), opts)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, d)
@@ -137,19 +137,19 @@ func TestDiagnoseNamesTheFailingSentinelStage(t *testing.T) {
 	l := lab.New(t, lab.Config{Sentinels: 2, TLS: true, Password: "data-pw", SentinelPassword: "sentinel-pw"})
 	tests := []struct {
 		name   string
-		mod    func(*Options)
+		mod    func(*Config)
 		stage  Stage
 		prefix string // of the message, after "<stage> failed on <sentinel>: "
 	}{
-		{"sentinel certificate not trusted", func(o *Options) {
+		{"sentinel certificate not trusted", func(o *Config) {
 			o.SentinelTLSConfig = &tls.Config{} // the system roots do not include the lab CA
 		}, StageTLS, "tls: failed to verify certificate"},
-		{"wrong sentinel password", func(o *Options) { o.SentinelPassword = "wrong-pw" }, StageAuth, "WRONGPASS"},
-		{"no sentinel password", func(o *Options) { o.SentinelPassword = "" }, StageAuth, "the sentinel requires authentication"},
+		{"wrong sentinel password", func(o *Config) { o.SentinelPassword = "wrong-pw" }, StageAuth, "WRONGPASS"},
+		{"no sentinel password", func(o *Config) { o.SentinelPassword = "" }, StageAuth, "the sentinel requires authentication"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := diagOptions(l)
+			opts := diagConfig(l)
 			tt.mod(&opts)
 			d, err := Diagnose(ctx, opts)
 			first := l.SentinelAddrs()[0]
@@ -191,7 +191,7 @@ func TestDiagnoseNamesTheNearReplica(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3,
 		Nodes: []lab.NodeConfig{{Latency: 6 * time.Millisecond}, {Latency: 42 * time.Millisecond}, {Latency: 6 * time.Millisecond}}})
-	d, err := Diagnose(ctx, diagOptions(l))
+	d, err := Diagnose(ctx, diagConfig(l))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, d)
 	}
@@ -206,7 +206,7 @@ func TestDiagnoseSaysWhyNoReplicaIsElected(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 1,
 		Nodes: []lab.NodeConfig{{Latency: 4 * time.Millisecond}, {Latency: 60 * time.Millisecond}}})
-	d, err := Diagnose(ctx, diagOptions(l))
+	d, err := Diagnose(ctx, diagConfig(l))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, d)
 	}

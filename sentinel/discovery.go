@@ -18,13 +18,13 @@ import (
 // sentinelSet is the known sentinels in asking order, with a client each.
 // The sentinel that answered last is asked first next time.
 type sentinelSet struct {
-	opts    *Options
+	opts    *Config
 	mu      sync.Mutex
 	order   []string
 	clients map[string]*redis.Client
 }
 
-func newSentinelSet(opts *Options) *sentinelSet {
+func newSentinelSet(opts *Config) *sentinelSet {
 	s := &sentinelSet{opts: opts, clients: map[string]*redis.Client{}}
 	for _, a := range opts.SentinelAddrs {
 		s.addConfigured(a)
@@ -54,7 +54,7 @@ func (s *sentinelSet) client(addr string) *redis.Client {
 }
 
 // add appends a learned sentinel; it reports whether it was new, and
-// adds none past Options.MaxSentinels.
+// adds none past Config.MaxSentinels.
 func (s *sentinelSet) add(addr string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,7 +2,7 @@
 // finds the master reliably, sends read-only work to replicas when asked,
 // and follows failovers without running a write twice.
 //
-//	c, err := sentinel.NewClient(sentinel.Options{
+//	c, err := sentinel.NewClient(sentinel.Config{
 //		MasterName:    "mymaster",
 //		SentinelAddrs: []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"},
 //		ReadFrom:      sentinel.ReplicaPreferred,
@@ -267,7 +267,7 @@
 // slow (slower than the master, but answering, attached and fresh: better
 // than an error, since it may not read the master), and fails when there
 // is none. When the election changes, pooled connections to replicas that
-// left it are closed. Give Options.ReplicaSelector a replica.Selector of your own to
+// left it are closed. Give Config.ReplicaSelector a replica.Selector of your own to
 // change its settings (interval, exclusion factor, window, a staleness
 // bound), to receive its re-elections (its Observer), or to read its RTT
 // table.
@@ -318,7 +318,7 @@
 //
 // # Observing
 //
-// Options.Observer receives every Event (master changed, replicas changed,
+// Config.Observer receives every Event (master changed, replicas changed,
 // failover started, master isolated, read retried, write re-run or
 // refused, sentinel skipped), in order, from a goroutine of the client's
 // own, so a slow Observer holds up neither a failover nor a call: events
@@ -326,7 +326,7 @@
 // (counted in Stats.EventsDropped, logged). Close delivers what is
 // queued, within a bound. The same contract holds for the Observers of
 // replica, multidb and hashring.
-// Stats returns counters and the current topology; Options.Logger receives
+// Stats returns counters and the current topology; Config.Logger receives
 // records. Diagnose returns a staged trace of the path to the master for a
 // person to read.
 //
@@ -340,7 +340,7 @@
 //	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
 //
 // It is called for every data node the client has and every one it makes
-// later (after a failover, for a new replica). Options.InternalHook is the
+// later (after a failover, for a new replica). Config.InternalHook is the
 // other half: it sees the client's own traffic (the sentinels', the ROLE
 // checks, CLIENT ID and CLIENT UNBLOCK) and none of the caller's.
 package sentinel

@@ -43,7 +43,7 @@ func measureDurableGap(tb testing.TB, infoPeriod, publishPeriod time.Duration) d
 	}
 	tb.Cleanup(func() { _ = l.Close() })
 	old := l.Node(0)
-	c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+	c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
 		Durable: true, DurableTimeout: 200 * time.Millisecond, RefreshInterval: 100 * time.Millisecond})
 	if err != nil {
 		tb.Fatal(err)

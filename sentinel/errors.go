@@ -25,7 +25,7 @@ var (
 
 	// ErrFailoverInProgress is returned for a write held during a failover
 	// (the old master is about to be demoted) when the new master was not
-	// confirmed within Options.FailoverHold or the caller's context. The
+	// confirmed within Config.FailoverHold or the caller's context. The
 	// write was not sent: re-running it is safe.
 	ErrFailoverInProgress = errors.New("sentinel: failover in progress; the write was not sent")
 
@@ -105,7 +105,7 @@ func (e *NodeError) Timeout() bool { return failure.Timeout(e.Err) }
 func (e *NodeError) Temporary() bool { return false }
 
 // WriteHeldError reports a write that was not sent because writes to the
-// master were held, for Options.FailoverHold or until the caller's context
+// master were held, for Config.FailoverHold or until the caller's context
 // ended (Cause): a failover was under way (Candidate is the replica being
 // promoted), or the master was cut off from the sentinels that were about
 // to replace it. Re-running it is safe. It matches ErrFailoverInProgress.
@@ -196,7 +196,7 @@ func (e *NoReplicaError) Is(target error) bool { return target == ErrNoReplica }
 
 // MasterChangedError reports that the master changed while a write was in
 // flight and the write was not re-run, because it may have executed on the
-// old master (or because Options.StrictWrites forbids re-running writes).
+// old master (or because Config.StrictWrites forbids re-running writes).
 // The client already points at the new master: re-running the work there is
 // the caller's decision, after checking whether it took effect.
 type MasterChangedError struct {
@@ -245,7 +245,7 @@ func (e *MasterChangedError) Unwrap() error { return e.Cause }
 // executed (check before re-running); or, with NotSent, it was refused
 // before it was sent because a counted replica could not have confirmed
 // it (re-running it later is safe). The replicas required are those of
-// Options.DurableScope: with DurablePromotable, a write confirmed can
+// Config.DurableScope: with DurablePromotable, a write confirmed can
 // still be lost if Sentinel later promotes a replica that was down and not
 // counted when it was confirmed (see the package documentation, "What is
 // promised, exactly").
@@ -293,7 +293,7 @@ func (e *NotDurableError) Is(target error) bool { return target == ErrNotDurable
 func (e *NotDurableError) Unwrap() error { return e.Cause }
 
 // ErrUnknownMaster is matched by a *DiscoveryError when every sentinel
-// answered and none monitors Options.MasterName (its Monitored lists the
+// answered and none monitors Config.MasterName (its Monitored lists the
 // names they do). Discovery does not wait for that to change.
 var ErrUnknownMaster = errors.New("sentinel: no sentinel monitors a master by that name")
 
@@ -365,7 +365,7 @@ func (e *DiscoveryError) Error() string {
 		if len(e.Monitored) > 0 {
 			fmt.Fprintf(&b, "; they monitor: %s", strings.Join(e.Monitored, ", "))
 		}
-		b.WriteString(" (check Options.MasterName, or the URL's path)")
+		b.WriteString(" (check Config.MasterName, or the URL's path)")
 		return b.String()
 	}
 	fmt.Fprintf(&b, "sentinel: no sentinel named a verified master for %q", e.MasterName)

@@ -25,7 +25,7 @@ func Example() {
 	}
 	defer l.Close()
 
-	c, err := sentinel.NewClient(sentinel.Options{
+	c, err := sentinel.NewClient(sentinel.Config{
 		MasterName:    l.MasterName(),
 		SentinelAddrs: l.SentinelAddrs(),
 		ReadFrom:      sentinel.ReplicaPreferred,
@@ -87,7 +87,7 @@ func ExampleDiagnose() {
 	}
 	defer l.Close()
 
-	d, err := sentinel.Diagnose(ctx, sentinel.Options{
+	d, err := sentinel.Diagnose(ctx, sentinel.Config{
 		MasterName:    l.MasterName(),
 		SentinelAddrs: l.SentinelAddrs(),
 		Password:      "wrong",

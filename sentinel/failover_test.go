@@ -30,7 +30,7 @@ func TestLiveFailover(t *testing.T) {
 	c, events := newTestClient(t, l, nil)
 	// Two clients that will miss the failover: no events, no refresh.
 	deaf := func(strict bool) *Client {
-		d, _ := newTestClient(t, l, func(o *Options) {
+		d, _ := newTestClient(t, l, func(o *Config) {
 			o.deaf, o.RefreshInterval, o.StrictWrites = true, time.Hour, strict
 		})
 		if err := d.Ping(ctx).Err(); err != nil {
@@ -112,7 +112,7 @@ func TestInFlightWriteIsNotRerun(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true})
 	oldMaster := l.Node(0)
-	c, _ := newTestClient(t, l, func(o *Options) { o.ReadTimeout = 20 * time.Second })
+	c, _ := newTestClient(t, l, func(o *Config) { o.ReadTimeout = 20 * time.Second })
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func slowMasterClient(t *testing.T) (context.Context, *lab.Lab, *Client, *eventL
 	t.Helper()
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
-	c, events := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
+	c, events := newTestClient(t, l, func(o *Config) { o.RefreshInterval = time.Hour })
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestConcurrentFailuresShareResolution(t *testing.T) {
 func TestNoSwitchBackToTheOldMaster(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
-	c, events := newTestClient(t, l, func(o *Options) { o.RefreshInterval = 100 * time.Millisecond })
+	c, events := newTestClient(t, l, func(o *Config) { o.RefreshInterval = 100 * time.Millisecond })
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestUnconfirmedPromotionDoesNotMoveWrites(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, DownAfter: 30 * time.Second})
 	master, rogue := l.Node(0), l.Node(1)
-	c, events := newTestClient(t, l, func(o *Options) {
+	c, events := newTestClient(t, l, func(o *Config) {
 		o.RefreshInterval, o.FailoverHold = 100*time.Millisecond, time.Second
 	})
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -308,7 +308,7 @@ func TestUnconfirmedPromotionDoesNotMoveWrites(t *testing.T) {
 func TestTimeoutOnTheRightNodeIsNotRerun(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, DownAfter: 30 * time.Second})
-	c, _ := newTestClient(t, l, func(o *Options) { o.ReadTimeout = 250 * time.Millisecond })
+	c, _ := newTestClient(t, l, func(o *Config) { o.ReadTimeout = 250 * time.Millisecond })
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestFormerMasterPromotedAgainHoldsWrites(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Sentinel(2))
 	former := l.Node(0)
-	c, events := newTestClient(t, l, func(o *Options) {
+	c, events := newTestClient(t, l, func(o *Config) {
 		o.deaf, o.RefreshInterval, o.DurableTimeout = true, 100*time.Millisecond, 300*time.Millisecond
 	})
 	if err := c.Ping(ctx).Err(); err != nil {

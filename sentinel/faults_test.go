@@ -84,7 +84,7 @@ func TestRandomFaults(t *testing.T) {
 		durable bool
 		scope   DurableScope
 	}{{"default", false, DurablePromotable}, {"durable", true, DurablePromotable}, {"durable-strict", true, DurableEveryKnownReplica}} {
-		c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Password: password,
+		c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Password: password,
 			Durable: w.durable, DurableScope: w.scope, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		if err != nil {
 			t.Fatal(err)

@@ -62,12 +62,12 @@ func (c *Client) EphemeralConn() *redis.Conn {
 // Wait is refused: WAIT counts the replicas that acknowledged the writes of
 // the connection it runs on, and the client runs each call on a connection
 // of its choosing, so no WAIT could speak for the caller's writes. Use
-// Options.Durable or WithDurable, which confirm each write with WAIT on
+// Config.Durable or WithDurable, which confirm each write with WAIT on
 // its own connection.
 func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
 	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
 	cmd.SetErr(c.unsupported("Wait", "WAIT counts the acknowledged writes of its own connection, and calls run on connections of the client's choosing",
-		"Options.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it"))
+		"Config.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it"))
 	return cmd
 }
 
@@ -75,7 +75,7 @@ func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duratio
 func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
 	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
 	cmd.SetErr(c.unsupported("WaitAOF", "WAITAOF counts the fsynced writes of its own connection, and calls run on connections of the client's choosing",
-		"Options.Durable or WithDurable(ctx, true)"))
+		"Config.Durable or WithDurable(ctx, true)"))
 	return cmd
 }
 

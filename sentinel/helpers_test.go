@@ -55,11 +55,11 @@ func (e *eventLog) all() []Event {
 }
 
 // newTestClient returns a client for the lab, closed when the test ends.
-func newTestClient(t *testing.T, l *lab.Lab, mod func(*Options)) (*Client, *eventLog) {
+func newTestClient(t *testing.T, l *lab.Lab, mod func(*Config)) (*Client, *eventLog) {
 	t.Helper()
 	log := &eventLog{}
 	cfg := l.Config()
-	opts := Options{
+	opts := Config{
 		MasterName:       l.MasterName(),
 		SentinelAddrs:    l.SentinelAddrs(),
 		Username:         cfg.Username,

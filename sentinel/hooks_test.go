@@ -71,13 +71,13 @@ var connectionSetup = map[string]bool{"hello": true, "client setinfo": true, "au
 
 // A hook added with AddHook sees the caller's commands and nothing of the
 // client's own work (ROLE checks, sentinel polls, CLIENT ID before a
-// blocking call), however long the client runs; Options.InternalHook
+// blocking call), however long the client runs; Config.InternalHook
 // sees that work and none of the caller's commands.
 func TestHooksSeeTheirOwnTraffic(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
 	internal := newCommandCounter()
-	c, _ := newTestClient(t, l, func(o *Options) {
+	c, _ := newTestClient(t, l, func(o *Config) {
 		o.RefreshInterval = 100 * time.Millisecond
 		o.SentinelPollInterval = 50 * time.Millisecond
 		o.InternalHook = internal

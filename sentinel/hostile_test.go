@@ -84,7 +84,7 @@ func TestHostileSentinelReplies(t *testing.T) {
 				})
 				var before runtime.MemStats
 				runtime.ReadMemStats(&before)
-				c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()},
+				c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()},
 					DiscoveryTimeout: 300 * time.Millisecond, SentinelTimeout: 300 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
@@ -147,7 +147,7 @@ func TestMalformedAddressesAreNotDialled(t *testing.T) {
 				return "-ERR no\r\n"
 			})
 			var dials atomic.Int32
-			c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()},
+			c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()},
 				DiscoveryTimeout: 300 * time.Millisecond, SentinelPollInterval: -1,
 				NodeOptions: func(o *redis.Options) {
 					next := o.Dialer
@@ -186,7 +186,7 @@ func TestAddressPolicy(t *testing.T) {
 	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, Proxy: true, Password: "s3cret"})
 	t.Run("outside AllowedNetworks", func(t *testing.T) {
 		var dials atomic.Int32
-		c, _ := newTestClient(t, l, func(o *Options) {
+		c, _ := newTestClient(t, l, func(o *Config) {
 			o.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
 			o.DiscoveryTimeout = 300 * time.Millisecond
 			o.NodeOptions = func(ro *redis.Options) {
@@ -210,7 +210,7 @@ func TestAddressPolicy(t *testing.T) {
 		}
 	})
 	t.Run("inside", func(t *testing.T) {
-		c, _ := newTestClient(t, l, func(o *Options) {
+		c, _ := newTestClient(t, l, func(o *Config) {
 			o.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 		})
 		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
@@ -224,7 +224,7 @@ func TestAddressPolicy(t *testing.T) {
 		for _, n := range l.Nodes() {
 			direct[n.Addr()] = n.DirectAddr()
 		}
-		c, _ := newTestClient(t, l, func(o *Options) {
+		c, _ := newTestClient(t, l, func(o *Config) {
 			o.MapAddr = func(addr string) (string, error) {
 				if d, ok := direct[addr]; ok {
 					return d, nil
@@ -272,7 +272,7 @@ func TestSentinelFloodIsBounded(t *testing.T) {
 		return "-ERR no\r\n"
 	})
 	t.Run("with the real sentinels", func(t *testing.T) {
-		c, _ := newTestClient(t, l, func(o *Options) {
+		c, _ := newTestClient(t, l, func(o *Config) {
 			o.SentinelAddrs = append([]string{flood.Addr()}, l.SentinelAddrs()...)
 		})
 		began := time.Now()
@@ -287,7 +287,7 @@ func TestSentinelFloodIsBounded(t *testing.T) {
 		t.Logf("SET in %v", time.Since(began))
 	})
 	t.Run("alone", func(t *testing.T) {
-		c, _ := newTestClient(t, l, func(o *Options) { o.SentinelAddrs = []string{flood.Addr()} })
+		c, _ := newTestClient(t, l, func(o *Config) { o.SentinelAddrs = []string{flood.Addr()} })
 		if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestLongServerErrorIsCut(t *testing.T) {
 	}{{50_000, "truncated"}, {100_000, "the limit is"}} {
 		long := strings.Repeat("e", tt.size)
 		f := newFakeServer(t, func(args []string) string { return "-ERR " + long + "\r\n" })
-		c, err := NewClient(Options{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, DiscoveryTimeout: 200 * time.Millisecond})
+		c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, DiscoveryTimeout: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

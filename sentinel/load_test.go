@@ -438,7 +438,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 	const failovers = 5
 	ours := func(durable bool) func(*lab.Lab, func(Event), func(dialFunc) dialFunc) redis.UniversalClient {
 		return func(l *lab.Lab, observe func(Event), wrap func(dialFunc) dialFunc) redis.UniversalClient {
-			c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Durable: durable, Observer: observe,
+			c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Durable: durable, Observer: observe,
 				NodeOptions: func(o *redis.Options) { o.Dialer = wrap(o.Dialer) }})
 			if err != nil {
 				t.Fatal(err)

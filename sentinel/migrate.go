@@ -16,7 +16,7 @@ import (
 )
 
 // Coming from go-redis. FromFailoverOptions and FromFailoverURL turn the
-// options of go-redis's NewFailoverClient into Options. Every field of
+// options of go-redis's NewFailoverClient into a Config. Every field of
 // redis.FailoverOptions has a rule in failoverRules: it is mapped to its
 // counterpart, or its value is refused with the reason, because rediskit
 // does not do what it asks (retries, above all) and converting it silently
@@ -63,26 +63,26 @@ func (e *FailoverOptionsError) Error() string {
 }
 
 // FromFailoverOptions converts go-redis's options for NewFailoverClient
-// (and NewFailoverClusterClient) into Options, field by field (the README,
+// (and NewFailoverClusterClient) into a Config, field by field (the README,
 // "Coming from go-redis", has the table). A field whose value rediskit
 // cannot honour is refused: the error is a *FailoverOptionsError listing
-// every such field and why, and the Options are zero. Zero values always
-// convert, to rediskit's defaults. Options that go-redis has no
+// every such field and why, and the Config is zero. Zero values always
+// convert, to rediskit's defaults. Settings that go-redis has no
 // counterpart for (ReadFrom, Durable, FailoverHold, Observer, ...) are left
 // zero, for the caller to set on the result.
 //
 // RouteByLatencyTolerance and RouteRandomly make a ReplicaSelector, which
 // serves one client: convert once per client.
-func FromFailoverOptions(fo *redis.FailoverOptions) (Options, error) {
+func FromFailoverOptions(fo *redis.FailoverOptions) (Config, error) {
 	if fo == nil {
-		return Options{}, fmt.Errorf("sentinel: FromFailoverOptions(nil)")
+		return Config{}, fmt.Errorf("sentinel: FromFailoverOptions(nil)")
 	}
 	return convertFailover(fo, failoverRules)
 }
 
 // FromFailoverURL converts a URL in go-redis's failover form (what
 // redis.ParseFailoverURL reads: redis://sentinelUser:sentinelPassword@host:port/db?master_name=…&addr=…)
-// into Options, as FromFailoverOptions converts what ParseFailoverURL
+// into a Config, as FromFailoverOptions converts what ParseFailoverURL
 // returns. It is read with redisurl.ParseFailoverURL, whose errors never
 // quote a password; the package documentation of redisurl, and its
 // ParseFailoverURL, relate that form to rediskit's redis+sentinel:// URL
@@ -90,12 +90,12 @@ func FromFailoverOptions(fo *redis.FailoverOptions) (Options, error) {
 //
 // One thing is not copied: go-redis sets the TLS ServerName to the host
 // of the first sentinel, so that every sentinel, the master and the
-// replicas are verified against that one name. The Options verify each
+// replicas are verified against that one name. The Config verifies each
 // server against the host the client dials, as NewClientFromURL does.
-func FromFailoverURL(rawURL string) (Options, error) {
+func FromFailoverURL(rawURL string) (Config, error) {
 	fo, err := redisurl.ParseFailoverURL(rawURL)
 	if err != nil {
-		return Options{}, err
+		return Config{}, err
 	}
 	if fo.TLSConfig != nil {
 		fo.TLSConfig.ServerName = ""
@@ -108,12 +108,12 @@ func FromFailoverURL(rawURL string) (Options, error) {
 // (ReplicaOnly, RouteByLatency, RouteRandomly) give the same result in
 // any order; it returns "" when the field converted (or had nothing to
 // convert), else the reason it is refused.
-type failoverRule func(fo *redis.FailoverOptions, o *Options) (refused string)
+type failoverRule func(fo *redis.FailoverOptions, o *Config) (refused string)
 
 // convertFailover applies rules to every exported field of fo, in order.
 // A field without a rule is refused when it is set.
-func convertFailover(fo *redis.FailoverOptions, rules map[string]failoverRule) (Options, error) {
-	var o Options
+func convertFailover(fo *redis.FailoverOptions, rules map[string]failoverRule) (Config, error) {
+	var o Config
 	var refused []RefusedOption
 	v := reflect.ValueOf(fo).Elem()
 	for i := 0; i < v.NumField(); i++ {
@@ -134,7 +134,7 @@ func convertFailover(fo *redis.FailoverOptions, rules map[string]failoverRule) (
 		}
 	}
 	if len(refused) > 0 {
-		return Options{}, &FailoverOptionsError{Refused: refused}
+		return Config{}, &FailoverOptionsError{Refused: refused}
 	}
 	return o, nil
 }
@@ -169,19 +169,19 @@ const (
 // failoverRules has a rule for every field of redis.FailoverOptions
 // (go-redis v9.23); TestFailoverRulesCoverEveryField checks it.
 var failoverRules = map[string]failoverRule{
-	"MasterName": func(fo *redis.FailoverOptions, o *Options) string { o.MasterName = fo.MasterName; return "" },
-	"SentinelAddrs": func(fo *redis.FailoverOptions, o *Options) string {
+	"MasterName": func(fo *redis.FailoverOptions, o *Config) string { o.MasterName = fo.MasterName; return "" },
+	"SentinelAddrs": func(fo *redis.FailoverOptions, o *Config) string {
 		o.SentinelAddrs = slices.Clone(fo.SentinelAddrs)
 		return ""
 	},
 	// ClientName: go-redis also names its sentinel connections with it;
 	// rediskit names the data-node connections only.
-	"ClientName": func(fo *redis.FailoverOptions, o *Options) string { o.ClientName = fo.ClientName; return "" },
-	"SentinelUsername": func(fo *redis.FailoverOptions, o *Options) string {
+	"ClientName": func(fo *redis.FailoverOptions, o *Config) string { o.ClientName = fo.ClientName; return "" },
+	"SentinelUsername": func(fo *redis.FailoverOptions, o *Config) string {
 		o.SentinelUsername = fo.SentinelUsername
 		return ""
 	},
-	"SentinelPassword": func(fo *redis.FailoverOptions, o *Options) string {
+	"SentinelPassword": func(fo *redis.FailoverOptions, o *Config) string {
 		o.SentinelPassword = fo.SentinelPassword
 		return ""
 	},
@@ -192,24 +192,22 @@ var failoverRules = map[string]failoverRule{
 	// one at random. ReplicaOnly sends every command to a replica
 	// (NewFailoverClient: a random one, the master when Sentinel lists
 	// none; writes then fail with READONLY).
-	"RouteByLatency": func(fo *redis.FailoverOptions, o *Options) string {
+	"RouteByLatency": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.RouteByLatency && !fo.ReplicaOnly {
 			o.ReadFrom = Nearest // the default selector is the latency-aware one
 		}
 		return ""
 	},
-	"RouteByLatencyTolerance": func(fo *redis.FailoverOptions, o *Options) string {
+	"RouteByLatencyTolerance": func(fo *redis.FailoverOptions, o *Config) string {
 		switch tol := fo.RouteByLatencyTolerance; {
 		case tol < 0:
-			return "a negative tolerance has no meaning (replica.Config.LatencyWindow may not be negative)"
+			return "a negative tolerance has no meaning in go-redis (a negative replica.Config.LatencyWindow means no window: set that on a replica.Selector of your own)"
 		case tol > 0 && fo.RouteByLatency && !fo.RouteRandomly:
 			// Zero keeps rediskit's default window (2 ms), not go-redis's
 			// strict minimum, which sends every client's reads to the
 			// same replica. Without RouteByLatency it has no effect, in
 			// go-redis as here.
-			cfg := replica.DefaultConfig()
-			cfg.LatencyWindow = tol
-			sel, err := replica.NewSelector(cfg)
+			sel, err := replica.NewSelector(replica.Config{LatencyWindow: tol})
 			if err != nil {
 				return "replica.NewSelector refuses it as LatencyWindow: " + err.Error()
 			}
@@ -217,7 +215,7 @@ var failoverRules = map[string]failoverRule{
 		}
 		return ""
 	},
-	"RouteRandomly": func(fo *redis.FailoverOptions, o *Options) string {
+	"RouteRandomly": func(fo *redis.FailoverOptions, o *Config) string {
 		if !fo.RouteRandomly {
 			return ""
 		}
@@ -233,7 +231,7 @@ var failoverRules = map[string]failoverRule{
 		}
 		return ""
 	},
-	"ReplicaOnly": func(fo *redis.FailoverOptions, o *Options) string {
+	"ReplicaOnly": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.ReplicaOnly {
 			// Read-only work goes to a replica, never to the master, and
 			// fails with a *NoReplicaError when none may serve it (go-redis
@@ -244,7 +242,7 @@ var failoverRules = map[string]failoverRule{
 		}
 		return ""
 	},
-	"UseDisconnectedReplicas": func(fo *redis.FailoverOptions, o *Options) string {
+	"UseDisconnectedReplicas": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.UseDisconnectedReplicas {
 			return "rediskit never reads from a replica whose link to the master is down (its data can be arbitrarily old): " +
 				"with no replica to read from, ReadFrom Replica fails with a *NoReplicaError and ReplicaPreferred reads the master"
@@ -252,9 +250,9 @@ var failoverRules = map[string]failoverRule{
 		return ""
 	},
 
-	"Dialer":    func(fo *redis.FailoverOptions, o *Options) string { o.Dialer = fo.Dialer; return "" },
-	"OnConnect": func(fo *redis.FailoverOptions, o *Options) string { o.OnConnect = fo.OnConnect; return "" },
-	"Protocol": func(fo *redis.FailoverOptions, o *Options) string {
+	"Dialer":    func(fo *redis.FailoverOptions, o *Config) string { o.Dialer = fo.Dialer; return "" },
+	"OnConnect": func(fo *redis.FailoverOptions, o *Config) string { o.OnConnect = fo.OnConnect; return "" },
+	"Protocol": func(fo *redis.FailoverOptions, o *Config) string {
 		switch p := fo.Protocol; {
 		case p < 2: // go-redis: RESP3
 		case p <= 3:
@@ -264,11 +262,11 @@ var failoverRules = map[string]failoverRule{
 		}
 		return ""
 	},
-	"Username": func(fo *redis.FailoverOptions, o *Options) string { o.Username = fo.Username; return "" },
-	"Password": func(fo *redis.FailoverOptions, o *Options) string { o.Password = fo.Password; return "" },
+	"Username": func(fo *redis.FailoverOptions, o *Config) string { o.Username = fo.Username; return "" },
+	"Password": func(fo *redis.FailoverOptions, o *Config) string { o.Password = fo.Password; return "" },
 	// go-redis asks CredentialsProviderContext first, then
 	// CredentialsProvider: so does the conversion.
-	"CredentialsProvider": func(fo *redis.FailoverOptions, o *Options) string {
+	"CredentialsProvider": func(fo *redis.FailoverOptions, o *Config) string {
 		if p := fo.CredentialsProvider; p != nil && fo.CredentialsProviderContext == nil {
 			o.CredentialsProvider = func(context.Context) (string, string, error) {
 				user, pass := p()
@@ -277,72 +275,72 @@ var failoverRules = map[string]failoverRule{
 		}
 		return ""
 	},
-	"CredentialsProviderContext": func(fo *redis.FailoverOptions, o *Options) string {
+	"CredentialsProviderContext": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.CredentialsProviderContext != nil {
 			o.CredentialsProvider = fo.CredentialsProviderContext
 		}
 		return ""
 	},
-	"StreamingCredentialsProvider": func(fo *redis.FailoverOptions, o *Options) string {
+	"StreamingCredentialsProvider": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.StreamingCredentialsProvider != nil {
-			return "rediskit does not re-authenticate open connections: give CredentialsProviderContext (Options.CredentialsProvider, " +
+			return "rediskit does not re-authenticate open connections: give CredentialsProviderContext (Config.CredentialsProvider, " +
 				"asked for every new connection) and ConnMaxLifetime to bound how long a connection keeps its credentials"
 		}
 		return ""
 	},
-	"DB": func(fo *redis.FailoverOptions, o *Options) string { o.DB = fo.DB; return "" },
+	"DB": func(fo *redis.FailoverOptions, o *Config) string { o.DB = fo.DB; return "" },
 
-	"MaxRetries": func(fo *redis.FailoverOptions, o *Options) string {
+	"MaxRetries": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.MaxRetries > 0 {
 			return reasonRetries
 		}
 		return ""
 	},
-	"MinRetryBackoff": func(fo *redis.FailoverOptions, o *Options) string {
+	"MinRetryBackoff": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.MinRetryBackoff > 0 {
 			return "rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset"
 		}
 		return ""
 	},
-	"MaxRetryBackoff": func(fo *redis.FailoverOptions, o *Options) string {
+	"MaxRetryBackoff": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.MaxRetryBackoff > 0 {
 			return "rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset"
 		}
 		return ""
 	},
-	"DialTimeout": func(fo *redis.FailoverOptions, o *Options) string {
+	"DialTimeout": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.DialTimeout < 0 {
 			return reasonUnbounded
 		}
 		o.DialTimeout = fo.DialTimeout
 		return ""
 	},
-	"DialerRetries": func(fo *redis.FailoverOptions, o *Options) string {
+	"DialerRetries": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.DialerRetries > 1 {
 			return reasonDialRetries
 		}
 		return ""
 	},
-	"DialerRetryTimeout": func(fo *redis.FailoverOptions, o *Options) string {
+	"DialerRetryTimeout": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.DialerRetryTimeout > 0 {
 			return reasonDialRetries
 		}
 		return ""
 	},
-	"DialerRetryBackoff": func(fo *redis.FailoverOptions, o *Options) string {
+	"DialerRetryBackoff": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.DialerRetryBackoff != nil {
 			return reasonDialRetries
 		}
 		return ""
 	},
-	"ReadTimeout": func(fo *redis.FailoverOptions, o *Options) string {
+	"ReadTimeout": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.ReadTimeout < 0 {
 			return reasonUnbounded
 		}
 		o.ReadTimeout = fo.ReadTimeout
 		return ""
 	},
-	"WriteTimeout": func(fo *redis.FailoverOptions, o *Options) string {
+	"WriteTimeout": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.WriteTimeout < 0 {
 			return reasonUnbounded
 		}
@@ -353,67 +351,67 @@ var failoverRules = map[string]failoverRule{
 	// writes (its own probes depend on it). false, go-redis's default,
 	// converts: refusing it would refuse nearly every go-redis
 	// configuration and URL, for a difference the README states.
-	"ContextTimeoutEnabled": func(*redis.FailoverOptions, *Options) string { return "" },
+	"ContextTimeoutEnabled": func(*redis.FailoverOptions, *Config) string { return "" },
 
-	"ReadBufferSize":  func(fo *redis.FailoverOptions, o *Options) string { o.ReadBufferSize = fo.ReadBufferSize; return "" },
-	"WriteBufferSize": func(fo *redis.FailoverOptions, o *Options) string { o.WriteBufferSize = fo.WriteBufferSize; return "" },
-	"PipelineReadBufferSize": func(fo *redis.FailoverOptions, o *Options) string {
+	"ReadBufferSize":  func(fo *redis.FailoverOptions, o *Config) string { o.ReadBufferSize = fo.ReadBufferSize; return "" },
+	"WriteBufferSize": func(fo *redis.FailoverOptions, o *Config) string { o.WriteBufferSize = fo.WriteBufferSize; return "" },
+	"PipelineReadBufferSize": func(fo *redis.FailoverOptions, o *Config) string {
 		o.PipelineReadBufferSize = fo.PipelineReadBufferSize
 		return ""
 	},
-	"PipelineWriteBufferSize": func(fo *redis.FailoverOptions, o *Options) string {
+	"PipelineWriteBufferSize": func(fo *redis.FailoverOptions, o *Config) string {
 		o.PipelineWriteBufferSize = fo.PipelineWriteBufferSize
 		return ""
 	},
-	"PipelinePoolSize": func(fo *redis.FailoverOptions, o *Options) string {
+	"PipelinePoolSize": func(fo *redis.FailoverOptions, o *Config) string {
 		o.PipelinePoolSize = fo.PipelinePoolSize
 		return ""
 	},
-	"AutoPipelineOptions": func(fo *redis.FailoverOptions, o *Options) string {
+	"AutoPipelineOptions": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.AutoPipelineOptions != nil {
 			return "Client.AutoPipeline is not supported yet (it returns ErrUnsupported): go-redis's auto-pipeliners send on " +
 				"connections of their own, past rediskit's routing; use Pipeline"
 		}
 		return ""
 	},
-	"PoolFIFO": func(fo *redis.FailoverOptions, o *Options) string { o.PoolFIFO = fo.PoolFIFO; return "" },
-	"PoolSize": func(fo *redis.FailoverOptions, o *Options) string { o.PoolSize = fo.PoolSize; return "" },
-	"MaxConcurrentDials": func(fo *redis.FailoverOptions, o *Options) string {
+	"PoolFIFO": func(fo *redis.FailoverOptions, o *Config) string { o.PoolFIFO = fo.PoolFIFO; return "" },
+	"PoolSize": func(fo *redis.FailoverOptions, o *Config) string { o.PoolSize = fo.PoolSize; return "" },
+	"MaxConcurrentDials": func(fo *redis.FailoverOptions, o *Config) string {
 		o.MaxConcurrentDials = fo.MaxConcurrentDials
 		return ""
 	},
-	"PoolTimeout":     func(fo *redis.FailoverOptions, o *Options) string { o.PoolTimeout = fo.PoolTimeout; return "" },
-	"MinIdleConns":    func(fo *redis.FailoverOptions, o *Options) string { o.MinIdleConns = fo.MinIdleConns; return "" },
-	"MaxIdleConns":    func(fo *redis.FailoverOptions, o *Options) string { o.MaxIdleConns = fo.MaxIdleConns; return "" },
-	"MaxActiveConns":  func(fo *redis.FailoverOptions, o *Options) string { o.MaxActiveConns = fo.MaxActiveConns; return "" },
-	"ConnMaxIdleTime": func(fo *redis.FailoverOptions, o *Options) string { o.ConnMaxIdleTime = fo.ConnMaxIdleTime; return "" },
-	"ConnMaxLifetime": func(fo *redis.FailoverOptions, o *Options) string { o.ConnMaxLifetime = fo.ConnMaxLifetime; return "" },
-	"ConnMaxLifetimeJitter": func(fo *redis.FailoverOptions, o *Options) string {
+	"PoolTimeout":     func(fo *redis.FailoverOptions, o *Config) string { o.PoolTimeout = fo.PoolTimeout; return "" },
+	"MinIdleConns":    func(fo *redis.FailoverOptions, o *Config) string { o.MinIdleConns = fo.MinIdleConns; return "" },
+	"MaxIdleConns":    func(fo *redis.FailoverOptions, o *Config) string { o.MaxIdleConns = fo.MaxIdleConns; return "" },
+	"MaxActiveConns":  func(fo *redis.FailoverOptions, o *Config) string { o.MaxActiveConns = fo.MaxActiveConns; return "" },
+	"ConnMaxIdleTime": func(fo *redis.FailoverOptions, o *Config) string { o.ConnMaxIdleTime = fo.ConnMaxIdleTime; return "" },
+	"ConnMaxLifetime": func(fo *redis.FailoverOptions, o *Config) string { o.ConnMaxLifetime = fo.ConnMaxLifetime; return "" },
+	"ConnMaxLifetimeJitter": func(fo *redis.FailoverOptions, o *Config) string {
 		o.ConnMaxLifetimeJitter = fo.ConnMaxLifetimeJitter
 		return ""
 	},
 
-	"TLSConfig": func(fo *redis.FailoverOptions, o *Options) string {
+	"TLSConfig": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.TLSConfig != nil && fo.Dialer != nil {
 			return "go-redis ignores TLSConfig when Dialer is set (it uses the Dialer's connections as they are), and rediskit " +
 				"runs its TLS handshake over them: convert without TLSConfig if the Dialer does TLS itself, or set " +
-				"Options.TLSConfig on the result if it returns plain connections"
+				"Config.TLSConfig on the result if it returns plain connections"
 		}
 		o.TLSConfig = fo.TLSConfig
 		return ""
 	},
 	// go-redis sends CLIENT SETINFO unless either is set; Identity says
 	// the same.
-	"DisableIndentity": func(fo *redis.FailoverOptions, o *Options) string {
+	"DisableIndentity": func(fo *redis.FailoverOptions, o *Config) string {
 		o.Identity = !fo.DisableIdentity && !fo.DisableIndentity //nolint:staticcheck // the deprecated spelling is still a field to map
 		return ""
 	},
-	"DisableIdentity": func(fo *redis.FailoverOptions, o *Options) string {
+	"DisableIdentity": func(fo *redis.FailoverOptions, o *Config) string {
 		o.Identity = !fo.DisableIdentity && !fo.DisableIndentity //nolint:staticcheck // the deprecated spelling is still a field to map
 		return ""
 	},
-	"IdentitySuffix": func(fo *redis.FailoverOptions, o *Options) string { o.IdentitySuffix = fo.IdentitySuffix; return "" },
-	"FailingTimeoutSeconds": func(fo *redis.FailoverOptions, o *Options) string {
+	"IdentitySuffix": func(fo *redis.FailoverOptions, o *Config) string { o.IdentitySuffix = fo.IdentitySuffix; return "" },
+	"FailingTimeoutSeconds": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.FailingTimeoutSeconds != 0 {
 			return "it is NewFailoverClusterClient's time a failing node is avoided; rediskit leaves a replica out for as " +
 				"long as its probes fail or a sentinel flags it, and has no such setting"
@@ -421,8 +419,8 @@ var failoverRules = map[string]failoverRule{
 		return ""
 	},
 	// A no-op in go-redis v9.23 (deprecated).
-	"UnstableResp3": func(*redis.FailoverOptions, *Options) string { return "" },
-	"PushNotificationProcessor": func(fo *redis.FailoverOptions, o *Options) string {
+	"UnstableResp3": func(*redis.FailoverOptions, *Config) string { return "" },
+	"PushNotificationProcessor": func(fo *redis.FailoverOptions, o *Config) string {
 		if fo.PushNotificationProcessor != nil {
 			return "rediskit's data-node clients come and go with the topology and handle their own push messages " +
 				"(pub/sub goes through Subscribe): a processor of the caller's is not supported"

@@ -10,7 +10,7 @@ import (
 )
 
 // Converting the options of go-redis's NewFailoverClient: a field rediskit
-// cannot honour is refused, with the reason; the others become Options,
+// cannot honour is refused, with the reason; the others become a Config,
 // on which what go-redis has no counterpart for is then set.
 func ExampleFromFailoverOptions() {
 	fo := &redis.FailoverOptions{

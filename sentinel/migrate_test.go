@@ -102,82 +102,82 @@ func TestFromFailoverOptions(t *testing.T) {
 		name    string
 		fields  []string // the FailoverOptions fields the case exercises
 		set     func(*redis.FailoverOptions)
-		check   func(o Options) bool
+		check   func(o Config) bool
 		refused []string
 	}{
 		{"master name", []string{"MasterName"}, func(fo *redis.FailoverOptions) { fo.MasterName = "other" },
-			func(o Options) bool { return o.MasterName == "other" }, nil},
+			func(o Config) bool { return o.MasterName == "other" }, nil},
 		{"sentinels", []string{"SentinelAddrs"}, func(fo *redis.FailoverOptions) { fo.SentinelAddrs = []string{"a:1", "b:2"} },
-			func(o Options) bool { return slices.Equal(o.SentinelAddrs, []string{"a:1", "b:2"}) }, nil},
+			func(o Config) bool { return slices.Equal(o.SentinelAddrs, []string{"a:1", "b:2"}) }, nil},
 		{"client name", []string{"ClientName"}, func(fo *redis.FailoverOptions) { fo.ClientName = "app" },
-			func(o Options) bool { return o.ClientName == "app" }, nil},
+			func(o Config) bool { return o.ClientName == "app" }, nil},
 		{"sentinel credentials", []string{"SentinelUsername", "SentinelPassword"},
 			func(fo *redis.FailoverOptions) { fo.SentinelUsername, fo.SentinelPassword = "su", "sp" },
-			func(o Options) bool { return o.SentinelUsername == "su" && o.SentinelPassword == "sp" }, nil},
+			func(o Config) bool { return o.SentinelUsername == "su" && o.SentinelPassword == "sp" }, nil},
 		{"route by latency", []string{"RouteByLatency"}, func(fo *redis.FailoverOptions) { fo.RouteByLatency = true },
-			func(o Options) bool { return o.ReadFrom == Nearest && o.ReplicaSelector == nil }, nil},
+			func(o Config) bool { return o.ReadFrom == Nearest && o.ReplicaSelector == nil }, nil},
 		{"route by latency, replicas only", []string{"RouteByLatency", "ReplicaOnly"},
 			func(fo *redis.FailoverOptions) { fo.RouteByLatency, fo.ReplicaOnly = true, true },
-			func(o Options) bool { return o.ReadFrom == Replica && o.ReplicaSelector == nil }, nil},
+			func(o Config) bool { return o.ReadFrom == Replica && o.ReplicaSelector == nil }, nil},
 		{"latency tolerance", []string{"RouteByLatencyTolerance"},
 			func(fo *redis.FailoverOptions) {
 				fo.RouteByLatency, fo.RouteByLatencyTolerance = true, 5*time.Millisecond
 			},
-			func(o Options) bool {
+			func(o Config) bool {
 				return o.ReadFrom == Nearest && latencyWindow(t, o.ReplicaSelector) == 5*time.Millisecond
 			}, nil},
 		{"latency tolerance without RouteByLatency has no effect", []string{"RouteByLatencyTolerance"},
 			func(fo *redis.FailoverOptions) { fo.RouteByLatencyTolerance = 5 * time.Millisecond },
-			func(o Options) bool { return o.ReadFrom == "" && o.ReplicaSelector == nil }, nil},
+			func(o Config) bool { return o.ReadFrom == "" && o.ReplicaSelector == nil }, nil},
 		{"negative tolerance", []string{"RouteByLatencyTolerance"},
 			func(fo *redis.FailoverOptions) {
 				fo.RouteByLatency, fo.RouteByLatencyTolerance = true, -time.Millisecond
 			},
 			nil, []string{"RouteByLatencyTolerance"}},
 		{"route randomly", []string{"RouteRandomly"}, func(fo *redis.FailoverOptions) { fo.RouteRandomly = true },
-			func(o Options) bool {
+			func(o Config) bool {
 				_, rr := o.ReplicaSelector.(*roundRobin)
 				return o.ReadFrom == ReplicaPreferred && rr
 			}, nil},
 		{"route randomly, replicas only", []string{"RouteRandomly", "ReplicaOnly"},
 			func(fo *redis.FailoverOptions) { fo.RouteRandomly, fo.ReplicaOnly = true, true },
-			func(o Options) bool {
+			func(o Config) bool {
 				_, rr := o.ReplicaSelector.(*roundRobin)
 				return o.ReadFrom == Replica && rr
 			}, nil},
 		{"route randomly and by latency", []string{"RouteRandomly", "RouteByLatency"},
 			func(fo *redis.FailoverOptions) { fo.RouteRandomly, fo.RouteByLatency = true, true }, nil, []string{"RouteRandomly"}},
 		{"replicas only", []string{"ReplicaOnly"}, func(fo *redis.FailoverOptions) { fo.ReplicaOnly = true },
-			func(o Options) bool { return o.ReadFrom == Replica }, nil},
+			func(o Config) bool { return o.ReadFrom == Replica }, nil},
 		{"disconnected replicas", []string{"UseDisconnectedReplicas"},
 			func(fo *redis.FailoverOptions) { fo.ReplicaOnly, fo.UseDisconnectedReplicas = true, true }, nil, []string{"UseDisconnectedReplicas"}},
 		{"dialer", []string{"Dialer"}, func(fo *redis.FailoverOptions) { fo.Dialer = dial },
-			func(o Options) bool {
+			func(o Config) bool {
 				dialed = false
 				_, _ = o.Dialer(context.Background(), "tcp", "a:1")
 				return dialed
 			}, nil},
 		{"on connect", []string{"OnConnect"}, func(fo *redis.FailoverOptions) { fo.OnConnect = onConnect },
-			func(o Options) bool {
+			func(o Config) bool {
 				connected = false
 				_ = o.OnConnect(context.Background(), nil)
 				return connected
 			}, nil},
 		{"RESP2", []string{"Protocol"}, func(fo *redis.FailoverOptions) { fo.Protocol = 2 },
-			func(o Options) bool { return o.Protocol == 2 }, nil},
+			func(o Config) bool { return o.Protocol == 2 }, nil},
 		{"RESP3", []string{"Protocol"}, func(fo *redis.FailoverOptions) { fo.Protocol = 3 },
-			func(o Options) bool { return o.Protocol == 3 }, nil},
+			func(o Config) bool { return o.Protocol == 3 }, nil},
 		{"protocol 1 is go-redis's RESP3", []string{"Protocol"}, func(fo *redis.FailoverOptions) { fo.Protocol = 1 },
-			func(o Options) bool { return o.Protocol == 0 }, nil},
+			func(o Config) bool { return o.Protocol == 0 }, nil},
 		{"protocol 4", []string{"Protocol"}, func(fo *redis.FailoverOptions) { fo.Protocol = 4 }, nil, []string{"Protocol"}},
 		{"data-node credentials", []string{"Username", "Password"},
 			func(fo *redis.FailoverOptions) { fo.Username, fo.Password = "u", "p" },
-			func(o Options) bool { return o.Username == "u" && o.Password == "p" }, nil},
+			func(o Config) bool { return o.Username == "u" && o.Password == "p" }, nil},
 		{"credentials provider", []string{"CredentialsProvider"},
 			func(fo *redis.FailoverOptions) {
 				fo.CredentialsProvider = func() (string, string) { return "cu", "cp" }
 			},
-			func(o Options) bool {
+			func(o Config) bool {
 				u, p, err := o.CredentialsProvider(context.Background())
 				return u == "cu" && p == "cp" && err == nil
 			}, nil},
@@ -186,30 +186,30 @@ func TestFromFailoverOptions(t *testing.T) {
 				fo.CredentialsProvider = func() (string, string) { return "old", "old" }
 				fo.CredentialsProviderContext = func(context.Context) (string, string, error) { return "new", "new", nil }
 			},
-			func(o Options) bool {
+			func(o Config) bool {
 				u, _, _ := o.CredentialsProvider(context.Background())
 				return u == "new" // go-redis's precedence
 			}, nil},
 		{"streaming credentials", []string{"StreamingCredentialsProvider"},
 			func(fo *redis.FailoverOptions) { fo.StreamingCredentialsProvider = streamingCreds{} }, nil, []string{"StreamingCredentialsProvider"}},
 		{"database", []string{"DB"}, func(fo *redis.FailoverOptions) { fo.DB = 3 },
-			func(o Options) bool { return o.DB == 3 }, nil},
+			func(o Config) bool { return o.DB == 3 }, nil},
 		{"retries off", []string{"MaxRetries"}, func(fo *redis.FailoverOptions) { fo.MaxRetries = -1 },
-			func(Options) bool { return true }, nil},
+			func(Config) bool { return true }, nil},
 		{"retries", []string{"MaxRetries"}, func(fo *redis.FailoverOptions) { fo.MaxRetries = 3 }, nil, []string{"MaxRetries"}},
 		{"no backoff", []string{"MinRetryBackoff", "MaxRetryBackoff"},
 			func(fo *redis.FailoverOptions) { fo.MinRetryBackoff, fo.MaxRetryBackoff = -1, -1 },
-			func(Options) bool { return true }, nil},
+			func(Config) bool { return true }, nil},
 		{"backoff", []string{"MinRetryBackoff", "MaxRetryBackoff"},
 			func(fo *redis.FailoverOptions) {
 				fo.MinRetryBackoff, fo.MaxRetryBackoff = time.Millisecond, time.Second
 			},
 			nil, []string{"MinRetryBackoff", "MaxRetryBackoff"}},
 		{"dial timeout", []string{"DialTimeout"}, func(fo *redis.FailoverOptions) { fo.DialTimeout = 5 * time.Second },
-			func(o Options) bool { return o.DialTimeout == 5*time.Second }, nil},
+			func(o Config) bool { return o.DialTimeout == 5*time.Second }, nil},
 		{"no dial timeout", []string{"DialTimeout"}, func(fo *redis.FailoverOptions) { fo.DialTimeout = -1 }, nil, []string{"DialTimeout"}},
 		{"one dial", []string{"DialerRetries"}, func(fo *redis.FailoverOptions) { fo.DialerRetries = 1 },
-			func(Options) bool { return true }, nil},
+			func(Config) bool { return true }, nil},
 		{"dial retries", []string{"DialerRetries", "DialerRetryTimeout", "DialerRetryBackoff"},
 			func(fo *redis.FailoverOptions) {
 				fo.DialerRetries, fo.DialerRetryTimeout = 5, 100*time.Millisecond
@@ -218,17 +218,17 @@ func TestFromFailoverOptions(t *testing.T) {
 			nil, []string{"DialerRetries", "DialerRetryTimeout", "DialerRetryBackoff"}},
 		{"read and write timeouts", []string{"ReadTimeout", "WriteTimeout"},
 			func(fo *redis.FailoverOptions) { fo.ReadTimeout, fo.WriteTimeout = 5*time.Second, 4*time.Second },
-			func(o Options) bool { return o.ReadTimeout == 5*time.Second && o.WriteTimeout == 4*time.Second }, nil},
+			func(o Config) bool { return o.ReadTimeout == 5*time.Second && o.WriteTimeout == 4*time.Second }, nil},
 		{"no read or write timeout", []string{"ReadTimeout", "WriteTimeout"},
 			func(fo *redis.FailoverOptions) { fo.ReadTimeout, fo.WriteTimeout = -1, -2 }, nil, []string{"ReadTimeout", "WriteTimeout"}},
 		{"context timeouts", []string{"ContextTimeoutEnabled"}, func(fo *redis.FailoverOptions) { fo.ContextTimeoutEnabled = true },
-			func(Options) bool { return true }, nil},
+			func(Config) bool { return true }, nil},
 		{"buffers", []string{"ReadBufferSize", "WriteBufferSize", "PipelineReadBufferSize", "PipelineWriteBufferSize", "PipelinePoolSize"},
 			func(fo *redis.FailoverOptions) {
 				fo.ReadBufferSize, fo.WriteBufferSize = 1<<10, 2<<10
 				fo.PipelineReadBufferSize, fo.PipelineWriteBufferSize, fo.PipelinePoolSize = 3<<10, 4<<10, 5
 			},
-			func(o Options) bool {
+			func(o Config) bool {
 				return o.ReadBufferSize == 1<<10 && o.WriteBufferSize == 2<<10 && o.PipelineReadBufferSize == 3<<10 &&
 					o.PipelineWriteBufferSize == 4<<10 && o.PipelinePoolSize == 5
 			}, nil},
@@ -241,27 +241,27 @@ func TestFromFailoverOptions(t *testing.T) {
 				fo.MinIdleConns, fo.MaxIdleConns, fo.MaxActiveConns = 1, 5, 30
 				fo.ConnMaxIdleTime, fo.ConnMaxLifetime, fo.ConnMaxLifetimeJitter = time.Minute, time.Hour, 6*time.Minute
 			},
-			func(o Options) bool {
+			func(o Config) bool {
 				return o.PoolFIFO && o.PoolSize == 20 && o.MaxConcurrentDials == 4 && o.PoolTimeout == 2*time.Second &&
 					o.MinIdleConns == 1 && o.MaxIdleConns == 5 && o.MaxActiveConns == 30 &&
 					o.ConnMaxIdleTime == time.Minute && o.ConnMaxLifetime == time.Hour && o.ConnMaxLifetimeJitter == 6*time.Minute
 			}, nil},
 		{"TLS", []string{"TLSConfig"}, func(fo *redis.FailoverOptions) { fo.TLSConfig = tlsCfg },
-			func(o Options) bool { return o.TLSConfig == tlsCfg && o.SentinelTLSConfig == nil }, nil},
+			func(o Config) bool { return o.TLSConfig == tlsCfg && o.SentinelTLSConfig == nil }, nil},
 		{"TLS with a dialer", []string{"TLSConfig", "Dialer"},
 			func(fo *redis.FailoverOptions) { fo.TLSConfig, fo.Dialer = tlsCfg, dial }, nil, []string{"TLSConfig"}},
 		{"identity, go-redis's default", []string{"DisableIdentity", "DisableIndentity"}, func(*redis.FailoverOptions) {},
-			func(o Options) bool { return o.Identity }, nil},
+			func(o Config) bool { return o.Identity }, nil},
 		{"identity off", []string{"DisableIdentity"}, func(fo *redis.FailoverOptions) { fo.DisableIdentity = true },
-			func(o Options) bool { return !o.Identity }, nil},
+			func(o Config) bool { return !o.Identity }, nil},
 		{"identity off, the old spelling", []string{"DisableIndentity"}, func(fo *redis.FailoverOptions) { fo.DisableIndentity = true },
-			func(o Options) bool { return !o.Identity }, nil},
+			func(o Config) bool { return !o.Identity }, nil},
 		{"identity suffix", []string{"IdentitySuffix"}, func(fo *redis.FailoverOptions) { fo.IdentitySuffix = "svc" },
-			func(o Options) bool { return o.IdentitySuffix == "svc" && o.Identity }, nil},
+			func(o Config) bool { return o.IdentitySuffix == "svc" && o.Identity }, nil},
 		{"failing timeout", []string{"FailingTimeoutSeconds"}, func(fo *redis.FailoverOptions) { fo.FailingTimeoutSeconds = 15 },
 			nil, []string{"FailingTimeoutSeconds"}},
 		{"unstable RESP3 (a no-op)", []string{"UnstableResp3"}, func(fo *redis.FailoverOptions) { fo.UnstableResp3 = true },
-			func(Options) bool { return true }, nil},
+			func(Config) bool { return true }, nil},
 		{"push processor", []string{"PushNotificationProcessor"},
 			func(fo *redis.FailoverOptions) { fo.PushNotificationProcessor = push.NewVoidProcessor() }, nil, []string{"PushNotificationProcessor"}},
 	}
@@ -298,7 +298,7 @@ func TestFromFailoverOptions(t *testing.T) {
 				t.Fatalf("refused %v, want %v (%v)", got, tt.refused, err)
 			}
 			if !reflect.ValueOf(o).IsZero() {
-				t.Fatalf("Options %+v with an error", o)
+				t.Fatalf("Config %+v with an error", o)
 			}
 		})
 	}
@@ -309,7 +309,7 @@ func TestFromFailoverOptions(t *testing.T) {
 	}
 }
 
-// The simplest go-redis configuration converts to Options NewClient
+// The simplest go-redis configuration converts to a Config NewClient
 // accepts, with go-redis's identity (CLIENT SETINFO) kept on; refused
 // fields are listed together, in the struct's order, and the message shows
 // no credential; nil is an error.

@@ -84,7 +84,7 @@ const controlPoolSize = 3
 // goroutine adds and retires nodes; the hot path reads them from the
 // snapshot.
 type nodeSet struct {
-	opts   *Options
+	opts   *Config
 	mu     sync.Mutex
 	live   map[string]*node
 	counts map[string]*nodeCounts
@@ -93,7 +93,7 @@ type nodeSet struct {
 	closed bool
 }
 
-func newNodeSet(opts *Options) *nodeSet {
+func newNodeSet(opts *Config) *nodeSet {
 	return &nodeSet{opts: opts, live: map[string]*node{}, counts: map[string]*nodeCounts{}}
 }
 
@@ -226,12 +226,12 @@ func (s *nodeSet) closeAll() {
 	}
 }
 
-// dialer connects to data nodes (with Options.Dialer when set, and TLS
+// dialer connects to data nodes (with Config.Dialer when set, and TLS
 // when configured), refuses a peer outside AllowedNetworks before
 // anything is sent, and marks every failure as a *failure.DialError. The
 // control client's connections are then bounded by respguard (nodeSet.get),
 // whoever dialled them.
-func dialer(opts *Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func dialer(opts *Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: opts.DialTimeout}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return opts.dialWith(ctx, d, network, addr, opts.TLSConfig, true)

@@ -10,7 +10,7 @@ import (
 // EventKind names what an Event reports.
 type EventKind int
 
-// The events a Client reports to Options.Observer.
+// The events a Client reports to Config.Observer.
 const (
 	// EventMasterChanged: the client routes to a new master (Master), was
 	// OldMaster; Sentinel named it, or is empty when the promoted replica's
@@ -47,7 +47,7 @@ const (
 	EventDiscovered
 	// EventMasterIsolated: writes are held because Master is cut off from
 	// the sentinels that will replace it (Reason says what the sentinels
-	// and the replication probe saw); see Options.SentinelPollInterval.
+	// and the replication probe saw); see Config.SentinelPollInterval.
 	EventMasterIsolated
 	// EventIsolationEnded: writes held for an isolated master resume
 	// (Reason says why; Duration is how long they were held). When the
@@ -141,7 +141,7 @@ func (c *Client) emit(ev Event) {
 // Stats are counters since the client was created, and the current
 // topology.
 type Stats struct {
-	MasterName string   // Options.MasterName
+	MasterName string   // Config.MasterName
 	Master     string   // the master the client routes writes to
 	Replicas   []string // healthy, ROLE-verified replicas
 	// DurableReplicas are the replicas a durable write must be confirmed
@@ -167,7 +167,7 @@ type Stats struct {
 	WritesRefused     uint64 // writes failed with a MasterChangedError
 	WritesHeld        uint64 // writes that waited for a failover to complete
 	WritesNotDurable  uint64 // durable writes WAIT did not confirm
-	EventsDropped     uint64 // events a slow Observer missed (see Options.Observer)
+	EventsDropped     uint64 // events a slow Observer missed (see Config.Observer)
 }
 
 // NodeStats counts the calls a client sent to one node.

@@ -25,7 +25,7 @@ func TestBlockedObserverDoesNotDelayFailover(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var seen []Event
-	c, _ := newTestClient(t, l, func(o *Options) {
+	c, _ := newTestClient(t, l, func(o *Config) {
 		o.Observer = func(ev Event) {
 			if blocking.Load() {
 				select {

@@ -73,7 +73,7 @@ func testPartitionedMaster(t *testing.T, mode lab.CutMode) {
 	oldMaster := l.Node(0)
 	events := &eventLog{}
 	ours := func(durable bool, observe func(Event)) *Client {
-		c, err := NewClient(Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+		c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
 			Durable: durable, Observer: observe})
 		if err != nil {
 			t.Fatal(err)
@@ -225,7 +225,7 @@ func TestPartitionsThatLoseNoWriteHoldLittle(t *testing.T) {
 			ctx := testkit.Context(t, time.Minute)
 			// down-after 30 s: whatever the sentinels see, no failover.
 			l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, Partitions: true, DownAfter: 30 * time.Second})
-			c, events := newTestClient(t, l, func(o *Options) { o.RefreshInterval = 0 })
+			c, events := newTestClient(t, l, func(o *Config) { o.RefreshInterval = 0 })
 			if err := c.Ping(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}

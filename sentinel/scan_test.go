@@ -66,7 +66,7 @@ func TestScanIterationsAreComplete(t *testing.T) {
 	scanFixture(t, ctx, l)
 	selectors := map[string]func() ReplicaSelector{
 		"latency-aware, both replicas elected": func() ReplicaSelector {
-			cfg := replica.DefaultConfig()
+			cfg := replica.Config{}
 			cfg.LatencyWindow = time.Second // loopback: both within it
 			sel, err := replica.NewSelector(cfg)
 			if err != nil {
@@ -79,7 +79,7 @@ func TestScanIterationsAreComplete(t *testing.T) {
 	for selName, mk := range selectors {
 		for _, rf := range []ReadFrom{Master, Replica, ReplicaPreferred, Nearest} {
 			t.Run(selName+"/"+string(rf), func(t *testing.T) {
-				c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom, o.ReplicaSelector = rf, mk() })
+				c, _ := newTestClient(t, l, func(o *Config) { o.ReadFrom, o.ReplicaSelector = rf, mk() })
 				testkit.WaitFor(t, 10*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
 				if rf != Master {
 					// Reads spread over both replicas before the test
@@ -148,13 +148,13 @@ func TestScanCursorStaysOnItsNode(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, Proxy: true})
 	scanFixture(t, ctx, l)
-	cfg := replica.DefaultConfig()
+	cfg := replica.Config{}
 	cfg.ProbeInterval = 100 * time.Millisecond
 	sel, err := replica.NewSelector(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := newTestClient(t, l, func(o *Options) { o.ReadFrom, o.ReplicaSelector = Replica, sel })
+	c, _ := newTestClient(t, l, func(o *Config) { o.ReadFrom, o.ReplicaSelector = Replica, sel })
 	testkit.WaitFor(t, 10*time.Second, "two healthy replicas", func() bool { return len(c.Stats().Replicas) == 2 })
 
 	// The first page, on whichever replica serves it; then its node is

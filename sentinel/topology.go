@@ -41,7 +41,7 @@ import (
 // its own topology type behind the same kind of snapshot, and a routing
 // client on top.
 type topology struct {
-	opts     *Options
+	opts     *Config
 	log      *slog.Logger
 	emit     func(Event)
 	stats    *counters
@@ -87,7 +87,7 @@ type topology struct {
 
 // newTopology returns the topology of the master opts names; start starts
 // it. ctx ends when the client closes.
-func newTopology(ctx context.Context, opts *Options, log *slog.Logger, emit func(Event), stats *counters) *topology {
+func newTopology(ctx context.Context, opts *Config, log *slog.Logger, emit func(Event), stats *counters) *topology {
 	t := &topology{
 		opts:          opts,
 		log:           log,

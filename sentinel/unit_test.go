@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"syscall"
@@ -72,27 +73,40 @@ func TestNormalizeSentinelAddr(t *testing.T) {
 	}
 }
 
-func TestOptionsValidation(t *testing.T) {
+func TestConfigValidation(t *testing.T) {
+	addrs := []string{"a:1"}
 	tests := []struct {
-		opts Options
-		want string
+		cfg   Config
+		field string // the ConfigError's Field
+		want  string // in its message
 	}{
-		{Options{SentinelAddrs: []string{"a:1"}}, "MasterName"},
-		{Options{MasterName: "m"}, "SentinelAddrs"},
-		{Options{MasterName: "m", SentinelAddrs: []string{"a:1"}, ReadFrom: "closest"}, "unknown ReadFrom"},
-		{Options{MasterName: "m", SentinelAddrs: []string{"a:1"}, Durable: true, DurableTimeout: DefaultReadTimeout}, "DurableTimeout"},
+		{Config{SentinelAddrs: addrs}, "MasterName", "sentinel: Config.MasterName is required"},
+		{Config{MasterName: "m"}, "SentinelAddrs", "sentinel: Config.SentinelAddrs is required"},
+		{Config{MasterName: "m", SentinelAddrs: []string{":1"}}, "SentinelAddrs", `holds ":1", which has no host`},
+		{Config{MasterName: "m", SentinelAddrs: []string{"a:0"}}, "SentinelAddrs", "invalid port"},
+		{Config{MasterName: "m", SentinelAddrs: addrs, ReadFrom: "closest"}, "ReadFrom", `"closest" is unknown`},
+		{Config{MasterName: "m", SentinelAddrs: addrs, DurableScope: 9}, "DurableScope", "9 is unknown"},
+		{Config{MasterName: "m", SentinelAddrs: addrs, AllowedNetworks: []netip.Prefix{{}}}, "AllowedNetworks", "invalid prefix"},
+		{Config{MasterName: "m", SentinelAddrs: addrs, Protocol: 4}, "Protocol", "want 2 or 3"},
+		{Config{MasterName: "m", SentinelAddrs: addrs, Durable: true, DurableTimeout: DefaultReadTimeout}, "DurableTimeout", "must be shorter than ReadTimeout"},
+		{Config{MasterName: "m", SentinelAddrs: addrs, Password: "hunter2", DurableTimeout: DefaultReadTimeout}, "DurableTimeout", "Config.DurableTimeout"},
 	}
 	for _, tt := range tests {
-		c, err := NewClient(tt.opts)
+		c, err := NewClient(tt.cfg)
 		if err == nil {
 			_ = c.Close()
 		}
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("NewClient(%+v) = %v, want an error about %s", tt.opts, err, tt.want)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Package != "sentinel" || ce.Struct != "Config" || ce.Field != tt.field {
+			t.Errorf("NewClient(%+v) = %v, want a *ConfigError on Config.%s", tt.cfg, err, tt.field)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("NewClient(%+v) = %q, want a message with %q and no password", tt.cfg, err, tt.want)
 		}
 	}
 	// Defaults and deduplication.
-	o, err := Options{MasterName: "m", SentinelAddrs: []string{"a", "a:26379", "b:1"}}.withDefaults()
+	o, err := Config{MasterName: "m", SentinelAddrs: []string{"a", "a:26379", "b:1"}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +206,7 @@ func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
 func TestStringHasNoSecrets(t *testing.T) {
-	c, err := NewClient(Options{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"},
+	c, err := NewClient(Config{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"},
 		Password: "data-secret", SentinelPassword: "sentinel-secret"})
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +221,7 @@ func TestStringHasNoSecrets(t *testing.T) {
 
 // The default ReplicaSelector is the latency-aware one; a caller's is kept.
 func TestDefaultReplicaSelector(t *testing.T) {
-	c, err := NewClient(Options{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, DiscoveryTimeout: 50 * time.Millisecond})
+	c, err := NewClient(Config{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, DiscoveryTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +230,7 @@ func TestDefaultReplicaSelector(t *testing.T) {
 	}
 	_ = c.Close()
 	rr := NewRoundRobinSelector()
-	c, err = NewClient(Options{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ReplicaSelector: rr, DiscoveryTimeout: 50 * time.Millisecond})
+	c, err = NewClient(Config{MasterName: "m", SentinelAddrs: []string{"127.0.0.1:1"}, ReplicaSelector: rr, DiscoveryTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +610,7 @@ func TestTargetNeverReadsBehindTheSelectorsBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			c := &Client{opts: Options{MasterName: "mymaster", ReadTimeout: 50 * time.Millisecond}, selector: tc.sel, ctx: ctx, topo: &topology{}}
+			c := &Client{opts: Config{MasterName: "mymaster", ReadTimeout: 50 * time.Millisecond}, selector: tc.sel, ctx: ctx, topo: &topology{}}
 			c.topo.snap.Store(snap)
 			n, _, err := c.target(context.Background(), snap, true, tc.rf)
 			if f, ok := tc.sel.(*fakeSelector); ok && f.waited != tc.waits {

@@ -80,7 +80,7 @@ func runCheck(ctx context.Context, out io.Writer, t *target, write bool, prefix 
 	if t.cfg.Kind == redisurl.Unix {
 		return usagef("check traces TCP connections: give a redis://, rediss:// or redis+sentinel:// URL (health takes unix://)")
 	}
-	opts, err := t.sentinelOptions()
+	opts, err := t.sentinelConfig()
 	if err != nil {
 		return usageError{err}
 	}
@@ -163,7 +163,7 @@ func writeProbeStep(ctx context.Context, t *target, addr, prefix string) sentine
 	if err != nil {
 		return fail(err)
 	}
-	g, err := guard.Open(guard.Settings{
+	g, err := guard.Open(guard.ClientConfig{
 		Addr: addr, Username: t.cfg.Username, Password: t.cfg.Password, DB: t.cfg.DB, TLSConfig: tlsCfg,
 		KeyPrefix:   prefix,
 		DialTimeout: orDefault(t.cfg.DialTimeout, t.timeout), ReadTimeout: orDefault(t.cfg.ReadTimeout, t.timeout),

@@ -26,7 +26,7 @@ func (d *demo) electionTour(ctx context.Context) error {
 	var events []replica.Event
 	changed := make(chan struct{}, 1)
 	const interval = 250 * time.Millisecond
-	cfg := replica.DefaultConfig() // the Sentinel client's default, probing faster
+	cfg := replica.Config{} // the Sentinel client's default, probing faster
 	cfg.ProbeInterval = interval
 	cfg.Observer = func(ev replica.Event) {
 		mu.Lock()
@@ -130,7 +130,7 @@ wait:
 // sentinelClient is a rediskit Sentinel client of the demo's lab.
 func (d *demo) sentinelClient(rf sentinel.ReadFrom, sel sentinel.ReplicaSelector) (*sentinel.Client, error) {
 	l := d.lab
-	return sentinel.NewClient(sentinel.Options{
+	return sentinel.NewClient(sentinel.Config{
 		MasterName:       l.MasterName(),
 		SentinelAddrs:    l.SentinelAddrs(),
 		Password:         l.Config().Password,

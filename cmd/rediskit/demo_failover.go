@@ -122,12 +122,12 @@ type writeOutcome struct {
 // and an observer that records the events for the timeline and signals
 // the failover's start (the held SET waits for it).
 func (s *failoverStep) openClient() error {
-	sel, err := replica.NewSelector(replica.DefaultConfig())
+	sel, err := replica.NewSelector(replica.Config{})
 	if err != nil {
 		return err
 	}
 	s.sel = sel
-	client, err := sentinel.NewClient(sentinel.Options{
+	client, err := sentinel.NewClient(sentinel.Config{
 		ReplicaSelector:  sel,
 		MasterName:       s.l.MasterName(),
 		SentinelAddrs:    s.l.SentinelAddrs(),

@@ -26,8 +26,8 @@ func (d *demo) ringTour(ctx context.Context) error {
 
 	// Short timings so the tour takes seconds; the library's defaults
 	// (redis-hashring's) are a 10 s heartbeat, 50 s deadline, 60 s expiry.
-	timings := func(host string) *hashring.Options {
-		return &hashring.Options{
+	timings := func(host string) hashring.Config {
+		return hashring.Config{
 			Hostname:          host,
 			HeartbeatInterval: 200 * time.Millisecond,
 			OwnershipDeadline: time.Second,

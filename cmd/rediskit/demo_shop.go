@@ -34,7 +34,7 @@ func (d *demo) openShop(ctx context.Context) (*demoShop, error) {
 		return nil, err
 	}
 	ds := &demoShop{lab: l, node: l.Node(0)}
-	ds.guard, err = guard.Open(guard.Settings{Addr: ds.node.Addr(), KeyPrefix: "shop"})
+	ds.guard, err = guard.Open(guard.ClientConfig{Addr: ds.node.Addr(), KeyPrefix: "shop"})
 	if err != nil {
 		_ = ds.close()
 		return nil, err

@@ -274,7 +274,7 @@ func newDrill(out io.Writer, t *target, f *drillFlags, isLab bool) *drill {
 // openClient opens the target's client, observed for the timeline and the
 // failover check.
 func (d *drill) openClient() error {
-	client, err := d.t.client(func(o *sentinel.Options) { o.Observer = d.observe })
+	client, err := d.t.client(func(o *sentinel.Config) { o.Observer = d.observe })
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func openGuard(t *target, prefix string) (g *guard.Guard, closeClient func(), er
 		if err != nil {
 			return nil, nil, usageError{err}
 		}
-		g, err := guard.Open(guard.Settings{
+		g, err := guard.Open(guard.ClientConfig{
 			Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig,
 			ClientName: o.ClientName, KeyPrefix: prefix,
 			DialTimeout:  orDefault(t.cfg.DialTimeout, t.timeout),
@@ -126,7 +126,7 @@ func openGuard(t *target, prefix string) (g *guard.Guard, closeClient func(), er
 		}
 		return g, func() {}, nil
 	}
-	o, err := t.sentinelOptions()
+	o, err := t.sentinelConfig()
 	if err != nil {
 		return nil, nil, usageError{err}
 	}

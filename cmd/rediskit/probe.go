@@ -155,14 +155,14 @@ func runProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) erro
 // open creates the Sentinel client's default election, with the flags'
 // settings, and the client that feeds it the topology.
 func (p *prober) open() error {
-	cfg := replica.DefaultConfig()
+	cfg := replica.Config{}
 	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.MaxStaleness = p.f.interval, p.t.timeout, p.f.maxStaleness
 	cfg.Observer = p.observe
 	sel, err := replica.NewSelector(cfg)
 	if err != nil {
 		return err
 	}
-	opts, err := p.t.sentinelOptions()
+	opts, err := p.t.sentinelConfig()
 	if err != nil {
 		_ = sel.Close()
 		return err

@@ -30,12 +30,12 @@ func (f *ringFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.crc32, "crc32", false, "hash keys with CRC-32 instead of xxHash (older rings)")
 }
 
-func (f *ringFlags) options() *hashring.Options {
-	o := &hashring.Options{SubscribeTimeout: f.timeout}
+func (f *ringFlags) config() hashring.Config {
+	cfg := hashring.Config{SubscribeTimeout: f.timeout}
 	if f.crc32 {
-		o.Hash = hashring.CRC32
+		cfg.Hash = hashring.CRC32
 	}
-	return o
+	return cfg
 }
 
 // openRing resolves the target and returns a client for it.
@@ -123,7 +123,7 @@ type ringReplicaJSON struct {
 }
 
 func runRingPrint(ctx context.Context, out io.Writer, c redis.UniversalClient, f *ringFlags) error {
-	r, err := hashring.NewRing(c, f.key, f.options())
+	r, err := hashring.NewRing(c, f.key, f.config())
 	if err != nil {
 		return usageError{err}
 	}
@@ -195,7 +195,7 @@ type ownerJSON struct {
 }
 
 func runRingOwner(ctx context.Context, out io.Writer, c redis.UniversalClient, f *ringFlags, items []string) error {
-	r, err := hashring.NewRing(c, f.key, f.options())
+	r, err := hashring.NewRing(c, f.key, f.config())
 	if err != nil {
 		return usageError{err}
 	}
@@ -279,9 +279,9 @@ type joinJSON struct {
 }
 
 func runRingJoin(ctx context.Context, out, errOut io.Writer, c redis.UniversalClient, f *ringFlags, n int) error {
-	o := f.options()
-	o.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	w, err := worker.New(c, f.key, worker.Items(n), o)
+	cfg := f.config()
+	cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	w, err := worker.New(c, f.key, worker.Items(n), cfg)
 	if err != nil {
 		return usageError{err}
 	}

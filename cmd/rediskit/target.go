@@ -272,11 +272,11 @@ func readyURL(l *lab.Lab) string {
 	return c.URL()
 }
 
-// sentinelOptions are the Sentinel client's options for a sentinel
+// sentinelConfig is the Sentinel client's configuration for a sentinel
 // target. The URL's timeouts win; otherwise every step gets --timeout.
-func (t *target) sentinelOptions() (sentinel.Options, error) {
+func (t *target) sentinelConfig() (sentinel.Config, error) {
 	c := t.cfg
-	o := sentinel.Options{
+	o := sentinel.Config{
 		MasterName:       c.MasterName,
 		SentinelAddrs:    c.Sentinels,
 		SentinelUsername: c.SentinelUsername,
@@ -318,9 +318,9 @@ func (t *target) nodeOptions() (*redis.Options, error) {
 // client returns a go-redis client for the target: the rediskit Sentinel
 // client for a sentinel URL, a plain client otherwise. The caller closes
 // it.
-func (t *target) client(adjust func(*sentinel.Options)) (redis.UniversalClient, error) {
+func (t *target) client(adjust func(*sentinel.Config)) (redis.UniversalClient, error) {
 	if t.isSentinel() {
-		o, err := t.sentinelOptions()
+		o, err := t.sentinelConfig()
 		if err != nil {
 			return nil, err
 		}

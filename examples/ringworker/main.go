@@ -62,18 +62,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer client.Close()
 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	ringOpts := &hashring.Options{Logger: log}
+	ringCfg := hashring.Config{Logger: log}
 	if *crc {
-		ringOpts.Hash = hashring.CRC32
+		ringCfg.Hash = hashring.CRC32
 	}
 	if *printRing {
-		ring, err := hashring.NewRing(client, *key, ringOpts)
+		ring, err := hashring.NewRing(client, *key, ringCfg)
 		if err != nil {
 			return err
 		}
 		return ring.Print(ctx, stdout)
 	}
-	w, err := worker.New(client, *key, worker.Items(*n), ringOpts)
+	w, err := worker.New(client, *key, worker.Items(*n), ringCfg)
 	if err != nil {
 		return err
 	}

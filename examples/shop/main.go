@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, log *slog.Logger)
 		fmt.Fprintf(stdout, "shop: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	settings, err := guard.SettingsFromURL(*redisURL)
+	settings, err := guard.ClientConfigFromURL(*redisURL)
 	if err != nil {
 		fmt.Fprintf(stdout, "shop: -redis: %v\n", err)
 		return 2

@@ -145,7 +145,7 @@ func TestWriteErrorTransientFromRealClients(t *testing.T) {
 
 	t.Run("sentinel, no replica", func(t *testing.T) {
 		l := lab.New(t, lab.Config{Sentinels: 1})
-		sc, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: sentinel.Replica})
+		sc, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: sentinel.Replica})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func live(t *testing.T, o *redis.Options) *redis.Options {
 }
 
 // Every way rediskit builds go-redis options gives the same policy: the
-// options a caller gets from guard.Settings, guard.SettingsFromURL and
+// options a caller gets from guard.ClientConfig, guard.ClientConfigFromURL and
 // redisurl.Config.Options, and the options rediskit's own routed clients
 // (Sentinel, multidb) report. Each passes Check, guard.New and
 // multidb.NewClient.
@@ -65,7 +65,7 @@ func TestPolicyIsTheSameEverywhere(t *testing.T) {
 		}
 		return o
 	}
-	fromSettings := func(s guard.Settings) *redis.Options {
+	fromSettings := func(s guard.ClientConfig) *redis.Options {
 		t.Helper()
 		o, err := s.Options()
 		if err != nil {
@@ -73,9 +73,9 @@ func TestPolicyIsTheSameEverywhere(t *testing.T) {
 		}
 		return o
 	}
-	settingsFromURL := func(raw string) guard.Settings {
+	settingsFromURL := func(raw string) guard.ClientConfig {
 		t.Helper()
-		s, err := guard.SettingsFromURL(raw)
+		s, err := guard.ClientConfigFromURL(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestPolicyIsTheSameEverywhere(t *testing.T) {
 	// deployment, so that no dial fails and leaves go-redis's redialer
 	// behind.
 	l := lab.New(t, lab.Config{Sentinels: 1})
-	sc, err := sentinel.NewClient(sentinel.Options{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	sc, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func TestPolicyIsTheSameEverywhere(t *testing.T) {
 		{"redisurl redis://", live(t, fromURL("redis://127.0.0.1:1"))},
 		{"redisurl rediss:// with timeouts", live(t, fromURL("rediss://u:pw@127.0.0.1:1/2?readTimeout=250ms&clientName=x"))},
 		{"redisurl unix://", live(t, fromURL("unix:///run/redis.sock"))},
-		{"guard.Settings", live(t, fromSettings(guard.Settings{Addr: "127.0.0.1:1", KeyPrefix: "test"}))},
-		{"guard.SettingsFromURL", live(t, fromSettings(settingsFromURL("redis://127.0.0.1:1?dialTimeout=1s")))},
+		{"guard.ClientConfig", live(t, fromSettings(guard.ClientConfig{Addr: "127.0.0.1:1", KeyPrefix: "test"}))},
+		{"guard.ClientConfigFromURL", live(t, fromSettings(settingsFromURL("redis://127.0.0.1:1?dialTimeout=1s")))},
 		{"sentinel.Client", sc.Options()},
 		{"multidb.Client", mc.Options()},
 	} {

@@ -4,7 +4,7 @@
 // context deadlines, and must not send commands of its own on connect.
 //
 // Inner applies the policy to the options of a client rediskit builds
-// (its inner clients, guard.Settings, redisurl.Config.Options, multidb's
+// (its inner clients, guard.ClientConfig, redisurl.Config.Options, multidb's
 // Database.Options). Check is the same policy read back from a client a
 // caller built: guard.New and multidb.NewClient refuse what it reports.
 // Every copy of the policy is one of these two functions; a package that

@@ -31,11 +31,11 @@ type Worker struct {
 	poll  time.Duration
 }
 
-// New returns a worker for the ring at key over the given items. opts are
-// the node's options (nil: the defaults). It does not talk to Redis until
-// Run.
-func New(client redis.UniversalClient, key string, items []string, opts *hashring.Options) (*Worker, error) {
-	n, err := hashring.NewNode(client, key, opts)
+// New returns a worker for the ring at key over the given items. cfg
+// configures the node (the zero Config: the defaults). It does not talk to
+// Redis until Run.
+func New(client redis.UniversalClient, key string, items []string, cfg hashring.Config) (*Worker, error) {
+	n, err := hashring.NewNode(client, key, cfg)
 	if err != nil {
 		return nil, err
 	}

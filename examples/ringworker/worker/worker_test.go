@@ -58,7 +58,7 @@ func TestTwoWorkersSplitAndRebalance(t *testing.T) {
 	defer client.Close()
 	items := Items(100)
 	newWorker := func(host string) *Worker {
-		w, err := New(client, "example-ring", items, &hashring.Options{Hostname: host})
+		w, err := New(client, "example-ring", items, hashring.Config{Hostname: host})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestRunReportsStartError(t *testing.T) {
 	if err := l.Node(0).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(client, "example-ring", Items(3), &hashring.Options{Hostname: "w"})
+	w, err := New(client, "example-ring", Items(3), hashring.Config{Hostname: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func Example() {
 		return
 	}
 	defer l.Close()
-	g, err := guard.Open(guard.Settings{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
+	g, err := guard.Open(guard.ClientConfig{Addr: l.Node(0).Addr(), KeyPrefix: "shop"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -46,7 +46,7 @@ func newFixture(t *testing.T, o options) *fixture {
 	t.Cleanup(cancel)
 	l := lab.New(t, lab.Config{Proxy: true}) // Proxy: "down" without losing the data
 	n := l.Node(0)
-	s := guard.Settings{Addr: n.Addr(), KeyPrefix: "shop"}
+	s := guard.ClientConfig{Addr: n.Addr(), KeyPrefix: "shop"}
 	if !o.timing {
 		// Behaviour tests: generous timeouts, so that a loaded 2-core
 		// machine running -race cannot turn a slow reply into a 503.

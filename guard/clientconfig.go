@@ -12,10 +12,10 @@ import (
 	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
-// Defaults of Settings, used where a field is zero.
+// Defaults of ClientConfig, used where a field is zero.
 const (
 	// DefaultPoolSize is the number of connections, and so the number of
-	// concurrent commands, a client from Settings allows.
+	// concurrent commands, a client from ClientConfig allows.
 	DefaultPoolSize = 10
 	// DefaultDialTimeout bounds one connection attempt (there is one).
 	DefaultDialTimeout = 100 * time.Millisecond
@@ -31,11 +31,11 @@ const (
 // redis.ErrPoolTimeout (FailurePoolFull).
 const poolTimeout = time.Nanosecond
 
-// Settings describe a go-redis client that fails fast, for a Redis that
+// ClientConfig describes a go-redis client that fails fast, for a Redis that
 // may be down, and the Guard around it (Open). The zero value of every
 // field but Addr and KeyPrefix means its default.
 //
-// What a client from Settings does differently from go-redis's defaults:
+// What a client from ClientConfig does differently from go-redis's defaults:
 //
 //   - no command retries (go-redis retries a failed command 3 times by
 //     default, with 10 ms to 1 s backoff), and one dial attempt per
@@ -61,7 +61,7 @@ const poolTimeout = time.Nanosecond
 //     what redis-py's health_check_interval=0 buys; nothing to turn off;
 //   - a key prefix that is applied: every component of the Guard builds
 //     its keys with Guard.Key.
-type Settings struct {
+type ClientConfig struct {
 	// Addr is "host:port", or the path of a Unix socket (starting with
 	// '/'). Required.
 	Addr string
@@ -85,7 +85,9 @@ type Settings struct {
 	// commands, the client allows. Default DefaultPoolSize (10).
 	PoolSize int
 	// DialTimeout, ReadTimeout and WriteTimeout bound one connection
-	// attempt, the wait for a reply and a socket write. Default 100 ms each.
+	// attempt, the wait for a reply and a socket write. Defaults
+	// DefaultDialTimeout, DefaultReadTimeout and DefaultWriteTimeout
+	// (100 ms each).
 	DialTimeout  time.Duration
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
@@ -96,7 +98,7 @@ type Settings struct {
 	Logger *slog.Logger
 }
 
-func (s Settings) withDefaults() Settings {
+func (s ClientConfig) withDefaults() ClientConfig {
 	if s.PoolSize == 0 {
 		s.PoolSize = DefaultPoolSize
 	}
@@ -115,27 +117,31 @@ func (s Settings) withDefaults() Settings {
 	return s
 }
 
-func (s Settings) validate() error {
+func (s ClientConfig) validate() error {
 	switch {
 	case s.Addr == "":
-		return &ConfigError{Field: "Settings.Addr", Problem: `is required ("host:port" or a Unix socket path)`}
+		return configError("ClientConfig", "Addr", `is required ("host:port" or a Unix socket path)`)
 	case s.PoolSize < 0:
-		return &ConfigError{Field: "Settings.PoolSize", Problem: "must not be negative"}
+		return configError("ClientConfig", "PoolSize", "must not be negative")
 	case s.DB < 0:
-		return &ConfigError{Field: "Settings.DB", Problem: "must not be negative"}
-	case s.DialTimeout < 0, s.ReadTimeout < 0, s.WriteTimeout < 0:
-		return &ConfigError{Field: "Settings timeouts", Problem: "must not be negative (every wait is bounded here)"}
+		return configError("ClientConfig", "DB", "must not be negative")
+	case s.DialTimeout < 0:
+		return configError("ClientConfig", "DialTimeout", "must not be negative (every wait is bounded here)")
+	case s.ReadTimeout < 0:
+		return configError("ClientConfig", "ReadTimeout", "must not be negative (every wait is bounded here)")
+	case s.WriteTimeout < 0:
+		return configError("ClientConfig", "WriteTimeout", "must not be negative (every wait is bounded here)")
 	case s.CallLimit < 0:
-		return &ConfigError{Field: "Settings.CallLimit", Problem: "must not be negative"}
+		return configError("ClientConfig", "CallLimit", "must not be negative")
 	case s.Username != "" && s.Password == "":
-		return &ConfigError{Field: "Settings.Username", Problem: "needs a Password"}
+		return configError("ClientConfig", "Username", "needs a Password")
 	}
-	return checkPrefix(s.KeyPrefix)
+	return checkPrefix("ClientConfig", s.KeyPrefix)
 }
 
-// Options returns the go-redis options for the client Settings describe,
+// Options returns the go-redis options for the client ClientConfig describes,
 // with the defaults filled in.
-func (s Settings) Options() (*redis.Options, error) {
+func (s ClientConfig) Options() (*redis.Options, error) {
 	s = s.withDefaults()
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -146,7 +152,7 @@ func (s Settings) Options() (*redis.Options, error) {
 	}
 	// The retry, deadline and connect settings are rediskit's client
 	// policy (package internal/redisopt), the same guard.New checks; the
-	// pool settings below are Settings' own.
+	// pool settings below are ClientConfig's own.
 	return redisopt.Inner(&redis.Options{
 		Network:    network,
 		Addr:       s.Addr,
@@ -166,10 +172,10 @@ func (s Settings) Options() (*redis.Options, error) {
 	}), nil
 }
 
-// Open creates the client Settings describe and the Guard around it. The
+// Open creates the client ClientConfig describes and the Guard around it. The
 // guard owns the client: Guard.Close closes it. Open does not connect;
 // the first command does (and fails fast if Redis is down).
-func Open(s Settings) (*Guard, error) {
+func Open(s ClientConfig) (*Guard, error) {
 	opt, err := s.Options()
 	if err != nil {
 		return nil, err
@@ -186,16 +192,16 @@ func Open(s Settings) (*Guard, error) {
 }
 
 // String describes the settings with the password redacted.
-func (s Settings) String() string {
+func (s ClientConfig) String() string {
 	pw := ""
 	if s.Password != "" {
 		pw = "xxxxx"
 	}
-	return fmt.Sprintf("guard.Settings{Addr: %q, Username: %q, Password: %q, DB: %d, TLS: %t, KeyPrefix: %q, "+
+	return fmt.Sprintf("guard.ClientConfig{Addr: %q, Username: %q, Password: %q, DB: %d, TLS: %t, KeyPrefix: %q, "+
 		"PoolSize: %d, DialTimeout: %v, ReadTimeout: %v, WriteTimeout: %v, CallLimit: %v}",
 		s.Addr, s.Username, pw, s.DB, s.TLSConfig != nil, s.KeyPrefix,
 		s.PoolSize, s.DialTimeout, s.ReadTimeout, s.WriteTimeout, s.CallLimit)
 }
 
 // GoString is String, so that %#v does not print the password either.
-func (s Settings) GoString() string { return s.String() }
+func (s ClientConfig) GoString() string { return s.String() }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/safe"
@@ -45,7 +46,7 @@ const (
 )
 
 // DurableScope says which replicas a durable write must be confirmed by
-// (Options.DurableScope); see the package documentation, "Acknowledged
+// (Config.DurableScope); see the package documentation, "Acknowledged
 // writes that vanish, and durable writes", for what each one promises.
 type DurableScope int
 
@@ -76,7 +77,7 @@ func (s DurableScope) String() string {
 	return fmt.Sprintf("DurableScope(%d)", int(s))
 }
 
-// Defaults for the zero fields of Options.
+// Defaults for the zero fields of Config.
 const (
 	DefaultSentinelPort     = 26379
 	DefaultDialTimeout      = 2 * time.Second
@@ -87,7 +88,7 @@ const (
 	DefaultRefreshInterval  = 2 * time.Second
 	DefaultFailoverHold     = 3 * time.Second
 	DefaultDurableTimeout   = 1 * time.Second
-	// DefaultMaxSentinels is the default of Options.MaxSentinels:
+	// DefaultMaxSentinels is the default of Config.MaxSentinels:
 	// deployments run three or five sentinels.
 	DefaultMaxSentinels = 10
 	// DefaultSentinelPollInterval is how often every sentinel is asked
@@ -97,18 +98,18 @@ const (
 	// each client.
 	DefaultSentinelPollInterval = 250 * time.Millisecond
 	// DefaultProtocol is the RESP version of the caller's data-node
-	// connections (Options.Protocol): RESP3, go-redis's default.
+	// connections (Config.Protocol): RESP3, go-redis's default.
 	DefaultProtocol = 3
 	// DefaultConnMaxIdleTime is how long a caller's data-node connection
-	// may sit idle in its pool before it is closed (Options.ConnMaxIdleTime):
+	// may sit idle in its pool before it is closed (Config.ConnMaxIdleTime):
 	// go-redis's default, well under the idle timeouts of the load
 	// balancers and NAT tables that drop connections silently.
 	DefaultConnMaxIdleTime = 30 * time.Minute
 )
 
-// Options configure a Client. Only MasterName and SentinelAddrs are
+// Config configures a Client. Only MasterName and SentinelAddrs are
 // required; every other zero field takes the default named next to it.
-type Options struct {
+type Config struct {
 	// MasterName is the name in the sentinels' "sentinel monitor" line.
 	MasterName string
 	// SentinelAddrs are the sentinels to ask, in order. A host without a
@@ -139,7 +140,7 @@ type Options struct {
 	// override it with WithReadFrom.
 	ReadFrom ReadFrom
 	// ReplicaSelector chooses the replica for each read. Default: a
-	// latency-aware replica.Selector made with replica.DefaultConfig()
+	// latency-aware replica.Selector made with replica.Config{}
 	// (the nearest healthy replica, by probed round-trip time, sharing
 	// the reads with replicas within 2 ms of it; see package replica).
 	// NewRoundRobinSelector gives the healthy replicas in turn.
@@ -164,14 +165,16 @@ type Options struct {
 	// the package documentation for what each promises).
 	DurableScope DurableScope
 	// DurableTimeout bounds the WAIT after each durable write. It must be
-	// shorter than ReadTimeout, which bounds WAIT's reply. Default 1 s, or
-	// half of ReadTimeout when that is shorter.
+	// shorter than ReadTimeout, which bounds WAIT's reply. Default
+	// DefaultDurableTimeout (1 s), or half of ReadTimeout when that is
+	// shorter.
 	DurableTimeout time.Duration
 
-	// DialTimeout bounds connecting to a data node. Default 2 s.
+	// DialTimeout bounds connecting to a data node. Default
+	// DefaultDialTimeout (2 s).
 	DialTimeout time.Duration
 	// ReadTimeout and WriteTimeout bound each data-node socket read and
-	// write. Default 3 s each.
+	// write. Default DefaultReadTimeout (3 s) each.
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
 	// PoolSize, MinIdleConns, MaxIdleConns and PoolTimeout size each
@@ -291,29 +294,31 @@ type Options struct {
 	MapAddr func(addr string) (string, error)
 
 	// SentinelTimeout bounds each question to one sentinel, so a slow
-	// sentinel is skipped rather than waited for. Default 0.5 s.
+	// sentinel is skipped rather than waited for. Default
+	// DefaultSentinelTimeout (0.5 s).
 	SentinelTimeout time.Duration
 	// ProbeTimeout bounds each ROLE check the client makes on a data node
-	// (verifying a master, a replica, a promotion). Default 1 s.
+	// (verifying a master, a replica, a promotion). Default
+	// DefaultProbeTimeout (1 s).
 	ProbeTimeout time.Duration
 	// DiscoveryTimeout bounds finding a verified master when no sentinel
 	// agrees at first (mid-failover), on top of the caller's context.
-	// Default 2 s.
+	// Default DefaultDiscoveryTimeout (2 s).
 	DiscoveryTimeout time.Duration
 	// RefreshInterval is how often the topology is checked even without
-	// events (events can be missed). Default 2 s.
+	// events (events can be missed). Default DefaultRefreshInterval (2 s).
 	RefreshInterval time.Duration
 	// SentinelPollInterval is how often the client asks every sentinel
 	// about the master (SENTINEL MASTER), to see a failover whose events
 	// it missed and a master the sentinels cannot reach while the client
 	// can (then it checks whether the master still reaches its replicas,
 	// and holds writes if not: see the package documentation). Default
-	// 250 ms; negative turns polling off.
+	// DefaultSentinelPollInterval (250 ms); negative turns polling off.
 	SentinelPollInterval time.Duration
 	// FailoverHold bounds how long a write waits while a failover is under
 	// way (the old master is about to be demoted) for the new master to be
 	// confirmed. After it, the write fails with ErrFailoverInProgress,
-	// unsent. Default 3 s.
+	// unsent. Default DefaultFailoverHold (3 s).
 	FailoverHold time.Duration
 
 	// Observer, when set, receives every Event, in order, one call at a
@@ -350,12 +355,20 @@ type Options struct {
 	deaf bool
 }
 
-func (o Options) withDefaults() (Options, error) {
+// ConfigError reports a Config field NewClient (or Diagnose) cannot use:
+// "sentinel: Config.<Field> <problem>". It never contains a password.
+type ConfigError = configerr.Error
+
+func configError(field, problem string) *ConfigError {
+	return &ConfigError{Package: "sentinel", Struct: "Config", Field: field, Problem: problem}
+}
+
+func (o Config) withDefaults() (Config, error) {
 	if o.MasterName == "" {
-		return o, errors.New("sentinel: Options.MasterName is required")
+		return o, configError("MasterName", "is required (the name in the sentinels' \"sentinel monitor\" line)")
 	}
 	if len(o.SentinelAddrs) == 0 {
-		return o, errors.New("sentinel: Options.SentinelAddrs is required")
+		return o, configError("SentinelAddrs", "is required (at least one sentinel, \"host:port\")")
 	}
 	addrs := make([]string, 0, len(o.SentinelAddrs))
 	seen := map[string]bool{}
@@ -376,12 +389,12 @@ func (o Options) withDefaults() (Options, error) {
 	switch o.ReadFrom {
 	case Master, Replica, ReplicaPreferred, Nearest:
 	default:
-		return o, fmt.Errorf("sentinel: unknown ReadFrom %q (want master, replica, replicaPreferred or nearest)", o.ReadFrom)
+		return o, configError("ReadFrom", fmt.Sprintf("%q is unknown (want master, replica, replicaPreferred or nearest)", o.ReadFrom))
 	}
 	switch o.DurableScope {
 	case DurablePromotable, DurableEveryKnownReplica:
 	default:
-		return o, fmt.Errorf("sentinel: unknown DurableScope %d (want DurablePromotable or DurableEveryKnownReplica)", int(o.DurableScope))
+		return o, configError("DurableScope", fmt.Sprintf("%d is unknown (want DurablePromotable or DurableEveryKnownReplica)", int(o.DurableScope)))
 	}
 	if o.SentinelTLSConfig == nil {
 		o.SentinelTLSConfig = o.TLSConfig
@@ -392,7 +405,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.MaxSentinels = max(o.MaxSentinels, len(o.SentinelAddrs))
 	for _, p := range o.AllowedNetworks {
 		if !p.IsValid() {
-			return o, fmt.Errorf("sentinel: AllowedNetworks holds an invalid prefix %v", p)
+			return o, configError("AllowedNetworks", fmt.Sprintf("holds an invalid prefix %v", p))
 		}
 	}
 	if o.Classifier == nil {
@@ -403,7 +416,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Protocol = DefaultProtocol
 	case 2, 3:
 	default:
-		return o, fmt.Errorf("sentinel: Options.Protocol %d: want 2 or 3 (RESP2 or RESP3)", o.Protocol)
+		return o, configError("Protocol", fmt.Sprintf("%d is unknown (want 2 or 3: RESP2 or RESP3)", o.Protocol))
 	}
 	setDefault(&o.ConnMaxIdleTime, DefaultConnMaxIdleTime)
 	setDefault(&o.DialTimeout, DefaultDialTimeout)
@@ -440,19 +453,19 @@ func normalizeSentinelAddr(a string) (string, error) {
 		}
 	}
 	if host == "" {
-		return "", fmt.Errorf("sentinel: sentinel address %q has no host", a)
+		return "", configError("SentinelAddrs", fmt.Sprintf("holds %q, which has no host", a))
 	}
 	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
-		return "", fmt.Errorf("sentinel: sentinel address %q: invalid port", a)
+		return "", configError("SentinelAddrs", fmt.Sprintf("holds %q: invalid port (want 1 to 65535)", a))
 	}
 	return net.JoinHostPort(host, port), nil
 }
 
 // nodeOptions are the go-redis options of the client for one data node
-// that carries the caller's commands: the connection settings of Options
+// that carries the caller's commands: the connection settings of Config
 // (OnConnect, Protocol, identity, the pool's) apply to it. Retries are
 // off: this package alone decides what is re-run.
-func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
+func (o *Config) nodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
 	opt := o.baseNodeOptions(addr, dial)
 	if o.OnConnect != nil {
 		opt.OnConnect = o.onConnect
@@ -489,7 +502,7 @@ func (o *Options) nodeOptions(addr string, dial func(ctx context.Context, networ
 // recycled by ConnMaxLifetime in the middle of a probe would be timed as
 // a slow node. NodeOptions still applies (it is go-redis's, for every
 // data-node client).
-func (o *Options) controlOptions(addr string) *redis.Options {
+func (o *Config) controlOptions(addr string) *redis.Options {
 	opt := o.baseNodeOptions(addr, dialer(o))
 	if o.NodeOptions != nil {
 		o.NodeOptions(opt)
@@ -499,7 +512,7 @@ func (o *Options) controlOptions(addr string) *redis.Options {
 
 // baseNodeOptions are the go-redis options every client of a data node
 // shares.
-func (o *Options) baseNodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
+func (o *Config) baseNodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
 	// No go-redis retries, context deadlines bound socket I/O (so a
 	// caller's deadline and the client's own probe bounds hold against a
 	// silent node): see redisopt.Inner.
@@ -529,7 +542,7 @@ func (o *Options) baseNodeOptions(addr string, dial func(ctx context.Context, ne
 // onConnect runs the caller's OnConnect, a panic in it failing the
 // connection rather than the process (go-redis may run it in a goroutine
 // of its own).
-func (o *Options) onConnect(ctx context.Context, cn *redis.Conn) (err error) {
+func (o *Config) onConnect(ctx context.Context, cn *redis.Conn) (err error) {
 	if perr := safe.Call(func() { err = o.OnConnect(ctx, cn) }); perr != nil {
 		return callbackPanic(o.Logger, "OnConnect", perr)
 	}
@@ -542,15 +555,15 @@ func callbackPanic(log *slog.Logger, name string, perr error) error {
 	var pe *safe.PanicError
 	if errors.As(perr, &pe) {
 		if log != nil {
-			log.Error("sentinel: a caller's callback panicked", "callback", "Options."+name, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+			log.Error("sentinel: a caller's callback panicked", "callback", "Config."+name, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
 		}
-		return fmt.Errorf("sentinel: Options.%s panicked: %v", name, pe.Value)
+		return fmt.Errorf("sentinel: Config.%s panicked: %v", name, pe.Value)
 	}
 	return perr
 }
 
 // sentinelClient is the client for one sentinel, with InternalHook.
-func (o *Options) sentinelClient(addr string, configured bool) *redis.Client {
+func (o *Config) sentinelClient(addr string, configured bool) *redis.Client {
 	c := redis.NewClient(o.sentinelOptions(addr, configured))
 	if o.InternalHook != nil {
 		c.AddHook(o.InternalHook)
@@ -562,7 +575,7 @@ func (o *Options) sentinelClient(addr string, configured bool) *redis.Client {
 // (configured: one of SentinelAddrs, rather than learned). Its replies are
 // bounded (redisopt.Guarded): nothing a sentinel sends may crash the
 // process or make it allocate without bound.
-func (o *Options) sentinelOptions(addr string, configured bool) *redis.Options {
+func (o *Config) sentinelOptions(addr string, configured bool) *redis.Options {
 	return respguard.Guard(redisopt.Inner(&redis.Options{
 		Addr:         addr,
 		Dialer:       o.sentinelDialer(configured),
@@ -590,7 +603,7 @@ func WithReadFrom(ctx context.Context, rf ReadFrom) context.Context {
 	return context.WithValue(ctx, readFromKey, rf)
 }
 
-// WithDurable overrides Options.Durable for writes made with the returned
+// WithDurable overrides Config.Durable for writes made with the returned
 // context.
 func WithDurable(ctx context.Context, durable bool) context.Context {
 	return context.WithValue(ctx, durableKey, durable)

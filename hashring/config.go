@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/rediskit/rediskit/internal/configerr"
 )
 
 // Defaults. The timings are redis-hashring's (POLL_INTERVAL, NODE_TIMEOUT,
@@ -45,9 +47,9 @@ const (
 	DefaultRemoveTimeout = 10 * time.Second
 )
 
-// Options configure a Node or a Ring view. The zero value (or nil) means
-// every default. Fields marked "node only" are ignored by a Ring view.
-type Options struct {
+// Config configures a Node or a Ring view. The zero value means every
+// default. Fields marked "node only" are ignored by a Ring view.
+type Config struct {
 	// Hash maps keys to points. Default XXHash. Every node and view of a
 	// ring must use the same.
 	Hash Hash
@@ -71,7 +73,7 @@ type Options struct {
 	Observer func(Event)
 
 	// Replicas is the number of replicas of the node (node only). Default
-	// 16.
+	// DefaultReplicas (16).
 	Replicas int
 	// Hostname is the node's hostname in its members (node only). Default
 	// os.Hostname(). It must not contain ':'.
@@ -82,36 +84,43 @@ type Options struct {
 	PID int
 
 	// HeartbeatInterval is the time between heartbeats (node) or
-	// periodic reads (view). Default 10 s.
+	// periodic reads (view). Default DefaultHeartbeatInterval (10 s).
 	HeartbeatInterval time.Duration
 	// Expiry is how long a replica stays alive after its last heartbeat.
-	// Default 60 s.
+	// Default DefaultExpiry (60 s).
 	Expiry time.Duration
 	// OwnershipDeadline is how long a node keeps its keys after its last
-	// heartbeat that was followed by a read (node only). Default 50 s;
+	// heartbeat that was followed by a read (node only). Default
+	// DefaultOwnershipDeadline (50 s);
 	// must be shorter than Expiry.
 	OwnershipDeadline time.Duration
 	// CleanupInterval is the least time between two removals of expired
-	// replicas (node only). Default 120 s.
+	// replicas (node only). Default DefaultCleanupInterval (120 s).
 	CleanupInterval time.Duration
 	// SubscribeTimeout bounds the wait for the subscription confirmation.
-	// Default 10 s.
+	// Default DefaultSubscribeTimeout (10 s).
 	SubscribeTimeout time.Duration
 	// RetryWait is the longest random wait after the first failed attempt;
 	// it doubles after each further failure up to MaxRetryWait. Defaults
-	// 1 s and 10 s.
+	// DefaultRetryWait (1 s) and DefaultMaxRetryWait (10 s).
 	RetryWait    time.Duration
 	MaxRetryWait time.Duration
 }
 
-// resolved returns the options with defaults filled in and checks them.
-func (o *Options) resolved(node bool) (Options, error) {
-	var r Options
-	if o != nil {
-		r = *o
-	}
+// ConfigError reports a Config field NewNode or NewRing cannot use:
+// "hashring: Config.<Field> <problem>". It matches ErrInvalidConfig with
+// errors.Is, or ErrInvalidHostname for Hostname.
+type ConfigError = configerr.Error
+
+func configError(field, problem string) *ConfigError {
+	return &ConfigError{Package: "hashring", Struct: "Config", Field: field, Problem: problem, Kind: ErrInvalidConfig}
+}
+
+// resolved returns the configuration with defaults filled in and checks it.
+func (c Config) resolved(node bool) (Config, error) {
+	r := c
 	if !r.Hash.valid() {
-		return r, fmt.Errorf("%w: unknown Hash %d", ErrInvalidOptions, int(r.Hash))
+		return r, configError("Hash", fmt.Sprintf("%d is unknown (want XXHash or CRC32)", int(r.Hash)))
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
@@ -128,37 +137,40 @@ func (o *Options) resolved(node bool) (Options, error) {
 	def(&r.SubscribeTimeout, DefaultSubscribeTimeout)
 	def(&r.RetryWait, DefaultRetryWait)
 	def(&r.MaxRetryWait, DefaultMaxRetryWait)
-	for name, d := range map[string]time.Duration{
-		"HeartbeatInterval": r.HeartbeatInterval, "Expiry": r.Expiry,
-		"OwnershipDeadline": r.OwnershipDeadline, "CleanupInterval": r.CleanupInterval,
-		"SubscribeTimeout": r.SubscribeTimeout, "RetryWait": r.RetryWait, "MaxRetryWait": r.MaxRetryWait,
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HeartbeatInterval", r.HeartbeatInterval}, {"Expiry", r.Expiry},
+		{"OwnershipDeadline", r.OwnershipDeadline}, {"CleanupInterval", r.CleanupInterval},
+		{"SubscribeTimeout", r.SubscribeTimeout}, {"RetryWait", r.RetryWait}, {"MaxRetryWait", r.MaxRetryWait},
 	} {
-		if d < 0 {
-			return r, fmt.Errorf("%w: negative %s %v", ErrInvalidOptions, name, d)
+		if d.v < 0 {
+			return r, configError(d.name, fmt.Sprintf("must not be negative (got %v; 0 means the default)", d.v))
 		}
 	}
 	if r.MaxRetryWait < r.RetryWait {
-		return r, fmt.Errorf("%w: MaxRetryWait %v is shorter than RetryWait %v", ErrInvalidOptions, r.MaxRetryWait, r.RetryWait)
+		return r, configError("MaxRetryWait", fmt.Sprintf("(%v) must not be shorter than RetryWait (%v)", r.MaxRetryWait, r.RetryWait))
 	}
 	if !node {
 		return r, nil
 	}
 	if r.OwnershipDeadline >= r.Expiry {
-		return r, fmt.Errorf("%w: OwnershipDeadline %v must be shorter than Expiry %v, or two nodes can own a key at once", ErrInvalidOptions, r.OwnershipDeadline, r.Expiry)
+		return r, configError("OwnershipDeadline", fmt.Sprintf("(%v) must be shorter than Expiry (%v), or two nodes can own a key at once", r.OwnershipDeadline, r.Expiry))
 	}
 	if r.HeartbeatInterval >= r.OwnershipDeadline {
-		return r, fmt.Errorf("%w: HeartbeatInterval %v must be shorter than OwnershipDeadline %v, or the node loses its keys between heartbeats", ErrInvalidOptions, r.HeartbeatInterval, r.OwnershipDeadline)
+		return r, configError("HeartbeatInterval", fmt.Sprintf("(%v) must be shorter than OwnershipDeadline (%v), or the node loses its keys between heartbeats", r.HeartbeatInterval, r.OwnershipDeadline))
 	}
 	if r.Replicas == 0 {
 		r.Replicas = DefaultReplicas
 	}
 	if r.Replicas < 0 {
-		return r, fmt.Errorf("%w: negative Replicas %d", ErrInvalidOptions, r.Replicas)
+		return r, configError("Replicas", fmt.Sprintf("must not be negative (got %d; 0 means the default, %d)", r.Replicas, DefaultReplicas))
 	}
 	if r.Hostname == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return r, fmt.Errorf("%w: %v; set Options.Hostname", ErrInvalidHostname, err)
+			return r, hostnameError(fmt.Sprintf("is empty and os.Hostname failed (%v): set it", err))
 		}
 		r.Hostname = h
 	}
@@ -169,9 +181,9 @@ func (o *Options) resolved(node bool) (Options, error) {
 		r.PID = os.Getpid()
 	}
 	if r.PID < 0 {
-		return r, fmt.Errorf("%w: negative PID %d", ErrInvalidOptions, r.PID)
+		return r, configError("PID", fmt.Sprintf("must not be negative (got %d; 0 means os.Getpid())", r.PID))
 	}
 	return r, nil
 }
 
-func (o *Options) pid() string { return strconv.Itoa(o.PID) }
+func (c Config) pid() string { return strconv.Itoa(c.PID) }

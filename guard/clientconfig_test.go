@@ -16,8 +16,8 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-func TestSettingsOptionsFailFast(t *testing.T) {
-	o, err := guard.Settings{Addr: "127.0.0.1:6379", KeyPrefix: "shop"}.Options()
+func TestClientConfigOptionsFailFast(t *testing.T) {
+	o, err := guard.ClientConfig{Addr: "127.0.0.1:6379", KeyPrefix: "shop"}.Options()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,36 +42,41 @@ func TestSettingsOptionsFailFast(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	u, err := guard.Settings{Addr: "/run/redis.sock", KeyPrefix: "shop"}.Options()
+	u, err := guard.ClientConfig{Addr: "/run/redis.sock", KeyPrefix: "shop"}.Options()
 	if err != nil || u.Network != "unix" {
 		t.Errorf("unix socket: network %q, err %v", u.Network, err)
 	}
 }
 
-func TestSettingsValidation(t *testing.T) {
+func TestClientConfigValidation(t *testing.T) {
 	for _, tc := range []struct {
-		s     guard.Settings
+		s     guard.ClientConfig
 		field string
 	}{
-		{guard.Settings{KeyPrefix: "shop"}, "Addr"},
-		{guard.Settings{Addr: "a:1"}, "KeyPrefix"},
-		{guard.Settings{Addr: "a:1", KeyPrefix: "shop:"}, "KeyPrefix"},
-		{guard.Settings{Addr: "a:1", KeyPrefix: "my shop"}, "KeyPrefix"},
-		{guard.Settings{Addr: "a:1", KeyPrefix: "shop", PoolSize: -1}, "PoolSize"},
-		{guard.Settings{Addr: "a:1", KeyPrefix: "shop", ReadTimeout: -1}, "timeouts"},
-		{guard.Settings{Addr: "a:1", KeyPrefix: "shop", Username: "u"}, "Username"},
+		{guard.ClientConfig{KeyPrefix: "shop"}, "Addr"},
+		{guard.ClientConfig{Addr: "a:1"}, "KeyPrefix"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "shop:"}, "KeyPrefix"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "my shop"}, "KeyPrefix"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "shop", PoolSize: -1}, "PoolSize"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "shop", DB: -1}, "DB"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "shop", DialTimeout: -1}, "DialTimeout"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "shop", ReadTimeout: -1}, "ReadTimeout"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "shop", WriteTimeout: -1}, "WriteTimeout"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "shop", CallLimit: -1}, "CallLimit"},
+		{guard.ClientConfig{Addr: "a:1", KeyPrefix: "shop", Username: "u"}, "Username"},
 	} {
 		_, err := guard.Open(tc.s)
 		var ce *guard.ConfigError
-		if !errors.As(err, &ce) || !strings.Contains(ce.Field, tc.field) {
-			t.Errorf("Open(%v) = %v, want a ConfigError about %s", tc.s, err, tc.field)
+		if !errors.As(err, &ce) || ce.Package != "guard" || ce.Struct != "ClientConfig" || ce.Field != tc.field ||
+			!strings.HasPrefix(err.Error(), "guard: ClientConfig."+tc.field+" ") {
+			t.Errorf("Open(%v) = %v, want a ConfigError on ClientConfig.%s", tc.s, err, tc.field)
 		}
 	}
 }
 
-func TestSettingsNeverShowThePassword(t *testing.T) {
+func TestClientConfigNeverShowThePassword(t *testing.T) {
 	const secret = "hunter2-very-secret"
-	s := guard.Settings{Addr: "127.0.0.1:1", Username: "app", Password: secret, KeyPrefix: "shop"}
+	s := guard.ClientConfig{Addr: "127.0.0.1:1", Username: "app", Password: secret, KeyPrefix: "shop"}
 	for _, text := range []string{
 		s.String(), s.GoString(),
 		fmt.Sprint(s), fmt.Sprintf("%v %+v %#v %s", s, s, s, s),
