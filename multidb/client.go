@@ -455,7 +455,9 @@ func (c *Client) Close() error {
 //
 //	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
 //
-// fn must not block, nor call the client.
+// fn is called on the caller's goroutine for the nodes there are now, and
+// later on the clients' goroutines as nodes appear: it must be safe for
+// concurrent use, must not block, and must not call the client.
 func (c *Client) OnNewNode(fn func(*redis.Client)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -68,9 +68,12 @@ func TestStandardTracingThroughOnNewNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	var mu sync.Mutex // fn runs on the client's goroutines as nodes appear
 	var instrumented []string
 	c.OnNewNode(func(rc *redis.Client) {
+		mu.Lock()
 		instrumented = append(instrumented, rc.Options().Addr)
+		mu.Unlock()
 		if err := redisotel.InstrumentTracing(rc, redisotel.WithTracerProvider(tp)); err != nil {
 			t.Error(err)
 		}
@@ -118,6 +121,8 @@ func TestStandardTracingThroughOnNewNode(t *testing.T) {
 			t.Errorf("span %d: %s, want %s", i, got[i], want[i])
 		}
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if !slices.Contains(instrumented, master) || !slices.Contains(instrumented, replica) {
 		t.Fatalf("instrumented %v, want the master %s and the replica %s", instrumented, master, replica)
 	}

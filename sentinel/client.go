@@ -232,7 +232,10 @@ func (c *Client) AddHook(h redis.Hook) {
 //	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
 //
 // The clients of the client's own checks (ROLE, probes) are not passed:
-// they carry none of the caller's work. fn must not block.
+// they carry none of the caller's work. fn is called on the caller's
+// goroutine for the nodes the client has now, and later on the client's
+// own goroutines as nodes appear, possibly concurrently with the caller:
+// it must be safe for concurrent use, and must not block.
 func (c *Client) OnNewNode(fn func(*redis.Client)) {
 	c.topo.nodes.onNewNode(fn)
 	fn(c.pubsub.client)
