@@ -7,7 +7,7 @@ TESTFLAGS ?= -race -count=1 -timeout 14m
 FUZZTIME  ?= 30s
 FUZZFLAGS ?=
 
-.PHONY: all redis test vet lint demo bench fuzz faults
+.PHONY: all redis test vet lint demo bench fuzz faults generate
 
 all: test
 
@@ -41,6 +41,12 @@ vet:
 
 test: redis vet
 	$(GO) test $(TESTFLAGS) ./...
+
+# The enum String methods (stringer -linecomment, pinned by version in each
+# //go:generate line, fetched from the module proxy on first use) and the
+# classify command table (from the COMMAND reply of redis-server on PATH).
+generate: redis
+	$(GO) generate ./...
 
 # The lint gate (.golangci.yml): zero findings in library code. The
 # pinned golangci-lint is built into bin/ on first use (go install, from

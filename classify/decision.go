@@ -1,9 +1,10 @@
 package classify
 
-import "strconv"
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Reason -linecomment
 
 // Reason says why a command was classified the way it was. The zero value
-// is ReasonUnknown.
+// is ReasonUnknown. Its String is a short human description, such as
+// "write command".
 type Reason uint8
 
 // The reasons, in the order the rules are applied (see the package
@@ -12,92 +13,51 @@ const (
 	// ReasonUnknown: the command is not in the table (a typo, a renamed
 	// command, a module command the table has not learned, or a first
 	// argument that is not a string). Master.
-	ReasonUnknown Reason = iota
+	ReasonUnknown Reason = iota // unknown command
 	// ReasonEmpty: no arguments at all. Master.
-	ReasonEmpty
+	ReasonEmpty // empty command
 	// ReasonMissingSubcommand: a container command (CONFIG, OBJECT, XINFO,
 	// …) without its subcommand. Master.
-	ReasonMissingSubcommand
+	ReasonMissingSubcommand // missing subcommand
 	// ReasonUnknownSubcommand: a container command with a subcommand the
 	// table does not know. Master.
-	ReasonUnknownSubcommand
+	ReasonUnknownSubcommand // unknown subcommand
 	// ReasonTransaction: MULTI, EXEC, DISCARD, WATCH, UNWATCH. Master.
-	ReasonTransaction
+	ReasonTransaction // transaction
 	// ReasonSelect: SELECT changes the connection's database. Master.
-	ReasonSelect
+	ReasonSelect // SELECT changes the connection's database
 	// ReasonServer: a command that describes or manages the server (INFO,
 	// ROLE, CLIENT, CONFIG, MEMORY, …, or any command Redis flags admin).
 	// Master, even where Redis flags it readonly (MEMORY USAGE, LOLWUT).
-	ReasonServer
+	ReasonServer // server management
 	// ReasonScriptMayWrite: EVAL whose body does not start with a "#!lua"
 	// shebang Redis accepts and whose flags include no-writes. Master.
-	ReasonScriptMayWrite
+	ReasonScriptMayWrite // script without no-writes shebang
 	// ReasonScriptUnseen: EVALSHA and FCALL, whose script or function body
 	// the classifier cannot see. Master; use EVALSHA_RO / FCALL_RO.
-	ReasonScriptUnseen
+	ReasonScriptUnseen // script body not visible (use EVALSHA_RO or FCALL_RO)
 	// ReasonWrite: Redis flags the command write. Master.
-	ReasonWrite
+	ReasonWrite // write command
 	// ReasonPubSub: Redis flags the command pubsub. Master.
-	ReasonPubSub
+	ReasonPubSub // pub/sub
 	// ReasonBlocking: Redis flags the command blocking (BLPOP, XREAD, …).
 	// Master.
-	ReasonBlocking
+	ReasonBlocking // blocking
 	// ReasonModule: a module command Redis does not flag readonly. Master.
-	ReasonModule
+	ReasonModule // module command not flagged readonly
 	// ReasonNotReadOnly: Redis flags the command neither readonly nor write
 	// (PING, ECHO, TIME, HELLO, AUTH, …). Master: only what Redis calls
 	// read-only is sent to a replica.
-	ReasonNotReadOnly
+	ReasonNotReadOnly // not flagged readonly
 	// ReasonReadOnly: Redis flags the command readonly and no rule
 	// overrides it. Replica allowed.
-	ReasonReadOnly
+	ReasonReadOnly // read-only command
 	// ReasonReadOnlyScript: EVAL_RO, EVALSHA_RO, FCALL_RO. Replica allowed.
-	ReasonReadOnlyScript
+	ReasonReadOnlyScript // read-only script command
 	// ReasonScriptNoWrites: EVAL whose body starts with a "#!lua" shebang
 	// whose flags include no-writes. Replica allowed.
-	ReasonScriptNoWrites
+	ReasonScriptNoWrites // script with no-writes shebang
 )
-
-// String is a short human description, such as "write command".
-func (r Reason) String() string {
-	switch r {
-	case ReasonUnknown:
-		return "unknown command"
-	case ReasonEmpty:
-		return "empty command"
-	case ReasonMissingSubcommand:
-		return "missing subcommand"
-	case ReasonUnknownSubcommand:
-		return "unknown subcommand"
-	case ReasonTransaction:
-		return "transaction"
-	case ReasonSelect:
-		return "SELECT changes the connection's database"
-	case ReasonServer:
-		return "server management"
-	case ReasonScriptMayWrite:
-		return "script without no-writes shebang"
-	case ReasonScriptUnseen:
-		return "script body not visible (use EVALSHA_RO or FCALL_RO)"
-	case ReasonWrite:
-		return "write command"
-	case ReasonPubSub:
-		return "pub/sub"
-	case ReasonBlocking:
-		return "blocking"
-	case ReasonModule:
-		return "module command not flagged readonly"
-	case ReasonNotReadOnly:
-		return "not flagged readonly"
-	case ReasonReadOnly:
-		return "read-only command"
-	case ReasonReadOnlyScript:
-		return "read-only script command"
-	case ReasonScriptNoWrites:
-		return "script with no-writes shebang"
-	}
-	return "Reason(" + strconv.Itoa(int(r)) + ")"
-}
 
 // Decision is the classifier's answer for one command, with the reason.
 type Decision struct {

@@ -85,30 +85,20 @@ type CacheConfig[V any] struct {
 	LoadTimeout time.Duration
 }
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Source -linecomment
+
 // Source says where a Cache lookup's value came from.
 type Source int
 
 const (
 	// SourceCache: Redis had the value.
-	SourceCache Source = iota + 1
+	SourceCache Source = iota + 1 // cache
 	// SourceLoader: this lookup ran the loader.
-	SourceLoader
+	SourceLoader // loader
 	// SourceShared: another lookup of the same key was loading it, and
 	// this one shared its result.
-	SourceShared
+	SourceShared // shared
 )
-
-func (s Source) String() string {
-	switch s {
-	case SourceCache:
-		return "cache"
-	case SourceLoader:
-		return "loader"
-	case SourceShared:
-		return "shared"
-	}
-	return fmt.Sprintf("Source(%d)", int(s))
-}
 
 // Result is a Cache lookup's value and where it came from.
 type Result[V any] struct {

@@ -27,6 +27,8 @@ var (
 	ErrBusy = errors.New("guard: an attempt is already in progress")
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Failure -linecomment
+
 // Failure is what kind of Redis failure a *RedisError is. Health reports
 // use the same classification.
 type Failure int
@@ -34,42 +36,25 @@ type Failure int
 const (
 	// FailureUnreachable: no connection could be made or kept (refused,
 	// reset, closed, DNS), or the client is closed.
-	FailureUnreachable Failure = iota + 1
+	FailureUnreachable Failure = iota + 1 // unreachable
 	// FailureTimeout: Redis did not answer within the call's limit or the
 	// client's socket timeout. A command that was sent may still run.
-	FailureTimeout
+	FailureTimeout // timeout
 	// FailurePoolFull: every connection of the client's pool was in use, and
 	// the client does not queue for one (ClientConfig.PoolSize).
-	FailurePoolFull
+	FailurePoolFull // pool-full
 	// FailureAuth: the server refused the credentials (NOAUTH, WRONGPASS,
 	// NOPERM, or a password sent to a server that has none).
-	FailureAuth
+	FailureAuth // auth-failed
 	// FailureReadOnly: the server is a read-only replica (READONLY).
-	FailureReadOnly
+	FailureReadOnly // read-only
 	// FailureOutOfMemory: the server is at maxmemory and refuses writes
 	// (OOM, under maxmemory-policy noeviction).
-	FailureOutOfMemory
+	FailureOutOfMemory // out-of-memory
 	// FailureReply: any other error reply (LOADING, MASTERDOWN, MISCONF,
 	// WRONGTYPE, ...).
-	FailureReply
+	FailureReply // error-reply
 )
-
-var failureNames = map[Failure]string{
-	FailureUnreachable: "unreachable",
-	FailureTimeout:     "timeout",
-	FailurePoolFull:    "pool-full",
-	FailureAuth:        "auth-failed",
-	FailureReadOnly:    "read-only",
-	FailureOutOfMemory: "out-of-memory",
-	FailureReply:       "error-reply",
-}
-
-func (f Failure) String() string {
-	if s, ok := failureNames[f]; ok {
-		return s
-	}
-	return fmt.Sprintf("Failure(%d)", int(f))
-}
 
 // advice is what to do about each kind of failure, for error messages.
 var advice = map[Failure]string{
@@ -138,31 +123,21 @@ func roundDuration(d time.Duration) time.Duration {
 // Is makes a RedisError match ErrUnavailable.
 func (e *RedisError) Is(target error) bool { return target == ErrUnavailable }
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Reason -linecomment
+
 // Reason says why an *UnavailableError refused.
 type Reason int
 
 const (
 	// ReasonRedis: Redis failed; Err is the *RedisError.
-	ReasonRedis Reason = iota + 1
+	ReasonRedis Reason = iota + 1 // redis unavailable
 	// ReasonBusy: every loader slot was taken and none freed within the
 	// cache's SlotWait.
-	ReasonBusy
+	ReasonBusy // busy
 	// ReasonLoadTimeout: the loader did not return within the cache's
 	// LoadTimeout.
-	ReasonLoadTimeout
+	ReasonLoadTimeout // load timed out
 )
-
-func (r Reason) String() string {
-	switch r {
-	case ReasonRedis:
-		return "redis unavailable"
-	case ReasonBusy:
-		return "busy"
-	case ReasonLoadTimeout:
-		return "load timed out"
-	}
-	return fmt.Sprintf("Reason(%d)", int(r))
-}
 
 // UnavailableError is a component's refusal: the named guard (a cache, a
 // limiter, an admission gate) cannot do its job. It matches

@@ -21,46 +21,38 @@ const (
 	DefaultMonitorInterval = 5 * time.Second
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=State -linecomment
+
 // State is what a health check found.
 type State int
 
 const (
 	// StateUnknown: no check has completed (a Monitor before its first).
-	StateUnknown State = iota
+	StateUnknown State = iota // unknown
 	// StateWritable: PING answered and the write probe succeeded.
-	StateWritable
+	StateWritable // writable
 	// StateReachable: PING answered; no write probe was asked for.
-	StateReachable
+	StateReachable // reachable
 	// StateUnreachable: no connection (refused, reset, DNS, ...).
-	StateUnreachable
+	StateUnreachable // unreachable
 	// StateTimeout: no answer within the call limit (a stalled or
 	// black-holed server).
-	StateTimeout
+	StateTimeout // timeout
 	// StatePoolFull: every connection of the client was busy.
-	StatePoolFull
+	StatePoolFull // pool-full
 	// StateAuthFailed: the server refused the credentials.
-	StateAuthFailed
+	StateAuthFailed // auth-failed
 	// StateReadOnly: PING answered, but the write probe got READONLY: a
 	// replica (after a failover, the configured address may point at the
 	// demoted primary).
-	StateReadOnly
+	StateReadOnly // read-only
 	// StateOutOfMemory: PING answered, but the write probe got OOM: the
 	// server is at maxmemory under noeviction.
-	StateOutOfMemory
+	StateOutOfMemory // out-of-memory
 	// StateErrorReply: another error reply (LOADING, MASTERDOWN,
 	// MISCONF, ...); see Report.Err.
-	StateErrorReply
+	StateErrorReply // error-reply
 )
-
-var stateNames = [...]string{"unknown", "writable", "reachable", "unreachable", "timeout",
-	"pool-full", "auth-failed", "read-only", "out-of-memory", "error-reply"}
-
-func (s State) String() string {
-	if s >= 0 && int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
 
 var failureStates = map[Failure]State{
 	FailureUnreachable: StateUnreachable,

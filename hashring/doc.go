@@ -167,7 +167,7 @@
 // attempt (with step, attempt, wait and error) and for each malformed
 // member (once per member), ERROR when the ownership deadline is observed
 // passed, INFO when ownership is restored. Library code never prints.
-// Options.Observer receives the same facts as Events, in order, from a
+// Config.Observer receives the same facts as Events, in order, from a
 // goroutine of the node's own, so a slow Observer holds up neither the
 // node nor its ownership deadline: its events wait in a bounded queue and
 // past it are dropped (Node.EventsDropped, a WARN). Start and Stop return

@@ -1,7 +1,6 @@
 package hashring
 
 import (
-	"fmt"
 	"hash/crc32"
 	"unsafe"
 
@@ -11,17 +10,20 @@ import (
 // RingSize is the number of points on the ring: points are 0 … 2^32−1.
 const RingSize = 1 << 32
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Hash -linecomment
+
 // Hash is the function that maps a key to its point on the ring. Every node
-// of a ring must use the same one.
+// of a ring must use the same one. Its String is the name redis-hashring
+// uses: "xxhash" or "crc32".
 type Hash int
 
 const (
 	// XXHash is XXH32 with seed 0 of the key's bytes, the default (and
 	// redis-hashring's HashAlgorithm.XXHASH).
-	XXHash Hash = iota
+	XXHash Hash = iota // xxhash
 	// CRC32 is CRC-32 (IEEE) of the key's bytes, for rings created before
 	// redis-hashring supported xxHash (its HashAlgorithm.CRC32).
-	CRC32
+	CRC32 // crc32
 )
 
 // Point returns the key's point on the ring. The key's bytes are hashed as
@@ -35,17 +37,6 @@ func (h Hash) Point(key string) uint32 {
 		return crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(key), len(key))) //nolint:gosec // read-only view, see above
 	}
 	return xxhash.ChecksumString32(key)
-}
-
-// String returns "xxhash" or "crc32", the names redis-hashring uses.
-func (h Hash) String() string {
-	switch h {
-	case XXHash:
-		return "xxhash"
-	case CRC32:
-		return "crc32"
-	}
-	return fmt.Sprintf("Hash(%d)", int(h))
 }
 
 func (h Hash) valid() bool { return h == XXHash || h == CRC32 }

@@ -41,7 +41,7 @@ type Node struct {
 	shown  []Range // the ranges the last EventRangesChanged reported
 
 	// events delivers the events of the current run (from the node's
-	// goroutine, Start, Stop and the deadline timer) to Options.Observer,
+	// goroutine, Start, Stop and the deadline timer) to Config.Observer,
 	// one at a time, in order: made by Start, closed by Stop (nil while
 	// stopped, or without an Observer). eventsDropped counts the events
 	// dropped by the queues of the runs that ended.

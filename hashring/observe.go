@@ -2,6 +2,8 @@ package hashring
 
 import "time"
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind -linecomment
+
 // EventKind names what a node Event reports.
 type EventKind int
 
@@ -11,41 +13,25 @@ const (
 	// rebalanced, stopped, or gave its keys up when its ownership deadline
 	// was observed passed). Share and Ranges describe the new ranges: 0
 	// and 0 when the node stopped or gave its keys up.
-	EventRangesChanged EventKind = iota + 1
+	EventRangesChanged EventKind = iota + 1 // ranges changed
 	// EventDeadlinePassed: the ownership deadline was observed passed; the
 	// node owns no keys until a heartbeat and a read succeed. Late is how
 	// long ago it passed.
-	EventDeadlinePassed
+	EventDeadlinePassed // ownership deadline passed
 	// EventOwnershipRestored: a renewal restored ownership; ValidUntil is
 	// the new deadline.
-	EventOwnershipRestored
+	EventOwnershipRestored // ownership restored
 	// EventAttemptFailed: a step (Step) of keeping the node on the ring
 	// failed with Err; it is retried.
-	EventAttemptFailed
+	EventAttemptFailed // attempt failed
 	// EventSubscriptionMoved: the client moved the node's subscription to
 	// a new server on purpose (our Sentinel client after a failover, our
 	// multi-database client after a switch; Err matches
 	// sentinel.ErrSubscriptionMoved and multidb.ErrSubscriptionMoved). Not
 	// a failure: the node subscribes again and renews at once. If that
 	// fails, an EventAttemptFailed follows.
-	EventSubscriptionMoved
+	EventSubscriptionMoved // subscription moved
 )
-
-func (k EventKind) String() string {
-	switch k {
-	case EventRangesChanged:
-		return "ranges changed"
-	case EventDeadlinePassed:
-		return "ownership deadline passed"
-	case EventOwnershipRestored:
-		return "ownership restored"
-	case EventAttemptFailed:
-		return "attempt failed"
-	case EventSubscriptionMoved:
-		return "subscription moved"
-	}
-	return "unknown"
-}
 
 // Event is something a node observed, for metrics and alerts. Events
 // carry the same facts as the node's log records.
@@ -80,7 +66,7 @@ func (n *Node) emit(ev Event) {
 }
 
 // EventsDropped is the number of events the Observer missed because it
-// was too slow (see Options.Observer), since the node was created.
+// was too slow (see Config.Observer), since the node was created.
 func (n *Node) EventsDropped() uint64 { return n.eventsDropped.Load() + n.events.Load().Dropped() }
 
 // share is the fraction of the ring the ranges cover.

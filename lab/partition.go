@@ -41,6 +41,8 @@ var (
 	_ Endpoint = (*ClientEndpoint)(nil)
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=CutMode -linecomment
+
 // CutMode is how Lab.Partition cuts traffic.
 type CutMode int
 
@@ -49,25 +51,14 @@ const (
 	// partition starts and every new one, as soon as it is accepted. A
 	// client sees "connection reset by peer" at once, as from a firewall
 	// that rejects.
-	Refuse CutMode = iota + 1
+	Refuse CutMode = iota + 1 // refuse
 	// Drop swallows everything between the sides, in both directions, and
 	// closes nothing: open connections stay open and new ones are accepted
 	// but never reach the server, the way a real partition looks. Clients
 	// notice only through their timeouts, Redis through repl-timeout and
 	// Sentinel through down-after-milliseconds.
-	Drop
+	Drop // drop
 )
-
-// String is "refuse" or "drop".
-func (m CutMode) String() string {
-	switch m {
-	case Refuse:
-		return "refuse"
-	case Drop:
-		return "drop"
-	}
-	return fmt.Sprintf("CutMode(%d)", int(m))
-}
 
 // cutSet is one proxy's share of a partition: the client addresses cut off
 // from the endpoint behind it. Immutable once stored in Proxy.cut.

@@ -116,38 +116,31 @@ func confirms(decisive bool, start, burst, answered time.Time) bool {
 	return decisive && !burst.IsZero() && !start.Before(burst) && answered.Before(burst)
 }
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=burstOutcome -linecomment
+
 // burstOutcome is what a burst check's verdict does.
 type burstOutcome int
 
 const (
 	// burstPassed: the check passed; the burst was a blip. It counts as a
 	// passed health check, and nothing trips.
-	burstPassed burstOutcome = iota
+	burstPassed burstOutcome = iota // passed
 	// burstTripped: the check failed decisively, and nothing answered since
 	// the burst began: two signs of one outage. The breaker opens, as for
 	// any failed health check.
-	burstTripped
+	burstTripped // tripped
 	// burstAnswered: the check failed, but the database answered after the
 	// burst began: the failures did not stop it answering, which is no
 	// outage. Nothing trips.
-	burstAnswered
+	burstAnswered // answered
 	// burstInconclusive: the check failed only by lost connections, which
 	// may be the burst itself (see above). Nothing trips; the trip rules
 	// and the scheduled checks carry on.
-	burstInconclusive
+	burstInconclusive // inconclusive
 	// burstMoot: the breaker is no longer closed (the trip rules or a
 	// health check opened it meanwhile): the verdict is not needed.
-	burstMoot
+	burstMoot // moot
 )
-
-var burstOutcomes = [...]string{"passed", "tripped", "answered", "inconclusive", "moot"}
-
-func (o burstOutcome) String() string {
-	if o >= 0 && int(o) < len(burstOutcomes) {
-		return burstOutcomes[o]
-	}
-	return fmt.Sprintf("burstOutcome(%d)", int(o))
-}
 
 // burstVerdict is the rule for a burst check's verdict, as a pure
 // function: healthy is the check's verdict and decisive whether one of its

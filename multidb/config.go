@@ -31,6 +31,8 @@ const (
 	DefaultFailbackDwell        = 30 * time.Second
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=HealthPolicy -linecomment
+
 // HealthPolicy decides from the probes of one health check whether a
 // database is healthy.
 type HealthPolicy int
@@ -38,22 +40,13 @@ type HealthPolicy int
 const (
 	// HealthyAll: every probe must pass; the check stops at the first
 	// failure (the default, and the strictest).
-	HealthyAll HealthPolicy = iota
+	HealthyAll HealthPolicy = iota // healthy-all
 	// HealthyMajority: more than half of the probes must pass (2 of 3).
-	HealthyMajority
+	HealthyMajority // healthy-majority
 	// HealthyAny: one passing probe is enough; the check stops at the
 	// first success.
-	HealthyAny
+	HealthyAny // healthy-any
 )
-
-var policyNames = [...]string{"healthy-all", "healthy-majority", "healthy-any"}
-
-func (p HealthPolicy) String() string {
-	if p >= 0 && int(p) < len(policyNames) {
-		return policyNames[p]
-	}
-	return fmt.Sprintf("HealthPolicy(%d)", int(p))
-}
 
 // Database is one Redis deployment the client may send traffic to.
 type Database struct {
@@ -174,7 +167,7 @@ type Config struct {
 	// on a sibling client of the same options (at most 4 connections), which has
 	// this hook; on any other client they run through that client, marked
 	// internal (a sentinel.Client sends them on its control connections,
-	// where its own Options.InternalHook sees them, not this one).
+	// where its own Config.InternalHook sees them, not this one).
 	InternalHook redis.Hook
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/rediskit/rediskit/internal/eventq"
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind -linecomment
+
 // EventKind names what an Event reports.
 type EventKind int
 
@@ -19,58 +21,39 @@ const (
 	// active, "" after no database was healthy); Reason says why, Err is
 	// the failure that caused an automatic switch. Start-up is not a
 	// switch: it is EventActivated.
-	EventActiveChanged EventKind = iota + 1
+	EventActiveChanged EventKind = iota + 1 // active changed
 	// EventBreakerChanged: Database's breaker went From → To; Detail says
 	// why, Err is the failure that opened it.
-	EventBreakerChanged
+	EventBreakerChanged // breaker changed
 	// EventAllUnhealthy: no database's breaker is closed; calls fail with
 	// ErrTemporarilyUnavailable. Old was active.
-	EventAllUnhealthy
+	EventAllUnhealthy // all unhealthy
 	// EventNoHealthyDatabase: the failover attempts are used up; calls
 	// fail with ErrNoHealthyDatabase until a database recovers.
-	EventNoHealthyDatabase
+	EventNoHealthyDatabase // no healthy database
 	// EventReadRetried: read-only work failed on Old (Err) and was run
 	// once more on New.
-	EventReadRetried
+	EventReadRetried // read retried
 	// EventWriteRerun: a write that provably did not execute on Old was
 	// run on New.
-	EventWriteRerun
+	EventWriteRerun // write re-run
 	// EventWriteRefused: a write failed on Old and may have executed; it
 	// was not re-run on New (the caller got a *DatabaseChangedError, Err).
-	EventWriteRefused
+	EventWriteRefused // write refused
 	// EventWeightChanged: Database's weight is now Weight.
-	EventWeightChanged
+	EventWeightChanged // weight changed
 	// EventDatabaseAdded and EventDatabaseRemoved: Database joined or left.
-	EventDatabaseAdded
-	EventDatabaseRemoved
+	EventDatabaseAdded   // database added
+	EventDatabaseRemoved // database removed
 	// EventActivated: NewClient made New the first active database (the
 	// highest-weight one; every breaker starts closed). It is the first
 	// event of every client, once, and not a switch: Stats.Switches does
 	// not count it, and neither does an Observer that counts
 	// EventActiveChanged. Use it to learn where traffic starts.
-	EventActivated
+	EventActivated // activated
 )
 
-var eventNames = map[EventKind]string{
-	EventActiveChanged:     "active changed",
-	EventBreakerChanged:    "breaker changed",
-	EventAllUnhealthy:      "all unhealthy",
-	EventNoHealthyDatabase: "no healthy database",
-	EventReadRetried:       "read retried",
-	EventWriteRerun:        "write re-run",
-	EventWriteRefused:      "write refused",
-	EventWeightChanged:     "weight changed",
-	EventDatabaseAdded:     "database added",
-	EventDatabaseRemoved:   "database removed",
-	EventActivated:         "activated",
-}
-
-func (k EventKind) String() string {
-	if s, ok := eventNames[k]; ok {
-		return s
-	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
-}
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=Reason -linecomment
 
 // Reason says why the active database changed.
 type Reason int
@@ -78,22 +61,13 @@ type Reason int
 const (
 	// ReasonAutomatic: the active database failed (its breaker opened),
 	// or service resumed after no database was healthy.
-	ReasonAutomatic Reason = iota + 1
+	ReasonAutomatic Reason = iota + 1 // automatic
 	// ReasonManual: SetActive, UpdateWeight or RemoveDatabase.
-	ReasonManual
+	ReasonManual // manual
 	// ReasonFailback: a database of higher weight passed its health checks
 	// for FailbackDwell.
-	ReasonFailback
+	ReasonFailback // failback
 )
-
-var reasonNames = map[Reason]string{ReasonAutomatic: "automatic", ReasonManual: "manual", ReasonFailback: "failback"}
-
-func (r Reason) String() string {
-	if s, ok := reasonNames[r]; ok {
-		return s
-	}
-	return fmt.Sprintf("Reason(%d)", int(r))
-}
 
 // Event is something the client decided or observed.
 type Event struct {

@@ -1,36 +1,25 @@
 package multidb
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 )
+
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=BreakerState -linecomment
 
 // BreakerState is the state of a database's circuit breaker.
 type BreakerState int32
 
 const (
 	// Closed: the database may be active.
-	Closed BreakerState = iota
+	Closed BreakerState = iota // closed
 	// Open: the database failed; it gets no traffic until its grace period
 	// has passed and a health check closes the breaker again.
-	Open
+	Open // open
 	// HalfOpen: the grace period has passed; the next health check decides
 	// (Closed if it passes, Open for another grace period if not).
-	HalfOpen
+	HalfOpen // half-open
 )
-
-var breakerNames = [...]string{"closed", "open", "half-open"}
-
-func (s BreakerState) String() string { return enumString(breakerNames[:], s, "BreakerState") }
-
-// enumString is the name of v in names, or typ(v) for a value with none.
-func enumString[T ~int | ~int32](names []string, v T, typ string) string {
-	if v >= 0 && int(v) < len(names) {
-		return names[v]
-	}
-	return fmt.Sprintf("%s(%d)", typ, int(v))
-}
 
 // The breaker's state machine, all of it: the events that drive it, the
 // pure transition function, and what each transition makes the client do.
@@ -57,31 +46,35 @@ func enumString[T ~int | ~int32](names []string, v T, typ string) string {
 // a Closed breaker: a HalfOpen one gets no traffic, and its next health
 // check decides.
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=breakerEvent -linecomment
+
 // breakerEvent is what happened to a database that may move its breaker.
 type breakerEvent int
 
 const (
 	// evTripped: traffic failures met a trip rule (afterFailure).
-	evTripped breakerEvent = iota
+	evTripped breakerEvent = iota // tripped
 	// evCheckFailed: a health check (scheduled, or a burst check that
 	// tripped) failed.
-	evCheckFailed
+	evCheckFailed // check failed
 	// evCheckPassed: a health check passed.
-	evCheckPassed
+	evCheckPassed // check passed
 	// evGraceTick: the health loop is about to check the database; an
 	// Open breaker whose grace period is over goes half-open, so that
 	// this check decides.
-	evGraceTick
+	evGraceTick // grace tick
 	// evForcedClose: an operator's choice (SetActive, UpdateWeight) after
 	// a health check made for it passed: the breaker closes whatever its
 	// state, grace period or not.
-	evForcedClose
-	numBreakerEvents // not an event: how many there are
+	evForcedClose // forced close
 )
 
-var breakerEventNames = [...]string{"tripped", "check failed", "check passed", "grace tick", "forced close"}
+// numBreakerEvents is not an event: it is how many there are. It has a
+// declaration of its own because stringer names every constant of the
+// block typed breakerEvent, and a count has no name (breakerEvent(5)).
+const numBreakerEvents = evForcedClose + 1
 
-func (e breakerEvent) String() string { return enumString(breakerEventNames[:], e, "breakerEvent") }
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=breakerAction -linecomment
 
 // breakerAction is what a transition asks of the client (Client.fireLocked
 // does it).
@@ -89,24 +82,20 @@ type breakerAction int
 
 const (
 	// actNone: nothing changed.
-	actNone breakerAction = iota
+	actNone breakerAction = iota // none
 	// actOpened: the breaker opened: count a trip, log and report it, wake
 	// the health loop (the grace period's end is its next wake-up), and
 	// move traffic away if the database was active.
-	actOpened
+	actOpened // opened
 	// actHalfOpened: the grace period is over: log and report it.
-	actHalfOpened
+	actHalfOpened // half-opened
 	// actClosed: the breaker closed by an operator's choice: the failure
 	// counts start afresh; log and report it. The operator routes traffic.
-	actClosed
+	actClosed // closed
 	// actResumed: actClosed by a health check, and service resumes on the
 	// database if none was active.
-	actResumed
+	actResumed // resumed
 )
-
-var breakerActionNames = [...]string{"none", "opened", "half-opened", "closed", "resumed"}
-
-func (a breakerAction) String() string { return enumString(breakerActionNames[:], a, "breakerAction") }
 
 // breakerPhase is a breaker's state as the transition function sees it.
 type breakerPhase struct {

@@ -46,7 +46,7 @@ type Client struct {
 	topo   *topology
 	pubsub *pubsubRouter
 	stats  counters
-	// observer delivers the events to Options.Observer (nil without one).
+	// observer delivers the events to Config.Observer (nil without one).
 	observer *eventq.Queue[Event]
 
 	// cursors are the SCAN cursors the client could not tag (scan.go).

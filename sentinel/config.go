@@ -45,6 +45,8 @@ const (
 	Nearest = redisurl.Nearest
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=DurableScope -linecomment
+
 // DurableScope says which replicas a durable write must be confirmed by
 // (Config.DurableScope); see the package documentation, "Acknowledged
 // writes that vanish, and durable writes", for what each one promises.
@@ -57,25 +59,15 @@ const (
 	// master not down for too long). A replica that is down when a write
 	// is confirmed is not counted: if it comes back with older data and
 	// is promoted, that write is lost.
-	DurablePromotable DurableScope = iota
+	DurablePromotable DurableScope = iota // promotable
 	// DurableEveryKnownReplica counts every replica any sentinel knows,
 	// down or not (all but those with replica-priority 0, which Sentinel
 	// never promotes): durable writes fail while any known replica is
 	// down, and no replica Sentinel knows can be promoted without the
 	// writes it confirmed. A replica that is gone for good is counted
 	// until the sentinels forget it (SENTINEL RESET).
-	DurableEveryKnownReplica
+	DurableEveryKnownReplica // every known replica
 )
-
-func (s DurableScope) String() string {
-	switch s {
-	case DurablePromotable:
-		return "promotable"
-	case DurableEveryKnownReplica:
-		return "every known replica"
-	}
-	return fmt.Sprintf("DurableScope(%d)", int(s))
-}
 
 // Defaults for the zero fields of Config.
 const (

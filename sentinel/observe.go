@@ -7,6 +7,8 @@ import (
 	"time"
 )
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind -linecomment
+
 // EventKind names what an Event reports.
 type EventKind int
 
@@ -15,68 +17,45 @@ const (
 	// EventMasterChanged: the client routes to a new master (Master), was
 	// OldMaster; Sentinel named it, or is empty when the promoted replica's
 	// ROLE was seen first.
-	EventMasterChanged EventKind = iota + 1
+	EventMasterChanged EventKind = iota + 1 // master changed
 	// EventReplicasChanged: the healthy, ROLE-verified replicas changed
 	// (Replicas).
-	EventReplicasChanged
+	EventReplicasChanged // replicas changed
 	// EventFailoverStarted: a sentinel began promoting Candidate; writes
 	// are held until the new master is confirmed.
-	EventFailoverStarted
+	EventFailoverStarted // failover started
 	// EventFailoverHoldEnded: writes are no longer held (Master is where
 	// they go). Err is nil when the new master was confirmed; otherwise it
 	// says why not, and matches ErrFailoverNotConfirmed.
-	EventFailoverHoldEnded
+	EventFailoverHoldEnded // failover hold ended
 	// EventReadRetried: a read-only call failed on Master (the node it
 	// ran on) with Err and was re-run once.
-	EventReadRetried
+	EventReadRetried // read retried
 	// EventWriteRerun: a write that provably did not execute was re-run
 	// on the new master.
-	EventWriteRerun
+	EventWriteRerun // write re-run
 	// EventWriteRefused: a write failed with a *MasterChangedError (Err).
-	EventWriteRefused
+	EventWriteRefused // write refused
 	// EventSentinelSkipped: Sentinel was skipped during discovery (Err says
 	// why: down, slow, stale, or it named a node that is not a master).
-	EventSentinelSkipped
+	EventSentinelSkipped // sentinel skipped
 	// EventSentinelAdded: a sentinel was learned from another one.
-	EventSentinelAdded
+	EventSentinelAdded // sentinel added
 	// EventDiscoveryFailed: no sentinel named a verified master (Err);
 	// Duration is how long discovery tried.
-	EventDiscoveryFailed
+	EventDiscoveryFailed // discovery failed
 	// EventDiscovered: a topology refresh found the master (Master, named
 	// by Sentinel) in Duration (discovery and ROLE verification).
-	EventDiscovered
+	EventDiscovered // discovered
 	// EventMasterIsolated: writes are held because Master is cut off from
 	// the sentinels that will replace it (Reason says what the sentinels
 	// and the replication probe saw); see Config.SentinelPollInterval.
-	EventMasterIsolated
+	EventMasterIsolated // master isolated
 	// EventIsolationEnded: writes held for an isolated master resume
 	// (Reason says why; Duration is how long they were held). When the
 	// sentinels replaced the master instead, EventMasterChanged says so.
-	EventIsolationEnded
+	EventIsolationEnded // isolation ended
 )
-
-var eventNames = map[EventKind]string{
-	EventMasterChanged:     "master changed",
-	EventReplicasChanged:   "replicas changed",
-	EventFailoverStarted:   "failover started",
-	EventFailoverHoldEnded: "failover hold ended",
-	EventReadRetried:       "read retried",
-	EventWriteRerun:        "write re-run",
-	EventWriteRefused:      "write refused",
-	EventSentinelSkipped:   "sentinel skipped",
-	EventSentinelAdded:     "sentinel added",
-	EventDiscoveryFailed:   "discovery failed",
-	EventDiscovered:        "discovered",
-	EventMasterIsolated:    "master isolated",
-	EventIsolationEnded:    "isolation ended",
-}
-
-func (k EventKind) String() string {
-	if s, ok := eventNames[k]; ok {
-		return s
-	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
-}
 
 // Event is something the client decided or noticed.
 type Event struct {
@@ -125,7 +104,7 @@ func (e Event) String() string {
 	return s
 }
 
-// emit queues ev for the Observer (see Options.Observer) and returns at
+// emit queues ev for the Observer (see Config.Observer) and returns at
 // once: the topology goroutine never waits for it.
 func (c *Client) emit(ev Event) {
 	if c.observer == nil {
