@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/zero"
 )
 
 // Defaults of ClientConfig, used where a field is zero.
@@ -99,21 +100,11 @@ type ClientConfig struct {
 }
 
 func (s ClientConfig) withDefaults() ClientConfig {
-	if s.PoolSize == 0 {
-		s.PoolSize = DefaultPoolSize
-	}
-	if s.DialTimeout == 0 {
-		s.DialTimeout = DefaultDialTimeout
-	}
-	if s.ReadTimeout == 0 {
-		s.ReadTimeout = DefaultReadTimeout
-	}
-	if s.WriteTimeout == 0 {
-		s.WriteTimeout = DefaultWriteTimeout
-	}
-	if s.CallLimit == 0 {
-		s.CallLimit = DefaultCallLimit
-	}
+	zero.Default(&s.PoolSize, DefaultPoolSize)
+	zero.Default(&s.DialTimeout, DefaultDialTimeout)
+	zero.Default(&s.ReadTimeout, DefaultReadTimeout)
+	zero.Default(&s.WriteTimeout, DefaultWriteTimeout)
+	zero.Default(&s.CallLimit, DefaultCallLimit)
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/internal/configerr"
+	"github.com/rediskit/rediskit/internal/zero"
 )
 
 // Defaults. The timings are redis-hashring's (POLL_INTERVAL, NODE_TIMEOUT,
@@ -125,18 +126,13 @@ func (c Config) resolved(node bool) (Config, error) {
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&r.HeartbeatInterval, DefaultHeartbeatInterval)
-	def(&r.Expiry, DefaultExpiry)
-	def(&r.OwnershipDeadline, DefaultOwnershipDeadline)
-	def(&r.CleanupInterval, DefaultCleanupInterval)
-	def(&r.SubscribeTimeout, DefaultSubscribeTimeout)
-	def(&r.RetryWait, DefaultRetryWait)
-	def(&r.MaxRetryWait, DefaultMaxRetryWait)
+	zero.Default(&r.HeartbeatInterval, DefaultHeartbeatInterval)
+	zero.Default(&r.Expiry, DefaultExpiry)
+	zero.Default(&r.OwnershipDeadline, DefaultOwnershipDeadline)
+	zero.Default(&r.CleanupInterval, DefaultCleanupInterval)
+	zero.Default(&r.SubscribeTimeout, DefaultSubscribeTimeout)
+	zero.Default(&r.RetryWait, DefaultRetryWait)
+	zero.Default(&r.MaxRetryWait, DefaultMaxRetryWait)
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -161,9 +157,7 @@ func (c Config) resolved(node bool) (Config, error) {
 	if r.HeartbeatInterval >= r.OwnershipDeadline {
 		return r, configError("HeartbeatInterval", fmt.Sprintf("(%v) must be shorter than OwnershipDeadline (%v), or the node loses its keys between heartbeats", r.HeartbeatInterval, r.OwnershipDeadline))
 	}
-	if r.Replicas == 0 {
-		r.Replicas = DefaultReplicas
-	}
+	zero.Default(&r.Replicas, DefaultReplicas)
 	if r.Replicas < 0 {
 		return r, configError("Replicas", fmt.Sprintf("must not be negative (got %d; 0 means the default, %d)", r.Replicas, DefaultReplicas))
 	}
@@ -177,9 +171,7 @@ func (c Config) resolved(node bool) (Config, error) {
 	if err := checkHostname(r.Hostname); err != nil {
 		return r, err
 	}
-	if r.PID == 0 {
-		r.PID = os.Getpid()
-	}
+	zero.Default(&r.PID, os.Getpid())
 	if r.PID < 0 {
 		return r, configError("PID", fmt.Sprintf("must not be negative (got %d; 0 means os.Getpid())", r.PID))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/zero"
 )
 
 // Defaults for the zero fields of Config. The health-check, grace-period
@@ -202,29 +203,19 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FailureRateThreshold < 0 || c.FailureRateThreshold > 1 || math.IsNaN(c.FailureRateThreshold) {
 		return c, configError("FailureRateThreshold", "must be between 0 and 1")
 	}
-	setDefault(&c.HealthCheckInterval, DefaultHealthCheckInterval)
-	setDefault(&c.ProbeDelay, DefaultProbeDelay)
-	setDefault(&c.ProbeTimeout, DefaultProbeTimeout)
-	setDefault(&c.GracePeriod, DefaultGracePeriod)
-	setDefault(&c.FailureWindow, DefaultFailureWindow)
-	setDefault(&c.FailoverDelay, DefaultFailoverDelay)
-	setDefault(&c.FailbackInterval, DefaultFailbackInterval)
-	setDefault(&c.FailbackDwell, DefaultFailbackDwell)
-	if c.Probes == 0 {
-		c.Probes = DefaultProbes
-	}
-	if c.ConsecutiveFailures == 0 {
-		c.ConsecutiveFailures = DefaultConsecutiveFailures
-	}
-	if c.FailureRateThreshold == 0 {
-		c.FailureRateThreshold = DefaultFailureRateThreshold
-	}
-	if c.MinFailures == 0 {
-		c.MinFailures = DefaultMinFailures
-	}
-	if c.FailoverAttempts == 0 {
-		c.FailoverAttempts = DefaultFailoverAttempts
-	}
+	zero.Default(&c.HealthCheckInterval, DefaultHealthCheckInterval)
+	zero.Default(&c.ProbeDelay, DefaultProbeDelay)
+	zero.Default(&c.ProbeTimeout, DefaultProbeTimeout)
+	zero.Default(&c.GracePeriod, DefaultGracePeriod)
+	zero.Default(&c.FailureWindow, DefaultFailureWindow)
+	zero.Default(&c.FailoverDelay, DefaultFailoverDelay)
+	zero.Default(&c.FailbackInterval, DefaultFailbackInterval)
+	zero.Default(&c.FailbackDwell, DefaultFailbackDwell)
+	zero.Default(&c.Probes, DefaultProbes)
+	zero.Default(&c.ConsecutiveFailures, DefaultConsecutiveFailures)
+	zero.Default(&c.FailureRateThreshold, DefaultFailureRateThreshold)
+	zero.Default(&c.MinFailures, DefaultMinFailures)
+	zero.Default(&c.FailoverAttempts, DefaultFailoverAttempts)
 	if c.Probe == nil {
 		c.Probe = PingProbe()
 	}
@@ -235,12 +226,6 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
-}
-
-func setDefault(d *time.Duration, def time.Duration) {
-	if *d == 0 {
-		*d = def
-	}
 }
 
 // validate checks one database's settings (names are checked for

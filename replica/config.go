@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/internal/configerr"
+	"github.com/rediskit/rediskit/internal/zero"
 )
 
 // The defaults of Config, in one place. The package documentation explains
@@ -113,21 +114,11 @@ func configError(field string, value any, problem string) *ConfigError {
 // negative LatencyWindow (no window) stays negative, so that filling in
 // the defaults twice changes nothing.
 func (c Config) withDefaults() (Config, error) {
-	if c.ProbeInterval == 0 {
-		c.ProbeInterval = DefaultProbeInterval
-	}
-	if c.ProbeTimeout == 0 {
-		c.ProbeTimeout = DefaultProbeTimeout
-	}
-	if c.ExclusionFactor == 0 {
-		c.ExclusionFactor = DefaultExclusionFactor
-	}
-	if c.EWMAAlpha == 0 {
-		c.EWMAAlpha = DefaultEWMAAlpha
-	}
-	if c.LatencyWindow == 0 {
-		c.LatencyWindow = DefaultLatencyWindow
-	}
+	zero.Default(&c.ProbeInterval, DefaultProbeInterval)
+	zero.Default(&c.ProbeTimeout, DefaultProbeTimeout)
+	zero.Default(&c.ExclusionFactor, DefaultExclusionFactor)
+	zero.Default(&c.EWMAAlpha, DefaultEWMAAlpha)
+	zero.Default(&c.LatencyWindow, DefaultLatencyWindow)
 	switch {
 	case c.ProbeInterval < MinProbeInterval:
 		return c, configError("ProbeInterval", c.ProbeInterval, fmt.Sprintf("must be at least %v", MinProbeInterval))

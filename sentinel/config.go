@@ -18,6 +18,7 @@ import (
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/safe"
+	"github.com/rediskit/rediskit/internal/zero"
 	"github.com/rediskit/rediskit/redisurl"
 )
 
@@ -391,9 +392,7 @@ func (o Config) withDefaults() (Config, error) {
 	if o.SentinelTLSConfig == nil {
 		o.SentinelTLSConfig = o.TLSConfig
 	}
-	if o.MaxSentinels == 0 {
-		o.MaxSentinels = DefaultMaxSentinels
-	}
+	zero.Default(&o.MaxSentinels, DefaultMaxSentinels)
 	o.MaxSentinels = max(o.MaxSentinels, len(o.SentinelAddrs))
 	for _, p := range o.AllowedNetworks {
 		if !p.IsValid() {
@@ -410,28 +409,22 @@ func (o Config) withDefaults() (Config, error) {
 	default:
 		return o, configError("Protocol", fmt.Sprintf("%d is unknown (want 2 or 3: RESP2 or RESP3)", o.Protocol))
 	}
-	setDefault(&o.ConnMaxIdleTime, DefaultConnMaxIdleTime)
-	setDefault(&o.DialTimeout, DefaultDialTimeout)
-	setDefault(&o.ReadTimeout, DefaultReadTimeout)
+	zero.Default(&o.ConnMaxIdleTime, DefaultConnMaxIdleTime)
+	zero.Default(&o.DialTimeout, DefaultDialTimeout)
+	zero.Default(&o.ReadTimeout, DefaultReadTimeout)
 	// WAIT's reply must come within ReadTimeout, which bounds every read.
-	setDefault(&o.DurableTimeout, min(DefaultDurableTimeout, o.ReadTimeout/2))
-	setDefault(&o.WriteTimeout, o.ReadTimeout)
-	setDefault(&o.SentinelTimeout, DefaultSentinelTimeout)
-	setDefault(&o.ProbeTimeout, DefaultProbeTimeout)
-	setDefault(&o.DiscoveryTimeout, DefaultDiscoveryTimeout)
-	setDefault(&o.RefreshInterval, DefaultRefreshInterval)
-	setDefault(&o.FailoverHold, DefaultFailoverHold)
-	setDefault(&o.SentinelPollInterval, DefaultSentinelPollInterval)
+	zero.Default(&o.DurableTimeout, min(DefaultDurableTimeout, o.ReadTimeout/2))
+	zero.Default(&o.WriteTimeout, o.ReadTimeout)
+	zero.Default(&o.SentinelTimeout, DefaultSentinelTimeout)
+	zero.Default(&o.ProbeTimeout, DefaultProbeTimeout)
+	zero.Default(&o.DiscoveryTimeout, DefaultDiscoveryTimeout)
+	zero.Default(&o.RefreshInterval, DefaultRefreshInterval)
+	zero.Default(&o.FailoverHold, DefaultFailoverHold)
+	zero.Default(&o.SentinelPollInterval, DefaultSentinelPollInterval)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
-}
-
-func setDefault(d *time.Duration, def time.Duration) {
-	if *d == 0 {
-		*d = def
-	}
 }
 
 func normalizeSentinelAddr(a string) (string, error) {
