@@ -203,7 +203,7 @@ func (c *Client) newDatabase(d Database) *database {
 	if rc, ok := db.client.(*redis.Client); ok {
 		opt := *rc.Options()
 		opt.PoolSize, opt.MaxActiveConns = checkerPoolSize, checkerActiveConns
-		opt.MinIdleConns, opt.MaxIdleConns = 0, checkerActiveConns
+		opt.MinIdleConns, opt.MaxIdleConns = 0, checkerIdleConns
 		db.checker = redis.NewClient(&opt)
 		if c.cfg.InternalHook != nil {
 			db.checker.AddHook(c.cfg.InternalHook)
@@ -218,9 +218,12 @@ func (c *Client) newDatabase(d Database) *database {
 	return db
 }
 
-// The pool of a database's checker client. The checks of one database run
-// one at a time, and a burst check may overlap a periodic one: a few
-// connections (checkerActiveConns) are all it uses. Its PoolSize is large
+// The pool of a database's checker client. The health loop's checks of one
+// database run one at a time; a burst check may overlap one, and so may
+// the checks of SetActive and UpdateWeight, on their callers' goroutines.
+// checkerActiveConns bounds the connections (past it a check fails at
+// once, with redis.ErrPoolExhausted), with room for callers checking
+// concurrently; checkerIdleConns stay open between checks. Its PoolSize is large
 // all the same, because go-redis stops dialling after PoolSize failed dials
 // in a row and answers with the last dial error until a background dial
 // succeeds (tried every second, by a goroutine that outlives Close by up
@@ -229,7 +232,8 @@ func (c *Client) newDatabase(d Database) *database {
 // interval and probe count; the pool's cost is its idle slice, 8 KiB.
 const (
 	checkerPoolSize    = 1024
-	checkerActiveConns = 4
+	checkerActiveConns = 16
+	checkerIdleConns   = 2
 )
 
 // close closes what the database owns: its checker, and its client when

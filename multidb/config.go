@@ -165,7 +165,7 @@ type Config struct {
 	// checks and burst checks), which the hooks of AddHook and the clients
 	// given to OnNewNode do not see. For a database on a *redis.Client
 	// (Database.Options, or a Database.Client of that type) the checks run
-	// on a sibling client of the same options (at most 4 connections), which has
+	// on a sibling client of the same options (at most 16 connections), which has
 	// this hook; on any other client they run through that client, marked
 	// internal (a sentinel.Client sends them on its control connections,
 	// where its own Config.InternalHook sees them, not this one).
