@@ -72,7 +72,7 @@ func (c *Client) EphemeralConn() *redis.Conn {
 // sentinel.Client with Durable).
 func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
 	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("Wait", "WAIT counts the acknowledged writes of its own connection, and calls run on connections of the client's choosing",
+	cmd.SetErr(c.unsupported("Wait", routing.RefuseWait,
 		"a database whose client confirms its writes (sentinel.Client with Durable)"))
 	return cmd
 }
@@ -80,7 +80,7 @@ func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duratio
 // WaitAOF is refused, as Wait is.
 func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
 	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("WaitAOF", "WAITAOF counts the fsynced writes of its own connection, and calls run on connections of the client's choosing",
+	cmd.SetErr(c.unsupported("WaitAOF", routing.RefuseWaitAOF,
 		"a database whose client confirms its writes (sentinel.Client with Durable)"))
 	return cmd
 }
@@ -88,26 +88,26 @@ func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout
 // RegisterPushNotificationHandler is refused: push notifications arrive on
 // the databases' own connections.
 func (c *Client) RegisterPushNotificationHandler(string, push.NotificationHandler, bool) error {
-	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the databases' own connections", "Subscribe for pub/sub")
+	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the databases' own connections", routing.RefusePushNotifications)
 }
 
 // AutoPipeline is not supported yet: go-redis's auto-pipeliners send on
 // connections of their own, past the client's per-command routing.
 func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AutoPipeline", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+	return nil, c.unsupported("AutoPipeline", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
 }
 
 // AutoPipelineWithOptions is not supported yet; see AutoPipeline.
 func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AutoPipelineWithOptions", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+	return nil, c.unsupported("AutoPipelineWithOptions", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
 }
 
 // AsyncAutoPipeline is not supported yet; see AutoPipeline.
 func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AsyncAutoPipeline", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+	return nil, c.unsupported("AsyncAutoPipeline", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
 }
 
 // AsyncAutoPipelineWithOptions is not supported yet; see AutoPipeline.
 func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AsyncAutoPipelineWithOptions", "go-redis's auto-pipeliner sends on connections of its own, past per-command routing", "Pipeline or Pipelined")
+	return nil, c.unsupported("AsyncAutoPipelineWithOptions", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
 }

@@ -1,15 +1,10 @@
 package multidb
 
 import (
-	"context"
 	"errors"
-	"maps"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
@@ -60,52 +55,19 @@ func TestShadowedMethods(t *testing.T) {
 func TestHooksSeeTheirOwnCalls(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
 	nodes := standalone(t, 1, lab.Config{})
-	internal := &nameHook{seen: map[string]int{}}
+	internal := &testkit.CommandCounter{}
 	c, _ := newClient(t, fast(Config{InternalHook: internal}), nodes, 10)
-	user := &nameHook{seen: map[string]int{}}
+	user := &testkit.CommandCounter{}
 	c.AddHook(user)
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond) // health checks every 100 ms
-	u, in := user.counts(), internal.counts()
+	u, in := user.Counts(), internal.Counts()
 	if u["set"] != 1 || u["ping"] != 0 {
 		t.Fatalf("the caller's hook saw %v; want its SET and no health check", u)
 	}
 	if in["ping"] == 0 || in["set"] != 0 {
 		t.Fatalf("InternalHook saw %v; want the health checks' PINGs only", in)
-	}
-}
-
-type nameHook struct {
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func (h *nameHook) counts() map[string]int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return maps.Clone(h.seen)
-}
-
-func (h *nameHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *nameHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.mu.Lock()
-		h.seen[cmd.Name()]++
-		h.mu.Unlock()
-		return next(ctx, cmd)
-	}
-}
-
-func (h *nameHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.mu.Lock()
-		for _, cmd := range cmds {
-			h.seen[cmd.Name()]++
-		}
-		h.mu.Unlock()
-		return next(ctx, cmds)
 	}
 }

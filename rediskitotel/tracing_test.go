@@ -141,7 +141,7 @@ func TestStandardTracingThroughMultidb(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	checks := &countingHook{seen: map[string]int{}}
+	checks := &testkit.CommandCounter{}
 	c, err := multidb.NewClient(multidb.Config{
 		Databases: []multidb.Database{
 			{Name: "main", Weight: 2, Options: plain.Options()},
@@ -172,8 +172,8 @@ func TestStandardTracingThroughMultidb(t *testing.T) {
 	if len(got) != 1 || got[0] != "set@"+plain.Addr() {
 		t.Fatalf("spans %v, want one SET on %s", got, plain.Addr())
 	}
-	if n := checks.counts()["ping"]; n < 3 {
-		t.Errorf("the internal hook saw %d PINGs, want the health checks of the plain database (at least 3): %v", n, checks.counts())
+	if n := checks.Counts()["ping"]; n < 3 {
+		t.Errorf("the internal hook saw %d PINGs, want the health checks of the plain database (at least 3): %v", n, checks.Counts())
 	}
 }
 
@@ -190,13 +190,13 @@ func TestAddHookSeesTheCallersCommandsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	h := &countingHook{seen: map[string]int{}}
+	h := &testkit.CommandCounter{}
 	c.AddHook(h)
 	if err := c.Get(ctx, "missing").Err(); err != redis.Nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // refreshes, polls, probe rounds
-	seen := h.counts()
+	seen := h.Counts()
 	for name := range seen {
 		if name != "get" && name != "hello" {
 			t.Errorf("the hook saw %s, which the caller never sent (all: %v)", name, seen)
@@ -209,42 +209,5 @@ func TestAddHookSeesTheCallersCommandsOnly(t *testing.T) {
 	// traffic, as on a plain go-redis client.
 	if seen["hello"] > 1 {
 		t.Errorf("the hook saw %d HELLOs for one GET (all: %v)", seen["hello"], seen)
-	}
-}
-
-type countingHook struct {
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func (h *countingHook) counts() map[string]int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range h.seen {
-		out[k] = v
-	}
-	return out
-}
-
-func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.mu.Lock()
-		h.seen[cmd.Name()]++
-		h.mu.Unlock()
-		return next(ctx, cmd)
-	}
-}
-
-func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.mu.Lock()
-		for _, cmd := range cmds {
-			h.seen[cmd.Name()]++
-		}
-		h.mu.Unlock()
-		return next(ctx, cmds)
 	}
 }

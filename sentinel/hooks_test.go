@@ -1,10 +1,7 @@
 package sentinel
 
 import (
-	"context"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,60 +11,9 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// commandCounter is a go-redis hook that counts the commands it sees by
-// name, pipelines included.
-type commandCounter struct {
-	mu    sync.Mutex
-	seen  map[string]int
-	dials int
-}
-
-func newCommandCounter() *commandCounter { return &commandCounter{seen: map[string]int{}} }
-
-func (h *commandCounter) note(cmds ...redis.Cmder) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, c := range cmds {
-		h.seen[strings.ToLower(c.FullName())]++
-	}
-}
-
-func (h *commandCounter) counts() map[string]int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make(map[string]int, len(h.seen))
-	for k, v := range h.seen {
-		out[k] = v
-	}
-	return out
-}
-
-func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		h.mu.Lock()
-		h.dials++
-		h.mu.Unlock()
-		return next(ctx, network, addr)
-	}
-}
-
-func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.note(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.note(cmds...)
-		return next(ctx, cmds)
-	}
-}
-
 // connectionSetup are the commands go-redis itself sends on every new
 // connection of a client (a plain redis.Client's hooks see them too).
-var connectionSetup = map[string]bool{"hello": true, "client setinfo": true, "auth": true, "select": true, "client setname": true}
+var connectionSetup = map[string]bool{"hello": true, "auth": true, "select": true}
 
 // A hook added with AddHook sees the caller's commands and nothing of the
 // client's own work (ROLE checks, sentinel polls, CLIENT ID before a
@@ -76,13 +22,13 @@ var connectionSetup = map[string]bool{"hello": true, "client setinfo": true, "au
 func TestHooksSeeTheirOwnTraffic(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
-	internal := newCommandCounter()
+	internal := &testkit.CommandCounter{}
 	c, _ := newTestClient(t, l, func(o *Config) {
 		o.RefreshInterval = 100 * time.Millisecond
 		o.SentinelPollInterval = 50 * time.Millisecond
 		o.InternalHook = internal
 	})
-	user := newCommandCounter()
+	user := &testkit.CommandCounter{}
 	c.AddHook(user)
 
 	if err := c.Set(ctx, "hooked", "v", 0).Err(); err != nil {
@@ -99,10 +45,10 @@ func TestHooksSeeTheirOwnTraffic(t *testing.T) {
 	// until the internal hook has seen ten rounds of them, so that the
 	// user hook had every chance to see them too.
 	testkit.WaitFor(t, 20*time.Second, "ten topology checks", func() bool {
-		return internal.counts()["role"] >= 10
+		return internal.Counts()["role"] >= 10
 	})
 
-	for name, n := range user.counts() {
+	for name, n := range user.Counts() {
 		switch {
 		case name == "set" || name == "get" || name == "blpop":
 			if n != 1 {
@@ -113,13 +59,13 @@ func TestHooksSeeTheirOwnTraffic(t *testing.T) {
 			t.Errorf("the user hook saw the client's own %q (%d times)", name, n)
 		}
 	}
-	in := internal.counts()
+	in := internal.Counts()
 	for _, name := range []string{"set", "get", "blpop"} {
 		if in[name] != 0 {
 			t.Errorf("the internal hook saw the caller's %s (%d times)", name, in[name])
 		}
 	}
-	if in["client"] == 0 { // CLIENT ID (go-redis names it "client")
+	if in["client"] == 0 { // CLIENT ID
 		t.Errorf("the internal hook did not see the CLIENT ID before BLPOP: %v", in)
 	}
 	sentinelCmds := 0
@@ -131,5 +77,5 @@ func TestHooksSeeTheirOwnTraffic(t *testing.T) {
 	if sentinelCmds == 0 {
 		t.Errorf("the internal hook saw no sentinel command: %v", in)
 	}
-	t.Logf("user hook: %v; internal hook: %v", user.counts(), in)
+	t.Logf("user hook: %v; internal hook: %v", user.Counts(), in)
 }

@@ -219,3 +219,14 @@ func (f filteredHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		return next(ctx, cmds)
 	}
 }
+
+// Why a routed client refuses the *redis.Client methods it cannot route,
+// and what to use instead: one wording for every routed client (each
+// wraps it in its own ErrUnsupported error).
+const (
+	RefuseAutoPipeline      = "go-redis's auto-pipeliner sends on connections of its own, past per-command routing"
+	RefuseAutoPipelineUse   = "Pipeline or Pipelined"
+	RefuseWait              = "WAIT counts the acknowledged writes of its own connection, and calls run on connections of the client's choosing"
+	RefuseWaitAOF           = "WAITAOF counts the fsynced writes of its own connection, and calls run on connections of the client's choosing"
+	RefusePushNotifications = "Subscribe for pub/sub"
+)
