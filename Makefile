@@ -1,13 +1,22 @@
-# rediskit: make demo (the tour on a local lab) and make test (all tests).
-# Both install Redis first when redis-server or redis-sentinel is missing, and
-# a C compiler when there is none (go test -race needs cgo).
+# rediskit: make demo (the tour on a local lab) and make test (all tests,
+# on Redis 7 and on Valkey 8). Both install Redis first when redis-server or
+# redis-sentinel is missing, and a C compiler when there is none (go test
+# -race needs cgo); make test (and make demo SERVER=valkey) installs Valkey
+# too.
 
 GO        ?= go
 TESTFLAGS ?= -race -count=1 -timeout 14m
 FUZZTIME  ?= 30s
 FUZZFLAGS ?=
+# The servers make test runs the suite on, each pass side by side
+# (scripts/test-servers.sh); SERVERS=redis runs one.
+SERVERS   ?= redis valkey
+# The server make demo's lab runs: redis or valkey.
+SERVER    ?= redis
+# Where make test-redis8 builds Redis 8.0 (outside the tree).
+REDIS8_CACHE ?= $(HOME)/.cache/rediskit/redis8
 
-.PHONY: all redis test vet lint demo bench fuzz faults generate
+.PHONY: all redis valkey test test-redis8 vet lint demo bench fuzz faults generate
 
 all: test
 
@@ -31,6 +40,21 @@ redis:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $$pkgs; \
 	fi
 
+# Install valkey-server, valkey-sentinel and valkey-tools (Valkey 8.0) from
+# this Debian release's backports suite when valkey-server or
+# valkey-sentinel is not on PATH. The suite is added by
+# scripts/apt-backports.sh from the machine's own Debian source (same URI,
+# suite <codename>-backports, its own file under /etc/apt/sources.list.d),
+# so no mirror is named here.
+valkey:
+	@if ! command -v valkey-server >/dev/null 2>&1 || ! command -v valkey-sentinel >/dev/null 2>&1; then \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		suite=$$($$SUDO sh scripts/apt-backports.sh) && \
+		echo "make: installing valkey-server valkey-sentinel valkey-tools from $$suite" && \
+		$$SUDO apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -t "$$suite" valkey-server valkey-sentinel valkey-tools; \
+	fi
+
 # vet also type-checks for macOS and Windows: the library and the CLI build
 # there (the lab runs on Unix systems only and says so on Windows), and
 # nothing else would notice a Linux-only system call slipping in.
@@ -39,13 +63,25 @@ vet:
 	GOOS=darwin $(GO) vet ./...
 	GOOS=windows $(GO) vet ./...
 
-test: redis vet
-	$(GO) test $(TESTFLAGS) ./...
+# Every package, once per server in SERVERS (REDISKIT_LAB_SERVER set for
+# each pass), the passes side by side after one build of the test
+# binaries; each pass's output is printed when it ends, with its time.
+test: redis $(if $(filter valkey,$(SERVERS)),valkey) vet
+	sh scripts/test-servers.sh "$(SERVERS)" $(GO) test $(TESTFLAGS) ./...
+
+# The suite on Redis 8.0, built from Debian's trixie source package into
+# $(REDIS8_CACHE) on first use (scripts/redis8.sh; about two minutes on two
+# cores). Not part of make test.
+test-redis8: redis
+	@bin=$$(sh scripts/redis8.sh "$(REDIS8_CACHE)") && \
+		echo "make: running the suite on $$("$$bin/redis-server" --version)" && \
+		PATH="$$bin:$$PATH" REDISKIT_LAB_SERVER=redis $(GO) test $(TESTFLAGS) ./...
 
 # The enum String methods (stringer -linecomment, pinned by version in each
 # //go:generate line, fetched from the module proxy on first use) and the
-# classify command table (from the COMMAND reply of redis-server on PATH).
-generate: redis
+# classify command table (the COMMAND replies of redis-server and
+# valkey-server on PATH, merged).
+generate: redis valkey
 	$(GO) generate ./...
 
 # The lint gate (.golangci.yml): zero findings in library code. The
@@ -62,9 +98,9 @@ lint: $(GOLANGCI_LINT)
 
 # The binary runs directly (not under go run, which exits 1 on Ctrl-C even
 # when the tour stopped cleanly), so Ctrl-C ends make demo with status 0.
-demo: redis
+demo: redis $(if $(filter valkey,$(SERVER)),valkey)
 	$(GO) build -o bin/rediskit ./cmd/rediskit
-	bin/rediskit demo
+	REDISKIT_LAB_SERVER=$(SERVER) bin/rediskit demo
 
 # The random fault test for longer than make test runs it (20 s): kills,
 # pauses, black holes, partitions, sentinel restarts and failovers under

@@ -23,7 +23,8 @@ type Classifier struct {
 }
 
 // New returns a Classifier using the built-in table, generated from the
-// COMMAND reply of Redis 7.0 (see the package documentation).
+// COMMAND replies of Redis 7.0 and Valkey 8.0 (see the package
+// documentation).
 func New() *Classifier {
 	c := &Classifier{}
 	c.t.Store(builtinTable())

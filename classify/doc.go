@@ -16,13 +16,20 @@
 //
 // # Where the answers come from
 //
-// Per command, from Redis's own metadata: the flags COMMAND reports for
-// each command and subcommand. The built-in table (table_gen.go) is
-// generated from the COMMAND reply of Redis 7.0.15 by a generator kept in
-// this package (internal/gen; run "go generate ./classify/" with
-// redis-server on PATH; it starts a lab server, reads COMMAND and INFO, and
-// writes the table with every command's arity and flags). A test checks the
-// committed table against a live server of the same major.minor version.
+// Per command, from the servers' own metadata: the flags COMMAND reports
+// for each command and subcommand. The built-in table (table_gen.go) is
+// generated from the COMMAND replies of Redis 7.0.15 and Valkey 8.0.1 by a
+// generator kept in this package (internal/gen; run "go generate
+// ./classify/" with redis-server and valkey-server on PATH; it starts a lab
+// server of each, reads COMMAND and INFO, and writes the merged table with
+// every command's arity and flags). The table is the union of both: a
+// command only one server knows (Valkey's WAITAOF, CLIENT CAPA, CLUSTER
+// SLOT-STATS, ...) is classified from that server's flags; a command they
+// describe differently gets the flags that are safe on both (read-only only
+// when both say read-only; WAIT is blocking, as Valkey flags it). The
+// differences are listed in table_gen.go (builtinDifferences), and a test
+// checks the committed table against a live server of either kind at the
+// same major.minor version, as that server described it.
 //
 // Refresh replaces a Classifier's table with one built from the connected
 // server's COMMAND reply, so module commands and the commands of newer

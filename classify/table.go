@@ -31,8 +31,18 @@ type table struct {
 // built on first use and never changes; every Classifier starts with it and
 // the package-level functions use only it.
 var builtinTable = sync.OnceValue(func() *table {
-	return buildTable(builtinSpecs, "built-in table (redis-server "+builtinVersion+")")
+	return buildTable(builtinSpecs, "built-in table ("+builtinLabel()+")")
 })
+
+// builtinLabel names the servers the built-in table was read from:
+// "redis 7.0.15 + valkey 8.0.1".
+func builtinLabel() string {
+	labels := make([]string, len(builtinSources))
+	for i, s := range builtinSources {
+		labels[i] = s.Label()
+	}
+	return strings.Join(labels, " + ")
+}
 
 func buildTable(specs []cmdinfo.Spec, source string) *table {
 	t := &table{commands: make(map[string]*entry, len(specs)), source: source}

@@ -110,8 +110,14 @@ type Config struct {
 	// Dir is where the lab keeps configs, logs and certificates. Default: a
 	// new temporary directory, removed by Close.
 	Dir string
+	// Server is which server implementation runs: ServerRedis,
+	// ServerValkey, or (the zero value) the one the environment variable
+	// ServerEnv names, Redis when it is unset. Lab.ServerVersion says what
+	// actually runs.
+	Server ServerKind
 	// RedisServer and RedisSentinel are the binaries to run. Default: the
-	// ones on PATH.
+	// Server kind's on PATH (redis-server and redis-sentinel, or
+	// valkey-server and valkey-sentinel).
 	RedisServer   string
 	RedisSentinel string
 	// StartTimeout bounds Start when the caller's context has no earlier
@@ -169,11 +175,16 @@ func (c Config) withDefaults() Config {
 	if c.StartTimeout == 0 {
 		c.StartTimeout = DefaultStartTimeout
 	}
+	// An unknown ServerEnv value leaves ServerAuto, which validate reports.
+	if kind, err := c.Server.resolve(); err == nil {
+		c.Server = kind
+	}
+	server, sentinel := c.Server.binaries()
 	if c.RedisServer == "" {
-		c.RedisServer = "redis-server"
+		c.RedisServer = server
 	}
 	if c.RedisSentinel == "" {
-		c.RedisSentinel = "redis-sentinel"
+		c.RedisSentinel = sentinel
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -34,6 +34,8 @@ type Lab struct {
 	tlsFiles  *TLSFiles
 	tlsConfig *tls.Config
 
+	version   ServerVersion // of node0, read when it started
+
 	nodes     []*Node
 	sentinels []*SentinelNode
 	events    *eventLog
@@ -112,7 +114,7 @@ func startWith(ctx context.Context, cfg Config, pickPort func(netip.Addr) (int, 
 		}
 		return nil, err
 	}
-	cfg.Logger.Info("lab: ready", "nodes", len(l.nodes), "sentinels", len(l.sentinels), "took", time.Since(began))
+	cfg.Logger.Info("lab: ready", "server", l.version.String(), "nodes", len(l.nodes), "sentinels", len(l.sentinels), "took", time.Since(began))
 	return l, nil
 }
 
@@ -137,12 +139,15 @@ func (c Config) validate() error {
 			return err
 		}
 	}
+	if _, err := c.Server.resolve(); err != nil {
+		return err
+	}
 	for _, bin := range []string{c.RedisServer, c.RedisSentinel} {
 		if bin == c.RedisSentinel && c.Sentinels == 0 {
 			continue
 		}
 		if _, err := exec.LookPath(bin); err != nil {
-			return fmt.Errorf("lab: %s not found (install Redis: apt-get install -y redis-server redis-sentinel redis-tools, or run make redis): %w", bin, err)
+			return fmt.Errorf("lab: %s not found (%s): %w", bin, c.Server.installHint(), err)
 		}
 	}
 	return nil
@@ -218,6 +223,13 @@ func (l *Lab) startTopology(ctx context.Context) error {
 	}
 	if err := l.waitReplicasSynced(ctx); err != nil {
 		return err
+	}
+	info, err := master.Do(ctx, "INFO", "server").Text()
+	if err != nil {
+		return fmt.Errorf("lab: %s INFO server: %w", master.name, err)
+	}
+	if l.version, err = redisinfo.ParseServerVersion(redisinfo.ParseInfo(info)); err != nil {
+		return fmt.Errorf("lab: %s: %w", master.name, err)
 	}
 	if c.Sentinels == 0 {
 		return nil

@@ -438,6 +438,7 @@ func TestStartErrors(t *testing.T) {
 		{Config{Username: "u"}, "Password"},
 		{Config{TLSClientAuth: true}, "TLS"},
 		{Config{RedisServer: "/nonexistent/redis-server"}, "not found"},
+		{Config{Server: ServerKind(99)}, "Config.Server"},
 	} {
 		_, err := Start(ctx, tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -663,4 +664,48 @@ func sinceRequest(res FailoverResult) string {
 		parts = append(parts, d.String())
 	}
 	return strings.Join(parts, ", ")
+}
+
+// TestServerKind checks how a lab picks its server: Config.Server, else
+// ServerEnv, else Redis; an unknown ServerEnv value is an error, not a
+// silent Redis.
+func TestServerKind(t *testing.T) {
+	for _, tc := range []struct {
+		server   ServerKind
+		env      string
+		want     ServerKind
+		wantBins [2]string
+	}{
+		{ServerAuto, "", ServerRedis, [2]string{"redis-server", "redis-sentinel"}},
+		{ServerAuto, "valkey", ServerValkey, [2]string{"valkey-server", "valkey-sentinel"}},
+		{ServerAuto, " Redis ", ServerRedis, [2]string{"redis-server", "redis-sentinel"}},
+		{ServerRedis, "valkey", ServerRedis, [2]string{"redis-server", "redis-sentinel"}},
+		{ServerValkey, "", ServerValkey, [2]string{"valkey-server", "valkey-sentinel"}},
+	} {
+		t.Setenv(ServerEnv, tc.env)
+		c := Config{Server: tc.server}.withDefaults()
+		if c.Server != tc.want || c.RedisServer != tc.wantBins[0] || c.RedisSentinel != tc.wantBins[1] {
+			t.Errorf("Server %v, $%s=%q: got %v (%s, %s), want %v %v", tc.server, ServerEnv, tc.env,
+				c.Server, c.RedisServer, c.RedisSentinel, tc.want, tc.wantBins)
+		}
+	}
+	t.Setenv(ServerEnv, "keydb")
+	_, err := Start(testkit.Context(t, 5*time.Second), Config{})
+	if err == nil || !strings.Contains(err.Error(), "keydb") || !strings.Contains(err.Error(), ServerEnv) {
+		t.Errorf("Start with $%s=keydb: %v, want an error naming both", ServerEnv, err)
+	}
+	if k, err := ParseServerKind("VALKEY"); err != nil || k != ServerValkey || k.String() != "valkey" {
+		t.Errorf("ParseServerKind(VALKEY) = %v, %v", k, err)
+	}
+}
+
+// TestServerVersion checks that ServerVersion reports what the lab runs:
+// the kind its Config resolved to, version 7.0 or newer.
+func TestServerVersion(t *testing.T) {
+	l := New(t, Standalone())
+	v := l.ServerVersion()
+	t.Logf("lab runs %s", v)
+	if v.Name != l.Config().Server.String() || !v.AtLeast(7, 0) {
+		t.Errorf("ServerVersion = %+v, want %v 7.0 or newer", v, l.Config().Server)
+	}
 }

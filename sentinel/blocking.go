@@ -146,7 +146,7 @@ func (c *Client) runBlocking(ctx context.Context, snap *snapshot, cmd redis.Cmde
 	required := 0
 	if durable {
 		var err error
-		if required, err = c.durablePrecheck(snap); err != nil {
+		if required, err = c.durablePrecheck(ctx, snap); err != nil {
 			return err
 		}
 	}
@@ -167,10 +167,15 @@ func (c *Client) runBlocking(ctx context.Context, snap *snapshot, cmd redis.Cmde
 		c.blocking.put(bc, err)
 		return err
 	}
-	wait := redis.NewIntCmd(ctx, "wait", required, c.opts.DurableTimeout.Milliseconds())
-	werr := bc.conn.Process(ctx, wait)
+	confirm := c.confirmCmds(ctx, required)
+	_, werr := bc.conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, q := range confirm {
+			_ = p.Process(ctx, q)
+		}
+		return nil
+	})
 	c.blocking.put(bc, werr)
-	if nde := c.durableVerdict(snap, required, wait); nde != nil {
+	if nde := c.durableVerdict(snap, required, confirm); nde != nil {
 		return nde
 	}
 	return nil

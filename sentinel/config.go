@@ -157,10 +157,30 @@ type Config struct {
 	// DurablePromotable (the default) or DurableEveryKnownReplica (see
 	// the package documentation for what each promises).
 	DurableScope DurableScope
-	// DurableTimeout bounds the WAIT after each durable write. It must be
-	// shorter than ReadTimeout, which bounds WAIT's reply. Default
+	// DurableAOF makes durable writes also wait for the append-only file:
+	// each is confirmed with WAITAOF 1 N instead of WAIT N, which counts
+	// the master only once it has fsynced the write to its own AOF and a
+	// replica only once it has fsynced it to its AOF (N is the same count
+	// of replicas as for WAIT). A write acknowledged so survives a failover
+	// and a restart of every server it was counted on. It needs WAITAOF
+	// (Redis 7.2 or newer, Valkey 7.2 or newer) and appendonly yes on the
+	// master and on every counted replica (a replica without an AOF never
+	// counts, so durable writes fail, and say so). WAITAOF follows a WAIT
+	// on the same connection, which makes the replicas' fsyncs known in
+	// about a round trip instead of a second (see confirmCmds). On a
+	// master without
+	// WAITAOF or without an AOF, durable writes are refused before they are
+	// sent with a *NotDurableError wrapping ErrAOFUnavailable (checked once
+	// per master, and again every aofRecheck while it fails). It applies
+	// to the writes that are durable (Durable, or WithDurable per call);
+	// it does not make writes durable by itself.
+	DurableAOF bool
+	// DurableTimeout bounds the WAIT after each durable write (and, with
+	// DurableAOF, the WAITAOF after it). It must be shorter than
+	// ReadTimeout, which bounds WAIT's reply (with DurableAOF, twice it
+	// must be: both replies come within one ReadTimeout). Default
 	// DefaultDurableTimeout (1 s), or half of ReadTimeout when that is
-	// shorter.
+	// shorter (a third with DurableAOF).
 	DurableTimeout time.Duration
 
 	// DialTimeout bounds connecting to a data node. Default
@@ -413,6 +433,10 @@ func (o Config) withDefaults() (Config, error) {
 	zero.Default(&o.DialTimeout, DefaultDialTimeout)
 	zero.Default(&o.ReadTimeout, DefaultReadTimeout)
 	// WAIT's reply must come within ReadTimeout, which bounds every read.
+	// With DurableAOF, WAIT and then WAITAOF: both replies within it.
+	if o.DurableAOF {
+		zero.Default(&o.DurableTimeout, min(DefaultDurableTimeout, o.ReadTimeout/3))
+	}
 	zero.Default(&o.DurableTimeout, min(DefaultDurableTimeout, o.ReadTimeout/2))
 	zero.Default(&o.WriteTimeout, o.ReadTimeout)
 	zero.Default(&o.SentinelTimeout, DefaultSentinelTimeout)

@@ -38,6 +38,12 @@ var (
 	// ErrNotDurable matches a *NotDurableError.
 	ErrNotDurable = errors.New("sentinel: write not confirmed durable")
 
+	// ErrAOFUnavailable is wrapped by the *NotDurableError of a
+	// Config.DurableAOF write refused unsent because the master cannot
+	// confirm an AOF fsync: it has no WAITAOF (Redis before 7.2) or runs
+	// without appendonly.
+	ErrAOFUnavailable = errors.New("sentinel: the master cannot confirm AOF fsyncs (WAITAOF)")
+
 	// ErrMasterChanged matches a *MasterChangedError.
 	ErrMasterChanged = errors.New("sentinel: master changed")
 
@@ -266,8 +272,15 @@ type NotDurableError struct {
 	Unconfirmable []string
 	// NotSent is true when the write was refused before it was sent
 	// (re-running it later is safe): the master had no replica to confirm
-	// it, or some counted replica could not confirm it (Unconfirmable).
+	// it, some counted replica could not confirm it (Unconfirmable), or,
+	// with AOF, the master cannot confirm an fsync (Cause wraps
+	// ErrAOFUnavailable).
 	NotSent bool
+	// AOF is true for a Config.DurableAOF write, confirmed with WAITAOF:
+	// Acked counts the replicas that fsynced it to their AOF, and
+	// LocalFsynced says whether the master did.
+	AOF          bool
+	LocalFsynced bool
 }
 
 func (e *NotDurableError) Error() string {
@@ -275,11 +288,24 @@ func (e *NotDurableError) Error() string {
 		return fmt.Sprintf("sentinel: durable write refused: %d replicas %v must confirm it, and %v cannot (not connected to the master %s at the last topology refresh; it was not sent: re-running later is safe)",
 			e.Required, e.Replicas, e.Unconfirmable, e.Master)
 	}
+	if e.NotSent && e.Cause != nil {
+		return fmt.Sprintf("sentinel: durable write refused: %s: %s (it was not sent: re-running later is safe)", e.Master, failure.BriefErr(e.Cause))
+	}
 	if e.NotSent {
 		return fmt.Sprintf("sentinel: durable write refused: %s has no replica to confirm it (it was not sent: re-running later is safe)", e.Master)
 	}
-	msg := fmt.Sprintf("sentinel: write on %s not confirmed durable: %d of %d replicas %v acknowledged within %v (it may have executed: check before re-running)",
-		e.Master, e.Acked, e.Required, e.Replicas, e.Timeout)
+	var msg string
+	if e.AOF {
+		local := "fsynced it to its AOF"
+		if !e.LocalFsynced {
+			local = "did not fsync it to its AOF"
+		}
+		msg = fmt.Sprintf("sentinel: write on %s not confirmed durable: the master %s, and %d of %d replicas %v fsynced it to theirs within %v (WAITAOF; it may have executed: check before re-running)",
+			e.Master, local, e.Acked, e.Required, e.Replicas, e.Timeout)
+	} else {
+		msg = fmt.Sprintf("sentinel: write on %s not confirmed durable: %d of %d replicas %v acknowledged within %v (it may have executed: check before re-running)",
+			e.Master, e.Acked, e.Required, e.Replicas, e.Timeout)
+	}
 	if e.Cause != nil {
 		msg += "; cause: " + failure.BriefErr(e.Cause)
 	}

@@ -31,7 +31,10 @@ type node struct {
 	counts   *nodeCounts // shared by every client of this address
 	inflight atomic.Int64
 	retired  atomic.Bool
-	once     sync.Once
+	// aof is what the client last learned of the node's WAITAOF (see
+	// aofReady); nil until a DurableAOF write asks.
+	aof  atomic.Pointer[aofState]
+	once sync.Once
 }
 
 // nodeCounts are the calls a client sent to one address, across the

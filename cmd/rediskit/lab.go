@@ -35,6 +35,7 @@ type labFlags struct {
 	masterName string
 	json       bool
 	timeout    time.Duration
+	server     string
 }
 
 func newLabUpCommand() *cobra.Command {
@@ -61,7 +62,7 @@ every sentinel knowing the master, its replicas and its peers. When it is
 exceeded, whatever was started is stopped and lab up exits with 1.
 
 With --json, one JSON object describes the lab once it is ready:
-{"url", "master_name", "tls", "nodes": [{"name", "role", "addr",
+{"url", "master_name", "tls", "server_version", "nodes": [{"name", "role", "addr",
 "server", "pid", "latency_ms"}], "sentinels": [{"name", "addr", "pid"}]}.`,
 		Example: `  rediskit lab up --replicas 2 --sentinels 3 --latency node2=42
   rediskit lab up --replicas 1 --sentinels 0 --latency node0=1.5ms --latency node1=20ms --tls --json`,
@@ -81,6 +82,7 @@ With --json, one JSON object describes the lab once it is ready:
 	cmd.Flags().BoolVar(&f.proxy, "proxy", false, "put every data node behind a latency proxy")
 	cmd.Flags().StringVar(&f.masterName, "master-name", lab.DefaultMasterName, "the name the sentinels monitor the master under")
 	cmd.Flags().BoolVar(&f.json, "json", false, "describe the lab as one JSON object")
+	cmd.Flags().StringVar(&f.server, "server", "", "the server to run: redis or valkey (default: $"+lab.ServerEnv+", else redis)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", lab.DefaultStartTimeout,
 		"bound on the start: every server up, replicas synced, sentinels ready")
 	return cmd
@@ -100,6 +102,11 @@ func (f labFlags) config() (lab.Config, error) {
 	if f.timeout <= 0 {
 		return cfg, usagef("--timeout must be positive")
 	}
+	kind, err := lab.ParseServerKind(f.server)
+	if err != nil {
+		return cfg, usagef("--server %q: want redis or valkey", f.server)
+	}
+	cfg.Server = kind
 	if f.replicas < 0 || f.sentinels < 0 {
 		return cfg, usagef("--replicas and --sentinels cannot be negative")
 	}
@@ -202,6 +209,7 @@ func describeLab(ctx context.Context, w io.Writer, l *lab.Lab) error {
 	if err := lab.WriteStatus(w, l.Status(ctx)); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "Server: %s\n", l.ServerVersion())
 	fmt.Fprintf(w, "URL: %s\n", readyURL(l))
 	c := l.Config()
 	if c.Password != "" || c.SentinelPassword != "" {
@@ -212,11 +220,13 @@ func describeLab(ctx context.Context, w io.Writer, l *lab.Lab) error {
 
 // labJSON is lab up's --json object.
 type labJSON struct {
-	URL        string        `json:"url"`
-	MasterName string        `json:"master_name,omitempty"`
-	TLS        bool          `json:"tls"`
-	Nodes      []labNodeJSON `json:"nodes"`
-	Sentinels  []labSentJSON `json:"sentinels"`
+	URL        string `json:"url"`
+	MasterName string `json:"master_name,omitempty"`
+	TLS        bool   `json:"tls"`
+	// ServerVersion is what the data nodes run: "Valkey 8.0.1".
+	ServerVersion string        `json:"server_version"`
+	Nodes         []labNodeJSON `json:"nodes"`
+	Sentinels     []labSentJSON `json:"sentinels"`
 }
 
 type labNodeJSON struct {
@@ -237,7 +247,7 @@ type labSentJSON struct {
 // describeLabJSON is the lab's --json object, from the same rows as the
 // table.
 func describeLabJSON(ctx context.Context, l *lab.Lab) labJSON {
-	d := labJSON{URL: readyURL(l), TLS: l.TLS() != nil, Nodes: []labNodeJSON{}, Sentinels: []labSentJSON{}}
+	d := labJSON{URL: readyURL(l), TLS: l.TLS() != nil, ServerVersion: l.ServerVersion().String(), Nodes: []labNodeJSON{}, Sentinels: []labSentJSON{}}
 	if len(l.Sentinels()) > 0 {
 		d.MasterName = l.MasterName()
 	}

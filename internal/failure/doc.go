@@ -70,5 +70,7 @@
 //   - NoScript: EVALSHA of a script the server does not have.
 //   - NoPasswordConfigured: AUTH with a password on a server that has
 //     none.
+//   - AOFDisabled: WAITAOF asking for the local fsync on a server without
+//     an append-only file.
 //   - Unblocked: a blocking command ended before it was served.
 package failure

@@ -203,6 +203,14 @@ func NoScript(err error) bool {
 	return replyPrefix(err, "NOSCRIPT")
 }
 
+// AOFDisabled reports whether err is the reply to WAITAOF asking for the
+// local fsync (numlocal 1) on a server running without an append-only file
+// ("ERR WAITAOF cannot be used when numlocal is set but appendonly is
+// disabled."): nothing was waited for.
+func AOFDisabled(err error) bool {
+	return replyPrefix(err, "WAITAOF cannot be used when numlocal is set but appendonly is disabled")
+}
+
 // NoPasswordConfigured reports whether err is the reply to AUTH with a
 // password on a server whose default user has none ("ERR AUTH <password>
 // called without any password configured for the default user. ..."):

@@ -193,6 +193,7 @@ func TestMissDoesNotAllocate(t *testing.T) {
 		"UnknownCommand":           func() { UnknownCommand(redis.Nil) },
 		"NoScript":                 func() { NoScript(redis.Nil) },
 		"NoPasswordConfigured":     func() { NoPasswordConfigured(redis.Nil) },
+		"AOFDisabled":              func() { AOFDisabled(redis.Nil) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s(redis.Nil): %v allocations", name, n)

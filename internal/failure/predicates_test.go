@@ -56,6 +56,7 @@ var predicates = []predicate{
 	{"UnknownCommand", errOnly(UnknownCommand)},
 	{"NoScript", errOnly(NoScript)},
 	{"NoPasswordConfigured", errOnly(NoPasswordConfigured)},
+	{"AOFDisabled", errOnly(AOFDisabled)},
 }
 
 // classified is an error, the context of the call it ended (nil: one that
@@ -180,6 +181,14 @@ func realErrors(t *testing.T) []classified {
 
 	add("NOSCRIPT", nil, c.EvalSha(ctx, strings.Repeat("0", 40), nil).Err(), "Reply NoScript")
 	add("unknown command", nil, c.Do(ctx, "RKTEST.NOSUCHCOMMAND").Err(), "Reply UnknownCommand")
+	// WAITAOF's local fsync without an AOF: Valkey (and Redis 7.2 and
+	// newer) refuse it; Redis 7.0 has no WAITAOF.
+	waitAOF := c.Do(ctx, "WAITAOF", 1, 0, 1).Err()
+	if v := l.ServerVersion(); v.Name == "valkey" || v.AtLeast(7, 2) {
+		add("WAITAOF without appendonly on "+v.String(), nil, waitAOF, "Reply AOFDisabled")
+	} else {
+		add("WAITAOF on "+v.String(), nil, waitAOF, "Reply UnknownCommand")
+	}
 	withPassword := n.Options()
 	withPassword.Password = "not-configured"
 	d := redis.NewClient(withPassword)
@@ -274,6 +283,7 @@ func constructedErrors() []classified {
 		{name: "unknown command in text that is not a reply", err: fmt.Errorf("unknown command %q", "HELLO"), want: ""},
 		{name: "NOSCRIPT after ERR (KVRocks)", err: redisErr("ERR NOSCRIPT No matching script"), want: "Reply NoScript"},
 		{name: "no password configured", err: redisErr("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), want: "Reply NoPasswordConfigured"},
+		{name: "WAITAOF without appendonly", err: redisErr("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."), want: "Reply AOFDisabled"},
 		{name: "wrong password", err: redisErr("WRONGPASS invalid username-password pair or user is disabled."), want: "Reply"},
 	}
 }

@@ -153,3 +153,54 @@ func HasFlag(flags, flag string) bool {
 	}
 	return false
 }
+
+// ServerVersion is a server's implementation and version, from INFO
+// server. Valkey reports server_name:valkey and valkey_version (its
+// redis_version is the Redis version it is compatible with, 7.2.4 for
+// Valkey 8); Redis reports only redis_version.
+type ServerVersion struct {
+	// Name is "redis" or "valkey".
+	Name string
+	// Version is the implementation's own version, e.g. "8.0.1".
+	Version string
+	// Major, Minor and Patch are Version's numbers.
+	Major, Minor, Patch int
+}
+
+// ParseServerVersion reads the server's name and version from the fields
+// of INFO server.
+func ParseServerVersion(info map[string]string) (ServerVersion, error) {
+	v := ServerVersion{Name: "redis", Version: info["redis_version"]}
+	if name := info["server_name"]; name != "" {
+		v.Name = strings.ToLower(name)
+	}
+	if own := info[v.Name+"_version"]; own != "" {
+		v.Version = own
+	}
+	if v.Version == "" {
+		return v, fmt.Errorf("INFO server has no version field")
+	}
+	parts := strings.SplitN(v.Version, ".", 3)
+	nums := []*int{&v.Major, &v.Minor, &v.Patch}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return v, fmt.Errorf("INFO server: version %q is not numeric", v.Version)
+		}
+		*nums[i] = n
+	}
+	return v, nil
+}
+
+// AtLeast reports whether the version is major.minor or newer.
+func (v ServerVersion) AtLeast(major, minor int) bool {
+	return v.Major > major || v.Major == major && v.Minor >= minor
+}
+
+// String is the name and version, "Valkey 8.0.1" or "Redis 7.0.15".
+func (v ServerVersion) String() string {
+	if v.Name == "" {
+		return "unknown server"
+	}
+	return strings.ToUpper(v.Name[:1]) + v.Name[1:] + " " + v.Version
+}

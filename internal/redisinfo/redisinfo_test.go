@@ -62,3 +62,37 @@ func TestParseTableBothProtocols(t *testing.T) {
 		t.Fatalf("ParseFields = %v, %v", fields, err)
 	}
 }
+
+func TestParseServerVersion(t *testing.T) {
+	tests := []struct {
+		info    map[string]string
+		want    ServerVersion
+		str     string
+		atLeast [2]int
+		wantErr bool
+	}{
+		{map[string]string{"redis_version": "7.0.15"}, ServerVersion{Name: "redis", Version: "7.0.15", Major: 7, Minor: 0, Patch: 15}, "Redis 7.0.15", [2]int{7, 0}, false},
+		// Valkey's redis_version is the Redis version it is compatible with.
+		{map[string]string{"redis_version": "7.2.4", "server_name": "valkey", "valkey_version": "8.0.1"},
+			ServerVersion{Name: "valkey", Version: "8.0.1", Major: 8, Minor: 0, Patch: 1}, "Valkey 8.0.1", [2]int{7, 2}, false},
+		{map[string]string{"redis_version": "8.0.2", "server_name": "redis"}, ServerVersion{Name: "redis", Version: "8.0.2", Major: 8, Patch: 2}, "Redis 8.0.2", [2]int{8, 0}, false},
+		{map[string]string{"redis_version": "255.255.255"}, ServerVersion{Name: "redis", Version: "255.255.255", Major: 255, Minor: 255, Patch: 255}, "Redis 255.255.255", [2]int{7, 2}, false},
+		{map[string]string{}, ServerVersion{}, "", [2]int{}, true},
+		{map[string]string{"redis_version": "7.x"}, ServerVersion{}, "", [2]int{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseServerVersion(tt.info)
+		if tt.wantErr {
+			if err == nil {
+				t.Errorf("ParseServerVersion(%v) = %v, want an error", tt.info, got)
+			}
+			continue
+		}
+		if err != nil || got != tt.want || got.String() != tt.str || !got.AtLeast(tt.atLeast[0], tt.atLeast[1]) {
+			t.Errorf("ParseServerVersion(%v) = %+v %q %v, want %+v %q, at least %v", tt.info, got, got, err, tt.want, tt.str, tt.atLeast)
+		}
+	}
+	if (ServerVersion{Name: "redis", Major: 7, Minor: 0}).AtLeast(7, 2) {
+		t.Error("7.0 is at least 7.2")
+	}
+}

@@ -1,12 +1,15 @@
 // Command gen writes classify/table_gen.go: it starts a standalone
-// redis-server with the lab package, reads its COMMAND reply and its
-// version, and renders the commands, their arities and their flags as a Go
-// table. Run it through go generate in the classify directory:
+// redis-server and a standalone valkey-server with the lab package, reads
+// each one's COMMAND reply and version, merges them (cmdinfo.Merge: the
+// union of the commands; where the servers differ, the flags safe on both)
+// and renders the result, with the list of differences, as a Go table. Run
+// it through go generate in the classify directory:
 //
 //	go generate ./classify/
 //
-// It needs redis-server on PATH (make redis installs it). The table records
-// the server's version; regenerate when the project moves to a newer Redis.
+// It needs redis-server and valkey-server on PATH (make generate installs
+// both). The table records each server's version; regenerate when the
+// project moves to newer servers.
 package main
 
 import (
@@ -14,59 +17,77 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rediskit/rediskit/classify/internal/cmdinfo"
-	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/lab"
 )
 
 func main() {
 	out := flag.String("out", "table_gen.go", "file to write")
-	server := flag.String("redis-server", "", "redis-server binary (default: the one on PATH)")
+	servers := flag.String("servers", "redis,valkey", "the servers to read, comma-separated (redis, valkey)")
 	flag.Parse()
-	if err := run(*out, *server); err != nil {
+	if err := run(*out, strings.Split(*servers, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, server string) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l, err := lab.Start(ctx, lab.Config{RedisServer: server})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := l.Close(); cerr != nil && err == nil {
-			err = cerr
+func run(out string, servers []string) error {
+	var sources []cmdinfo.Source
+	for _, name := range servers {
+		kind, err := lab.ParseServerKind(name)
+		if err != nil || kind == lab.ServerAuto {
+			return fmt.Errorf("-servers: %q is not redis or valkey", name)
 		}
-	}()
-	node := l.Node(0)
-	info, err := node.Do(ctx, "INFO", "server").Text()
-	if err != nil {
-		return fmt.Errorf("INFO server: %w", err)
+		src, err := read(kind)
+		if err != nil {
+			return err
+		}
+		sources = append(sources, src)
 	}
-	version := redisinfo.ParseInfo(info)["redis_version"]
-	if version == "" {
-		return fmt.Errorf("INFO server has no redis_version")
-	}
-	reply, err := node.Do(ctx, "COMMAND").Result()
-	if err != nil {
-		return fmt.Errorf("COMMAND: %w", err)
-	}
-	specs, err := cmdinfo.Parse(reply)
+	specs, diffs, err := cmdinfo.Merge(sources)
 	if err != nil {
 		return err
 	}
-	src, err := cmdinfo.Render(version, specs)
+	src, err := cmdinfo.RenderMerged(sources, specs, diffs)
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(out, src, 0o644); err != nil { //nolint:gosec // a Go source file in the repository, read by everyone
 		return err
 	}
-	fmt.Printf("gen: wrote %s: %d commands from redis-server %s\n", out, len(specs), version)
+	labels := make([]string, len(sources))
+	for i, s := range sources {
+		labels[i] = fmt.Sprintf("%s (%d commands)", s.Label(), len(s.Specs))
+	}
+	fmt.Printf("gen: wrote %s: %d commands from %s; %d differ\n", out, len(specs), strings.Join(labels, " and "), len(diffs))
 	return nil
+}
+
+// read starts one standalone server of the kind and reads its COMMAND
+// reply.
+func read(kind lab.ServerKind) (src cmdinfo.Source, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := lab.Start(ctx, lab.Config{Server: kind})
+	if err != nil {
+		return src, err
+	}
+	defer func() {
+		if cerr := l.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	v := l.ServerVersion()
+	reply, err := l.Node(0).Do(ctx, "COMMAND").Result()
+	if err != nil {
+		return src, fmt.Errorf("%s: COMMAND: %w", v, err)
+	}
+	specs, err := cmdinfo.Parse(reply)
+	if err != nil {
+		return src, fmt.Errorf("%s: %w", v, err)
+	}
+	return cmdinfo.Source{Server: v.Name, Version: v.Version, Specs: specs}, nil
 }

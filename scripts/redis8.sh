@@ -1,0 +1,79 @@
+#!/bin/sh
+# Build Redis 8.0 from Debian's source package (suite trixie) into a
+# cache directory outside the tree, and print the directory holding its
+# redis-server and redis-sentinel. A second run finds the build and only
+# prints it.
+#
+#	scripts/redis8.sh [cache-dir]      (default ~/.cache/rediskit/redis8)
+#
+# The source comes from the machine's own Debian mirror: a deb-src entry
+# for trixie is derived from its existing source, as apt-backports.sh
+# does for backports (same URI and keyring), and only the upstream
+# tarball (redis_8.0.*.orig.tar.gz) is fetched, checked against the hash
+# apt lists for it. It needs make and a C compiler (make redis installs
+# gcc when it is missing).
+set -eu
+cache=${1:-${HOME:-/root}/.cache/rediskit/redis8}
+mkdir -p "$cache"
+if [ -x "$cache/bin/redis-server" ] && [ -x "$cache/bin/redis-sentinel" ]; then
+	echo "$cache/bin"
+	exit 0
+fi
+
+src=/etc/apt/sources.list.d/rediskit-trixie-src.sources
+if [ ! -f "$src" ]; then
+	found=""
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		found=$(awk '
+			function flush() {
+				if (!done && types ~ /(^|[ \t])deb([ \t]|$)/ && uris != "" && suites !~ /security/) { split(uris, u, /[ \t]+/); print u[1] "\t" key; done = 1 }
+				types = ""; uris = ""; suites = ""; key = ""
+			}
+			/^[ \t]*$/ { flush(); next }
+			/^[ \t]*#/ { next }
+			/^Types:/   { sub(/^Types:[ \t]*/, "");   types = $0; next }
+			/^URIs:/    { sub(/^URIs:[ \t]*/, "");    uris = $0; next }
+			/^Suites:/  { sub(/^Suites:[ \t]*/, "");  suites = $0; next }
+			/^Signed-By:/ { sub(/^Signed-By:[ \t]*/, ""); key = $0; next }
+			END { flush() }' "$f")
+		[ -n "$found" ] && break
+	done
+	if [ -z "$found" ]; then
+		uri=$(awk '$1 == "deb" && $0 !~ /security/ { i = 2; if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ } print $i; exit }' \
+			/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+		[ -n "$uri" ] || { echo "redis8: no Debian source found under /etc/apt" >&2; exit 1; }
+		found=$(printf '%s\t' "$uri")
+	fi
+	uri=$(printf '%s' "$found" | cut -f1)
+	keyring=$(printf '%s' "$found" | cut -f2)
+	{
+		echo "# Added by rediskit (scripts/redis8.sh): the machine's own Debian source,"
+		echo "# suite trixie, for the source package of Redis 8.0."
+		echo "Types: deb-src"
+		echo "URIs: $uri"
+		echo "Suites: trixie"
+		echo "Components: main"
+		[ -z "$keyring" ] || echo "Signed-By: $keyring"
+	} >"$src"
+	apt-get update -q >&2
+fi
+
+# 'URI' file size SHA256:hash, for the upstream tarball only.
+line=$(cd "$cache" && apt-get source --print-uris redis/trixie 2>/dev/null | grep "orig\.tar" | head -n 1)
+[ -n "$line" ] || { echo "redis8: apt lists no redis source in trixie" >&2; exit 1; }
+url=$(echo "$line" | awk '{ gsub(/\047/, "", $1); print $1 }')
+file=$(echo "$line" | awk '{ print $2 }')
+hash=$(echo "$line" | awk '{ print $4 }')
+if [ ! -f "$cache/$file" ]; then
+	/usr/lib/apt/apt-helper download-file "$url" "$cache/$file" "$hash" >&2
+fi
+dir="$cache/$(tar -tzf "$cache/$file" | head -n 1 | cut -d/ -f1)"
+[ -d "$dir" ] || tar -xzf "$cache/$file" -C "$cache"
+began=$(date +%s)
+make -C "$dir" -j"$(nproc)" >"$cache/build.log" 2>&1 || { tail -n 30 "$cache/build.log" >&2; echo "redis8: build failed (log: $cache/build.log)" >&2; exit 1; }
+echo "redis8: built $(basename "$dir") in $(( $(date +%s) - began )) s (log: $cache/build.log)" >&2
+mkdir -p "$cache/bin"
+cp "$dir/src/redis-server" "$cache/bin/redis-server"
+cp "$dir/src/redis-server" "$cache/bin/redis-sentinel"
+echo "$cache/bin"
