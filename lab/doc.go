@@ -4,7 +4,17 @@
 //
 // It runs the redis-server and redis-sentinel binaries found on PATH (Redis
 // 7.0 or newer; on Debian: apt-get install redis-server redis-sentinel
-// redis-tools). Each lab lives in its own temporary directory with its own
+// redis-tools), or valkey-server and valkey-sentinel (Valkey 7.2 or newer;
+// on Debian 12: apt-get install -t bookworm-backports valkey-server
+// valkey-sentinel valkey-tools, or make valkey). Config.Server chooses; its
+// zero value takes the choice from the environment variable
+// REDISKIT_LAB_SERVER ("redis", the default, or "valkey"), which is how
+// make test runs the whole suite on each server. Lab.ServerVersion says
+// what runs ("Valkey 8.0.1"); a test whose assertion depends on the server
+// names it. The configuration the lab writes is the same for both: every
+// directive it uses (bind-source-addr, replica-announce-*, the TLS and ACL
+// lines, sentinel announce-*, known-replica, known-sentinel, myid) means
+// the same on Redis 7.0 and Valkey 8.0. Each lab lives in its own temporary directory with its own
 // free ports, so tests can run in parallel; nothing relies on a system Redis
 // service.
 //

@@ -34,7 +34,7 @@ type Lab struct {
 	tlsFiles  *TLSFiles
 	tlsConfig *tls.Config
 
-	version   ServerVersion // of node0, read when it started
+	version ServerVersion // of node0, read when it started
 
 	nodes     []*Node
 	sentinels []*SentinelNode
@@ -42,6 +42,8 @@ type Lab struct {
 	// pickPort picks a port free on a server's address (freePort, or a
 	// test's).
 	pickPort func(host netip.Addr) (int, error)
+	// picked are the ports of the servers of the current start attempt.
+	picked map[netip.AddrPort]bool
 
 	// partMu serialises Partition and Heal and guards clients.
 	partMu  sync.Mutex
@@ -279,6 +281,7 @@ func (l *Lab) stopTopology() error {
 		errs = append(errs, os.RemoveAll(s.dir))
 	}
 	l.nodes, l.sentinels = nil, nil
+	l.picked = nil
 	return errors.Join(errs...)
 }
 
@@ -329,13 +332,31 @@ func (s *Server) allocatePort() error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
-	port, err := s.lab.pickPort(s.host)
-	if err != nil {
-		return fmt.Errorf("lab: find a free port: %w", err)
+	// The kernel may hand the port it just freed to the next bind: a port
+	// picked for another server of this lab is picked again, so that two
+	// servers never share one (the second would fail to listen while the
+	// first answered its readiness check).
+	for range maxPortPicks {
+		port, err := s.lab.pickPort(s.host)
+		if err != nil {
+			return fmt.Errorf("lab: find a free port: %w", err)
+		}
+		addr := netip.AddrPortFrom(s.host, uint16(port)) //nolint:gosec // a port from the kernel, below 65536
+		if s.lab.picked[addr] {
+			continue
+		}
+		if s.lab.picked == nil {
+			s.lab.picked = map[netip.AddrPort]bool{}
+		}
+		s.lab.picked[addr] = true
+		s.port = port
+		return nil
 	}
-	s.port = port
-	return nil
+	return fmt.Errorf("lab: find a free port on %s: %d picks all gave ports other servers of the lab have", s.host, maxPortPicks)
 }
+
+// maxPortPicks bounds allocatePort's picks for one server.
+const maxPortPicks = 20
 
 // startWithConfig writes the server's config and starts it.
 func (s *Server) startWithConfig(ctx context.Context, conf string) error {

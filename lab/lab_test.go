@@ -586,6 +586,56 @@ func TestStartAgainWhenAPortIsTaken(t *testing.T) {
 	}
 }
 
+// The kernel can hand the port it just freed to the next bind, and a
+// server of another lab can hold the port picked for this one. Neither may
+// make a lab start with a server that is not its own: a repeated pick is
+// picked again, and a server whose port answers with another process's
+// PID makes the topology start again on fresh ports.
+func TestStartWithRepeatedAndForeignPorts(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	other := New(t, Standalone())
+	foreign := other.Node(0).port
+	var mu sync.Mutex
+	picks, repeated := 0, 0
+	pick := func(host netip.Addr) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		picks++
+		switch picks {
+		case 2: // node1, attempt 1: node0's port again
+			return repeated, nil
+		case 3: // node1 again, attempt 1: another lab's server
+			return foreign, nil
+		}
+		port, err := freePort(host)
+		if picks == 1 {
+			repeated = port
+		}
+		return port, err
+	}
+	l, err := startWith(ctx, Config{Replicas: 1}, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if picks != 5 {
+		t.Errorf("%d ports picked, want 5 (node0, node1 thrice in attempt 1; both again in attempt 2)", picks)
+	}
+	if l.Node(0).port == l.Node(1).port || l.Node(1).port == foreign || l.Node(0).port == foreign {
+		t.Fatalf("ports: node0 %d, node1 %d, the other lab's %d", l.Node(0).port, l.Node(1).port, foreign)
+	}
+	for _, n := range l.Nodes() {
+		info, err := n.Do(ctx, "INFO", "server").Text()
+		if err != nil || ParseInfo(info)["process_id"] != strconv.Itoa(n.PID()) {
+			t.Fatalf("%s: INFO server process_id %q (%v), want %d", n.Name(), ParseInfo(info)["process_id"], err, n.PID())
+		}
+	}
+	r, err := l.Node(1).Role(ctx)
+	if err != nil || r.MasterAddr != l.Node(0).Addr() || r.LinkState != "connected" {
+		t.Fatalf("node1 ROLE = %+v, %v; want a replica of %s", r, err, l.Node(0).Addr())
+	}
+}
+
 // A port that stays taken: Start gives up after three attempts with the
 // port-in-use error and leaves no process behind.
 func TestStartGivesUpOnATakenPort(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
 )
 
@@ -255,9 +256,16 @@ func (s *Server) waitReady(ctx context.Context, p *process) error {
 		if c, derr := d.DialContext(ctx, "tcp", s.DirectAddr()); derr == nil {
 			_ = c.Close()
 			pingCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			err = s.adminClient().Ping(pingCtx).Err()
+			var info string
+			info, err = s.adminClient().Info(pingCtx, "server").Result()
 			cancel()
 			if err == nil {
+				// Another process may hold the port (taken between the
+				// pick and the bind): it answers, and this server exits
+				// unable to listen.
+				if pid := redisinfo.ParseInfo(info)["process_id"]; pid != strconv.Itoa(p.pid) {
+					return fmt.Errorf("lab: %s: process %s answers on %s, not %d: %w", s.name, pid, s.DirectAddr(), p.pid, errPortInUse)
+				}
 				return nil
 			}
 		}

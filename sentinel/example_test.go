@@ -76,6 +76,34 @@ func ExampleMasterChangedError() {
 	_ = err
 }
 
+// Durable writes that also wait for the append-only files: the master and
+// every counted replica run appendonly yes, and the server has WAITAOF
+// (Redis 7.2 or newer, Valkey). Where it does not, the write is refused
+// before it is sent.
+func ExampleConfig_durableAOF() {
+	var cfg sentinel.Config // MasterName, SentinelAddrs, ...
+	cfg.Durable = true      // every write confirmed by the replicas (WAIT) ...
+	cfg.DurableAOF = true   // ... and fsynced to the AOFs (WAITAOF 1 N)
+	c, err := sentinel.NewClient(cfg)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+
+	ctx := context.Background()
+	err = c.Incr(ctx, "orders:next").Err()
+	var nde *sentinel.NotDurableError
+	switch {
+	case errors.Is(err, sentinel.ErrAOFUnavailable):
+		// No WAITAOF or no AOF on the master: nothing ran. Turn appendonly
+		// on, or drop DurableAOF; re-running later is safe.
+	case errors.As(err, &nde) && !nde.NotSent:
+		// It ran, but too few AOFs have it (nde.Acked of nde.Required
+		// replicas, nde.LocalFsynced for the master): check before
+		// re-running.
+	}
+}
+
 // A staged trace of the way to the master, for a person to read.
 func ExampleDiagnose() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
