@@ -73,6 +73,13 @@ test: redis $(if $(filter valkey,$(SERVERS)),valkey) vet
 # $(REDIS8_CACHE) on first use (scripts/redis8.sh; about two minutes on two
 # cores). Not part of make test.
 test-redis8: redis
+	@pkgs=""; \
+	for p in pkg-config libssl-dev; do dpkg -s "$$p" >/dev/null 2>&1 || pkgs="$$pkgs $$p"; done; \
+	if [ -n "$$pkgs" ]; then \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		echo "make: installing$$pkgs"; \
+		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $$pkgs; \
+	fi
 	@bin=$$(sh scripts/redis8.sh "$(REDIS8_CACHE)") && \
 		echo "make: running the suite on $$("$$bin/redis-server" --version)" && \
 		PATH="$$bin:$$PATH" REDISKIT_LAB_SERVER=redis $(GO) test $(TESTFLAGS) ./...

@@ -10,12 +10,13 @@
 # for trixie is derived from its existing source, as apt-backports.sh
 # does for backports (same URI and keyring), and only the upstream
 # tarball (redis_8.0.*.orig.tar.gz) is fetched, checked against the hash
-# apt lists for it. It needs make and a C compiler (make redis installs
-# gcc when it is missing).
+# apt lists for it. It is built with TLS (BUILD_TLS=yes: the lab's TLS
+# topologies need it), so it needs make, a C compiler, pkg-config and
+# libssl-dev (make test-redis8 installs what is missing).
 set -eu
 cache=${1:-${HOME:-/root}/.cache/rediskit/redis8}
 mkdir -p "$cache"
-if [ -x "$cache/bin/redis-server" ] && [ -x "$cache/bin/redis-sentinel" ]; then
+if [ -x "$cache/bin/redis-server" ] && [ -x "$cache/bin/redis-sentinel" ] && [ -f "$cache/bin/.built-with-tls" ]; then
 	echo "$cache/bin"
 	exit 0
 fi
@@ -60,7 +61,11 @@ if [ ! -f "$src" ]; then
 fi
 
 # 'URI' file size SHA256:hash, for the upstream tarball only.
-line=$(cd "$cache" && apt-get source --print-uris redis/trixie 2>/dev/null | grep "orig\.tar" | head -n 1)
+# (In an empty directory: where the file is already, apt prints "Skipping
+# already downloaded file" instead of its URI.)
+empty=$(mktemp -d)
+line=$(cd "$empty" && apt-get source --print-uris redis/trixie 2>/dev/null | grep "^'.*orig\.tar" | head -n 1)
+rmdir "$empty"
 [ -n "$line" ] || { echo "redis8: apt lists no redis source in trixie" >&2; exit 1; }
 url=$(echo "$line" | awk '{ gsub(/\047/, "", $1); print $1 }')
 file=$(echo "$line" | awk '{ print $2 }')
@@ -71,9 +76,11 @@ fi
 dir="$cache/$(tar -tzf "$cache/$file" | head -n 1 | cut -d/ -f1)"
 [ -d "$dir" ] || tar -xzf "$cache/$file" -C "$cache"
 began=$(date +%s)
-make -C "$dir" -j"$(nproc)" >"$cache/build.log" 2>&1 || { tail -n 30 "$cache/build.log" >&2; echo "redis8: build failed (log: $cache/build.log)" >&2; exit 1; }
+make -C "$dir" distclean >/dev/null 2>&1 || true
+make -C "$dir" -j"$(nproc)" BUILD_TLS=yes >"$cache/build.log" 2>&1 || { tail -n 30 "$cache/build.log" >&2; echo "redis8: build failed (log: $cache/build.log)" >&2; exit 1; }
 echo "redis8: built $(basename "$dir") in $(( $(date +%s) - began )) s (log: $cache/build.log)" >&2
 mkdir -p "$cache/bin"
 cp "$dir/src/redis-server" "$cache/bin/redis-server"
 cp "$dir/src/redis-server" "$cache/bin/redis-sentinel"
+touch "$cache/bin/.built-with-tls"
 echo "$cache/bin"
