@@ -75,6 +75,30 @@ func BenchmarkContains100x16(b *testing.B) {
 	_ = owned
 }
 
+// BenchmarkContainsOwned100x16 is Contains for keys the node owns: the
+// answer yes needs the ownership deadline checked (a clock read), which
+// a no does not.
+func BenchmarkContainsOwned100x16(b *testing.B) {
+	n, _, ks := benchRing(b)
+	var mine []string
+	for _, k := range keys(100000) {
+		if n.Contains(k) {
+			mine = append(mine, k)
+		}
+	}
+	if len(mine) < 64 {
+		b.Fatalf("the node owns %d of 100,000 keys", len(mine))
+	}
+	_ = ks
+	i := 0
+	for b.Loop() {
+		if !n.Contains(mine[i%len(mine)]) {
+			b.Fatal("an owned key is not contained")
+		}
+		i++
+	}
+}
+
 func BenchmarkRanges100x16(b *testing.B) {
 	n, _, _ := benchRing(b)
 	var sum uint64

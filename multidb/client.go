@@ -33,6 +33,9 @@ type front = redis.Client
 // Close it when done.
 type Client struct {
 	*front
+	// autos are the auto-pipeliners (AutoPipeline, AsyncAutoPipeline),
+	// made on first use.
+	autos routing.AutoFronts
 
 	cfg  Config
 	log  *slog.Logger
@@ -88,6 +91,11 @@ type database struct {
 	// its control connections: see routing.Internal).
 	checker redis.UniversalClient
 	probe   Probe
+	// batch auto-pipelines single commands on a database whose client is
+	// a *redis.Client (Config.AutoPipeline, or an auto-pipeliner's
+	// batches); nil for other clients, which are asked to batch
+	// themselves (see runWork).
+	batch *routing.Batcher
 	// subscriptions is where the subscription bridges to this database
 	// subscribe (through client): see pubsub.go.
 	subscriptions *pubsubbridge.Target
@@ -151,6 +159,7 @@ func NewClient(cfg Config) (*Client, error) {
 	c.route.Store(&route{})
 	c.events = newDispatcher(cfg.Observer, cfg.Logger)
 	c.front = routing.NewFront(&redis.Options{Addr: "multidb"}, c.process, c.processPipeline)
+	c.autos.Make = c.newAutoFront
 	c.pubsub = newPubsubRouter(c)
 
 	c.mu.Lock()
@@ -193,6 +202,9 @@ func (c *Client) newDatabase(d Database) *database {
 	if d.Options != nil {
 		rc := redis.NewClient(clientOptions(d.Options))
 		db.client, db.owned = rc, true
+	}
+	if rc, ok := db.client.(*redis.Client); ok {
+		db.batch = routing.NewBatcher(rc, routing.BatchConfig{MaxBatch: c.cfg.AutoPipelineMaxBatch, MaxInflight: c.cfg.AutoPipelineInflight})
 	}
 	pubsubbridge.AddHook(db.client)
 	db.subscriptions = &pubsubbridge.Target{Name: db.name, Client: db.client}
@@ -435,6 +447,9 @@ func (c *Client) Close() error {
 	dbs := slices.Clone(c.dbs)
 	c.mu.Unlock()
 
+	// The auto-pipeliners first: closing them drains their batches. None
+	// is made after this.
+	c.autos.Close()
 	c.cancel()
 	c.pubsub.close()
 	c.wg.Wait()
@@ -600,7 +615,7 @@ func (c *Client) runOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder,
 		return nil, c.cursorLost(cmd, cmds, pinned, "is no longer the active database (now "+db.name+")", nil)
 	}
 	start := time.Now() // the trip rules need it (see judge)
-	err := routing.Run(ctx, db.client, cmd, cmds)
+	err := c.runWork(ctx, db, cmd, cmds)
 	if !c.recordOutcome(ctx, db, cmds, err) {
 		if failure.NotExecuted(err) && ctx.Err() == nil {
 			rt := c.route.Load()
@@ -647,11 +662,32 @@ func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder,
 	}
 	routing.SetErrs(cmd, cmds, nil)
 	start := time.Now()
-	err := routing.Run(ctx, to.client, cmd, cmds)
+	err := c.runWork(ctx, to, cmd, cmds)
 	if c.recordOutcome(ctx, to, cmds, err) {
 		c.afterFailure(to, start, err)
 	}
 	return err
+}
+
+// runWork sends work to db: a single command auto-pipelined (see
+// batched) through db's Batcher, or, for a database on another kind of
+// client (a rediskit client with nodes of its own), with the context
+// marked so that client batches it; anything else as it is.
+func (c *Client) runWork(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder) error {
+	if cmd != nil && c.batched(ctx) && !routing.IsInternal(ctx) {
+		if db.batch != nil {
+			return db.batch.Do(ctx, cmd)
+		}
+		return routing.Run(routing.WithBatching(ctx), db.client, cmd, nil)
+	}
+	return routing.Run(ctx, db.client, cmd, cmds)
+}
+
+// batched reports whether a single command is auto-pipelined: with
+// Config.AutoPipeline, or when it comes from one of the client's
+// auto-pipeliners.
+func (c *Client) batched(ctx context.Context) bool {
+	return c.cfg.AutoPipeline || routing.Batching(ctx)
 }
 
 func (c *Client) readOnly(cmd redis.Cmder, cmds []redis.Cmder) bool {

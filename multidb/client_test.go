@@ -65,9 +65,6 @@ func TestRoutesToHighestWeight(t *testing.T) {
 			t.Errorf("db%d has k=%q, want %q", i, got, want)
 		}
 	}
-	if _, err := c.AutoPipeline(); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("AutoPipeline: %v, want ErrUnsupported", err)
-	}
 	if st := c.PoolStats(); st.TotalConns == 0 {
 		t.Error("PoolStats sums no connection")
 	}

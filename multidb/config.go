@@ -148,6 +148,22 @@ type Config struct {
 	// Default DefaultFailbackDwell (30 s).
 	FailbackDwell time.Duration
 
+	// AutoPipeline makes the client auto-pipeline its single commands:
+	// commands concurrent callers run at the same time share round trips
+	// to the active database, sent as one pipeline while the previous one
+	// is on the wire. Each command keeps its own failure rules (a read
+	// re-run once on the new database after a failover, a write only if
+	// it provably did not run). For a database on a *redis.Client the
+	// batching is the client's; a database on a rediskit client
+	// (sentinel.Client) is asked to batch them per node itself. A lone
+	// caller's command is sent at once, alone. Pipelines, transactions and
+	// SCAN are not batched.
+	AutoPipeline bool
+	// AutoPipelineMaxBatch and AutoPipelineInflight bound a batch's
+	// commands and the batches on the wire to a database at once.
+	// Defaults 256 and 2 (routing.DefaultMaxBatch, DefaultMaxInflight).
+	AutoPipelineMaxBatch, AutoPipelineInflight int
+
 	// Classifier decides which work is read-only (retried once on the new
 	// active database after a failover). Default classify.New().
 	Classifier *classify.Classifier
@@ -180,6 +196,9 @@ func (c Config) withDefaults() (Config, error) {
 	case HealthyAll, HealthyMajority, HealthyAny:
 	default:
 		return c, configError("HealthPolicy", fmt.Sprintf("unknown policy %d", int(c.HealthPolicy)))
+	}
+	if c.AutoPipelineMaxBatch < 0 || c.AutoPipelineInflight < 0 {
+		return c, configError("AutoPipelineMaxBatch", fmt.Sprintf("AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", c.AutoPipelineMaxBatch, c.AutoPipelineInflight))
 	}
 	for _, d := range []struct {
 		name string

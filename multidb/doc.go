@@ -317,9 +317,23 @@
 // Conn and EphemeralConn are pinned to the database active at the time.
 // Wait and WaitAOF are refused with an *UnsupportedError (errors.Is
 // ErrUnsupported): WAIT counts the writes of its own connection, and each
-// call runs on a connection of the client's choosing. So are the
-// AutoPipeline methods and RegisterPushNotificationHandler. Every other
-// method of *redis.Client works as in go-redis, on the active database.
+// call runs on a connection of the client's choosing. So is
+// RegisterPushNotificationHandler. Every other method of *redis.Client
+// works as in go-redis, on the active database.
+//
+// # Auto-pipelining
+//
+// With Config.AutoPipeline, concurrent callers' single commands share
+// round trips to the active database (as in package sentinel: batched
+// while the previous batch is on the wire, a lone caller sent at once);
+// each keeps its own failure rules: after a switch a read is re-run once
+// on the new database, a write only if it provably did not run, others
+// fail with a *DatabaseChangedError. A database on a *redis.Client is
+// batched by this client; one on a rediskit client (sentinel.Client) is
+// asked to batch them itself, per node. AutoPipeline and AsyncAutoPipeline
+// return go-redis's auto-pipeliners over the client, whose batches are
+// taken apart the same way (without the callers' contexts: go-redis drops
+// them).
 //
 // # Observing
 //

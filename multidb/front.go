@@ -91,23 +91,43 @@ func (c *Client) RegisterPushNotificationHandler(string, push.NotificationHandle
 	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the databases' own connections", routing.RefusePushNotifications)
 }
 
-// AutoPipeline is not supported yet: go-redis's auto-pipeliners send on
-// connections of their own, past the client's per-command routing.
+// AutoPipeline returns go-redis's blocking auto-pipeliner over the
+// client: concurrent command calls on it share round trips to the active
+// database, and each command keeps the client's failure rules, as a lone
+// command does (see Config.AutoPipeline). Pipelines and transactions made
+// on it run whole. go-redis runs its batches without the callers'
+// contexts: their deadlines do not apply (the database clients' timeouts
+// bound each command); set Config.AutoPipeline to batch ordinary calls
+// with their contexts intact. The instance is go-redis's, cached by it and
+// closed by Close.
 func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AutoPipeline", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
+	return c.autos.AutoPipeline(nil)
 }
 
-// AutoPipelineWithOptions is not supported yet; see AutoPipeline.
-func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AutoPipelineWithOptions", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
+// AutoPipelineWithOptions is AutoPipeline with go-redis's options (the
+// first call's win, as in go-redis).
+func (c *Client) AutoPipelineWithOptions(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return c.autos.AutoPipeline(opts)
 }
 
-// AsyncAutoPipeline is not supported yet; see AutoPipeline.
+// AsyncAutoPipeline returns go-redis's deferred auto-pipeliner over the
+// client (calls return at once, results block until done), with
+// AutoPipeline's failure rules.
 func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AsyncAutoPipeline", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
+	return c.autos.AsyncAutoPipeline(nil)
 }
 
-// AsyncAutoPipelineWithOptions is not supported yet; see AutoPipeline.
-func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AsyncAutoPipelineWithOptions", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
+// AsyncAutoPipelineWithOptions is AsyncAutoPipeline with go-redis's
+// options.
+func (c *Client) AsyncAutoPipelineWithOptions(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return c.autos.AsyncAutoPipeline(opts)
+}
+
+// newAutoFront is the front the auto-pipeliners are made on: its
+// batches run as independent commands, its pipelines as pipelines.
+func (c *Client) newAutoFront() *redis.Client {
+	return routing.NewAutoFront(c.front.Options(), c.process, c.processPipeline,
+		func(ctx context.Context, cmds []redis.Cmder) error {
+			return routing.RunIndependent(ctx, cmds, c.process)
+		})
 }

@@ -15,13 +15,21 @@ import (
 // client to the same master (no retries either), both connected.
 func benchClients(b *testing.B) (*Client, *redis.Client) {
 	b.Helper()
+	return benchClientsWith(b, Config{})
+}
+
+// benchClientsWith is benchClients with our client's Config (its
+// MasterName and SentinelAddrs are the lab's).
+func benchClientsWith(b *testing.B, cfg Config) (*Client, *redis.Client) {
+	b.Helper()
 	ctx := context.Background()
 	l, err := lab.Start(ctx, lab.Sentinel(1))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
-	ours, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	cfg.MasterName, cfg.SentinelAddrs = l.MasterName(), l.SentinelAddrs()
+	ours, err := NewClient(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,6 +69,21 @@ func BenchmarkRoutingRatio(b *testing.B) {
 	for _, op := range []string{"GET", "GET-miss", "SET"} {
 		b.Run(op, func(b *testing.B) {
 			benchcmp.Interleaved(b, ours, plain, benchOps[op])
+		})
+	}
+}
+
+// BenchmarkAutoPipelineLone measures what Config.AutoPipeline costs a
+// caller alone: one goroutine, alternating a rediskit client with
+// AutoPipeline and a plain go-redis client to the same master, operation
+// by operation (the ratio is go-redis time / rediskit time).
+//
+//	go test -run '^$' -bench AutoPipelineLone -benchtime 20000x -count 3 ./sentinel/
+func BenchmarkAutoPipelineLone(b *testing.B) {
+	ours, plain := benchClientsWith(b, Config{AutoPipeline: true})
+	for _, op := range []string{"GET", "SET"} {
+		b.Run(op, func(b *testing.B) {
+			benchcmp.InterleavedWith(b, 1, ours, plain, benchOps[op])
 		})
 	}
 }

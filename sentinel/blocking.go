@@ -167,7 +167,7 @@ func (c *Client) runBlocking(ctx context.Context, snap *snapshot, cmd redis.Cmde
 		c.blocking.put(bc, err)
 		return err
 	}
-	confirm := c.confirmCmds(ctx, required)
+	confirm := c.opts.confirmCmds(ctx, required)
 	_, werr := bc.conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, q := range confirm {
 			_ = p.Process(ctx, q)

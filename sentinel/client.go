@@ -35,6 +35,9 @@ type front = redis.Client
 // NewClientFromURL and Close it when done.
 type Client struct {
 	*front
+	// autos are the auto-pipeliners (AutoPipeline, AsyncAutoPipeline),
+	// made on first use.
+	autos routing.AutoFronts
 
 	opts       Config
 	classifier *classify.Classifier
@@ -111,6 +114,7 @@ func NewClient(cfg Config) (*Client, error) {
 		WriteTimeout: opts.WriteTimeout,
 		DialTimeout:  opts.DialTimeout,
 	}, c.process, c.processPipeline)
+	c.autos.Make = c.newAutoFront
 	if b, ok := c.selector.(BindableSelector); ok {
 		b.Bind(replica.Env{
 			MasterName: opts.MasterName,
@@ -183,6 +187,9 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	// The auto-pipeliners first: closing them drains their batches, which
+	// still run on the nodes. None is made after this.
+	c.autos.Close()
 	// Closing the connections first unblocks workers waiting on the
 	// network; then wait for every goroutine.
 	c.cancel()
@@ -542,7 +549,17 @@ func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []red
 	if routing.IsInternal(ctx) {
 		return routing.Run(ctx, n.ctl, cmd, cmds)
 	}
+	if cmd != nil && c.batched(ctx) {
+		return n.batch.Do(ctx, cmd)
+	}
 	return routing.Run(ctx, n.client, cmd, cmds)
+}
+
+// batched reports whether a single command is auto-pipelined: with
+// Config.AutoPipeline, or when it comes from one of the client's
+// auto-pipeliners (AutoPipeline, AsyncAutoPipeline).
+func (c *Client) batched(ctx context.Context) bool {
+	return c.opts.AutoPipeline || routing.Batching(ctx)
 }
 
 // read runs read-only work where the read preference allows, and re-runs

@@ -183,6 +183,28 @@ type Config struct {
 	// shorter (a third with DurableAOF).
 	DurableTimeout time.Duration
 
+	// AutoPipeline makes the client auto-pipeline its single commands:
+	// commands that concurrent callers run on the same node at the same
+	// time share round trips, sent as one pipeline while the previous one
+	// is on the wire (see the package documentation, "Auto-pipelining").
+	// Each command is still routed on its own (a read to a replica, the
+	// write beside it to the master), held, re-run or refused by the same
+	// rules as without it; durable writes of one batch are confirmed by
+	// one WAIT. A lone caller's command is sent at once, alone, as
+	// without it. Pipelines, transactions, blocking commands and SCAN are
+	// not batched.
+	AutoPipeline bool
+	// AutoPipelineMaxBatch bounds the commands of one auto-pipelined
+	// round trip. Default routing.DefaultMaxBatch (256).
+	AutoPipelineMaxBatch int
+	// AutoPipelineInflight bounds the auto-pipelined batches on the wire
+	// to one node at once, each on a connection of its own. Default 2.
+	AutoPipelineInflight int
+	// AutoPipelineOptions are go-redis's options for the auto-pipeliners
+	// AutoPipeline and AsyncAutoPipeline return (their batching, before
+	// the client takes the batches apart). Default: go-redis's.
+	AutoPipelineOptions *redis.AutoPipelineOptions
+
 	// DialTimeout bounds connecting to a data node. Default
 	// DefaultDialTimeout (2 s).
 	DialTimeout time.Duration
@@ -408,6 +430,9 @@ func (o Config) withDefaults() (Config, error) {
 	case DurablePromotable, DurableEveryKnownReplica:
 	default:
 		return o, configError("DurableScope", fmt.Sprintf("%d is unknown (want DurablePromotable or DurableEveryKnownReplica)", int(o.DurableScope)))
+	}
+	if o.AutoPipelineMaxBatch < 0 || o.AutoPipelineInflight < 0 {
+		return o, configError("AutoPipelineMaxBatch", fmt.Sprintf("AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight))
 	}
 	if o.SentinelTLSConfig == nil {
 		o.SentinelTLSConfig = o.TLSConfig

@@ -30,9 +30,22 @@ func (c *Client) durableWrite(ctx context.Context, snap *snapshot, cmd redis.Cmd
 	if err != nil {
 		return err
 	}
-	confirm := c.confirmCmds(ctx, required)
 	n.acquire()
 	defer n.release()
+	if cmd != nil && c.batched(ctx) && !routing.IsInternal(ctx) {
+		// Auto-pipelined: one confirmation for the whole batch, which
+		// counts at least the replicas this write needs (see Batcher).
+		confirm, _ := n.batch.DoConfirmed(ctx, cmd, required)
+		reply := cmd.Err()
+		if !c.writeRan(cmd, nil) {
+			return reply
+		}
+		if nde := c.durableVerdict(snap, required, confirm); nde != nil {
+			return nde
+		}
+		return reply
+	}
+	confirm := c.opts.confirmCmds(ctx, required)
 	// reply is the work's own result (go-redis's), returned once WAIT has
 	// confirmed it. A nil reply (SET ... GET or GETSET on a new key) is a
 	// write that ran: it needs confirming like any other.
@@ -114,10 +127,10 @@ func (c *Client) durablePrecheck(ctx context.Context, snap *snapshot) (int, erro
 // 1.005 s; write + WAIT + WAITAOF p50 0.92 ms, p90 1.5 ms, max 2.8 ms. The
 // WAIT's own acknowledgement round lets the replicas fsync before
 // WAITAOF's asks.
-func (c *Client) confirmCmds(ctx context.Context, required int) []redis.Cmder {
-	ms := c.opts.DurableTimeout.Milliseconds()
+func (o *Config) confirmCmds(ctx context.Context, required int) []redis.Cmder {
+	ms := o.DurableTimeout.Milliseconds()
 	wait := redis.NewIntCmd(ctx, "wait", required, ms)
-	if !c.opts.DurableAOF {
+	if !o.DurableAOF {
 		return []redis.Cmder{wait}
 	}
 	return []redis.Cmder{wait, redis.NewIntSliceCmd(ctx, "waitaof", 1, required, ms)}

@@ -86,23 +86,52 @@ func (c *Client) RegisterPushNotificationHandler(string, push.NotificationHandle
 	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the data nodes' own connections", routing.RefusePushNotifications)
 }
 
-// AutoPipeline is not supported yet: go-redis's auto-pipeliners send on
-// connections of their own, past the client's per-command routing.
+// AutoPipeline returns go-redis's blocking auto-pipeliner over the routed
+// client: command calls on it (ap.Get, ap.Set, ...) block until done, and
+// concurrent ones share round trips. Each command of its batches is routed
+// on its own (a read may go to a replica while the write beside it goes to
+// the master) and is held, re-run or refused by the client's rules, as a
+// lone command is; underneath, the commands that go to one node are sent
+// together (see Config.AutoPipeline). Pipelines and transactions made on
+// it run as on the client, whole. go-redis runs its batches without the
+// callers' contexts (deadlines, WithReadFrom, WithDurable): the client's
+// Config applies, and the data nodes' timeouts bound each command. The
+// instance is go-redis's, cached by it and closed by Close. To batch
+// ordinary calls with the callers' contexts intact, set
+// Config.AutoPipeline instead.
 func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AutoPipeline", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
+	return c.autos.AutoPipeline(nil)
 }
 
-// AutoPipelineWithOptions is not supported yet; see AutoPipeline.
-func (c *Client) AutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AutoPipelineWithOptions", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
+// AutoPipelineWithOptions is AutoPipeline with go-redis's options (the
+// first call's win, as in go-redis).
+func (c *Client) AutoPipelineWithOptions(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return c.autos.AutoPipeline(opts)
 }
 
-// AsyncAutoPipeline is not supported yet; see AutoPipeline.
+// AsyncAutoPipeline returns go-redis's deferred auto-pipeliner over the
+// routed client (calls return at once, results block until done), with
+// AutoPipeline's routing and failure rules.
 func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AsyncAutoPipeline", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
+	return c.autos.AsyncAutoPipeline(nil)
 }
 
-// AsyncAutoPipelineWithOptions is not supported yet; see AutoPipeline.
-func (c *Client) AsyncAutoPipelineWithOptions(*redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
-	return nil, c.unsupported("AsyncAutoPipelineWithOptions", routing.RefuseAutoPipeline, routing.RefuseAutoPipelineUse)
+// AsyncAutoPipelineWithOptions is AsyncAutoPipeline with go-redis's
+// options.
+func (c *Client) AsyncAutoPipelineWithOptions(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	return c.autos.AsyncAutoPipeline(opts)
+}
+
+// newAutoFront is the front the auto-pipeliners are made on: its
+// batches go to processBatch, its pipelines to processPipeline.
+func (c *Client) newAutoFront() *redis.Client {
+	opt := c.front.Options()
+	opt.AutoPipelineOptions = c.opts.AutoPipelineOptions
+	return routing.NewAutoFront(opt, c.process, c.processPipeline, c.processBatch)
+}
+
+// processBatch runs an auto-pipeliner's batch: independent commands, each
+// by the single-command path.
+func (c *Client) processBatch(ctx context.Context, cmds []redis.Cmder) error {
+	return routing.RunIndependent(ctx, cmds, c.process)
 }

@@ -53,16 +53,26 @@ func TestShadowedMethods(t *testing.T) {
 		t.Fatalf("GET on EphemeralConn: %q, %v", v, err)
 	}
 	_ = conn.Close()
-	// Wait, WaitAOF, auto-pipelining, push handlers: refused, saying what
-	// to use.
+	// The auto-pipeliners work through the routing.
+	ap, err := c.AutoPipeline()
+	if err != nil {
+		t.Fatalf("AutoPipeline: %v", err)
+	}
+	if v, err := ap.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET through AutoPipeline: %q, %v", v, err)
+	}
+	aap, err := c.AsyncAutoPipeline()
+	if err != nil {
+		t.Fatalf("AsyncAutoPipeline: %v", err)
+	}
+	if v, err := aap.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET through AsyncAutoPipeline: %q, %v", v, err)
+	}
+	// Wait, WaitAOF, push handlers: refused, saying what to use.
 	for name, err := range map[string]error{
 		"Wait":                            c.Wait(ctx, 1, time.Second).Err(),
 		"WaitAOF":                         c.WaitAOF(ctx, 0, 1, time.Second).Err(),
 		"RegisterPushNotificationHandler": c.RegisterPushNotificationHandler("x", nil, false),
-		"AutoPipeline": func() error {
-			_, err := c.AutoPipeline()
-			return err
-		}(),
 	} {
 		var ue *UnsupportedError
 		if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupported) || ue.Method != name || ue.Instead == "" ||

@@ -429,17 +429,19 @@ func TestServedByNote(t *testing.T) {
 }
 
 // TestFailoverUnderLoad runs the same load through 5 failovers with
-// rediskit (default and durable) and go-redis's NewFailoverClient (default
-// options), each on its own lab, and compares them.
+// rediskit (default and durable, each also with Config.AutoPipeline) and
+// go-redis's NewFailoverClient (default options), each on its own lab, and
+// compares them.
 func TestFailoverUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about a minute and a half of failovers")
 	}
 	const failovers = 5
-	ours := func(durable bool) func(*lab.Lab, func(Event), func(dialFunc) dialFunc) redis.UniversalClient {
+	ours := func(durable, auto bool) func(*lab.Lab, func(Event), func(dialFunc) dialFunc) redis.UniversalClient {
 		return func(l *lab.Lab, observe func(Event), wrap func(dialFunc) dialFunc) redis.UniversalClient {
 			c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Durable: durable, Observer: observe,
-				NodeOptions: func(o *redis.Options) { o.Dialer = wrap(o.Dialer) }})
+				AutoPipeline: auto,
+				NodeOptions:  func(o *redis.Options) { o.Dialer = wrap(o.Dialer) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -455,16 +457,18 @@ func TestFailoverUnderLoad(t *testing.T) {
 			Dialer: wrap(d.DialContext)})
 	}
 
-	def := runFailoverLoad(t, "rediskit (default)", failovers, ours(false))
-	dur := runFailoverLoad(t, "rediskit (durable)", failovers, ours(true))
+	def := runFailoverLoad(t, "rediskit (default)", failovers, ours(false, false))
+	dur := runFailoverLoad(t, "rediskit (durable)", failovers, ours(true, false))
+	defAuto := runFailoverLoad(t, "rediskit (default, AutoPipeline)", failovers, ours(false, true))
+	durAuto := runFailoverLoad(t, "rediskit (durable, AutoPipeline)", failovers, ours(true, true))
 	gor := runFailoverLoad(t, "go-redis NewFailoverClient", failovers, goRedis)
 
 	t.Log("| client | acknowledged | duplicates | acknowledged but lost | lost per failover | write errors | read errors | read errors outside failovers | write gap median / max | failover command to first durable write on the new master, median / max |")
-	for _, r := range []*loadReport{def, dur, gor} {
+	for _, r := range []*loadReport{def, dur, defAuto, durAuto, gor} {
 		t.Log(r.row())
 	}
 
-	for _, r := range []*loadReport{def, dur} {
+	for _, r := range []*loadReport{def, dur, defAuto, durAuto} {
 		if r.duplicates != 0 {
 			t.Errorf("%s: %d duplicate op ids", r.name, r.duplicates)
 		}
@@ -472,20 +476,24 @@ func TestFailoverUnderLoad(t *testing.T) {
 			t.Errorf("%s: %d read errors outside the failover windows", r.name, r.readErrsOutside)
 		}
 	}
-	for _, r := range []*loadReport{def, dur} {
+	for _, r := range []*loadReport{def, dur, defAuto, durAuto} {
 		for k, n := range r.switches {
 			if n != 1 {
 				t.Errorf("%s failover %d: the client switched %d times, want once", r.name, k+1, n)
 			}
 		}
 	}
-	if dur.lost != 0 {
-		t.Errorf("durable mode: %d acknowledged op ids missing from the final master", dur.lost)
+	for _, r := range []*loadReport{dur, durAuto} {
+		if r.lost != 0 {
+			t.Errorf("%s: %d acknowledged op ids missing from the final master", r.name, r.lost)
+		}
 	}
-	if gor.lost > 0 && def.lost*4 > gor.lost {
-		t.Errorf("default mode lost %d acknowledged writes, go-redis %d: want at most a quarter", def.lost, gor.lost)
-	}
-	if gor.lost == 0 && def.lost > 0 {
-		t.Errorf("default mode lost %d acknowledged writes where go-redis lost none", def.lost)
+	for _, r := range []*loadReport{def, defAuto} {
+		if gor.lost > 0 && r.lost*4 > gor.lost {
+			t.Errorf("%s lost %d acknowledged writes, go-redis %d: want at most a quarter", r.name, r.lost, gor.lost)
+		}
+		if gor.lost == 0 && r.lost > 0 {
+			t.Errorf("%s lost %d acknowledged writes where go-redis lost none", r.name, r.lost)
+		}
 	}
 }

@@ -368,10 +368,7 @@ var failoverRules = map[string]failoverRule{
 		return ""
 	},
 	"AutoPipelineOptions": func(fo *redis.FailoverOptions, o *Config) string {
-		if fo.AutoPipelineOptions != nil {
-			return "Client.AutoPipeline is not supported yet (it returns ErrUnsupported): go-redis's auto-pipeliners send on " +
-				"connections of their own, past rediskit's routing; use Pipeline"
-		}
+		o.AutoPipelineOptions = fo.AutoPipelineOptions
 		return ""
 	},
 	"PoolFIFO": func(fo *redis.FailoverOptions, o *Config) string { o.PoolFIFO = fo.PoolFIFO; return "" },

@@ -233,7 +233,8 @@ func TestFromFailoverOptions(t *testing.T) {
 					o.PipelineWriteBufferSize == 4<<10 && o.PipelinePoolSize == 5
 			}, nil},
 		{"auto-pipelining", []string{"AutoPipelineOptions"},
-			func(fo *redis.FailoverOptions) { fo.AutoPipelineOptions = &redis.AutoPipelineOptions{} }, nil, []string{"AutoPipelineOptions"}},
+			func(fo *redis.FailoverOptions) { fo.AutoPipelineOptions = &redis.AutoPipelineOptions{MaxBatchSize: 50} },
+			func(o Config) bool { return o.AutoPipelineOptions != nil && o.AutoPipelineOptions.MaxBatchSize == 50 }, nil},
 		{"pool", []string{"PoolFIFO", "PoolSize", "MaxConcurrentDials", "PoolTimeout", "MinIdleConns", "MaxIdleConns", "MaxActiveConns",
 			"ConnMaxIdleTime", "ConnMaxLifetime", "ConnMaxLifetimeJitter"},
 			func(fo *redis.FailoverOptions) {
@@ -329,7 +330,7 @@ func TestFromFailoverOptionsWhole(t *testing.T) {
 
 	_, err = FromFailoverOptions(&redis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: []string{"a:1"},
 		Password: "data-s3cret", SentinelPassword: "sentinel-s3cret", Username: "app-user",
-		UseDisconnectedReplicas: true, MaxRetries: 5, DialerRetries: 3, AutoPipelineOptions: &redis.AutoPipelineOptions{}})
+		UseDisconnectedReplicas: true, MaxRetries: 5, DialerRetries: 3})
 	var fe *FailoverOptionsError
 	if !errors.As(err, &fe) {
 		t.Fatalf("err = %v", err)
@@ -338,10 +339,10 @@ func TestFromFailoverOptionsWhole(t *testing.T) {
 	for _, r := range fe.Refused {
 		got = append(got, r.Field+"="+r.Value)
 	}
-	if want := []string{"UseDisconnectedReplicas=true", "MaxRetries=5", "DialerRetries=3", "AutoPipelineOptions=set"}; !slices.Equal(got, want) {
+	if want := []string{"UseDisconnectedReplicas=true", "MaxRetries=5", "DialerRetries=3"}; !slices.Equal(got, want) {
 		t.Fatalf("refused %v, want %v", got, want)
 	}
-	if !strings.HasPrefix(err.Error(), "sentinel: 4 redis.FailoverOptions fields have no counterpart: ") {
+	if !strings.HasPrefix(err.Error(), "sentinel: 3 redis.FailoverOptions fields have no counterpart: ") {
 		t.Errorf("message: %v", err)
 	}
 	for _, secret := range []string{"s3cret", "app-user"} {

@@ -31,6 +31,9 @@ type node struct {
 	counts   *nodeCounts // shared by every client of this address
 	inflight atomic.Int64
 	retired  atomic.Bool
+	// batch auto-pipelines the single commands run on client, with
+	// Config.AutoPipeline or from an auto-pipeliner (see batched).
+	batch *routing.Batcher
 	// aof is what the client last learned of the node's WAITAOF (see
 	// aofReady); nil until a DurableAOF write asks.
 	aof  atomic.Pointer[aofState]
@@ -42,6 +45,7 @@ type node struct {
 // counting).
 type nodeCounts struct {
 	reads, writes atomic.Uint64
+	batch         routing.BatchCounts // auto-pipelined round trips
 	// id is the address's number for the client's lifetime, from 1: the
 	// tag of the SCAN cursors it issued (see scan.go).
 	id uint64
@@ -114,6 +118,15 @@ func (s *nodeSet) get(addr string) *node {
 	}
 	n := &node{addr: addr, counts: counts}
 	n.client = redis.NewClient(s.opts.nodeOptions(addr, dialer(s.opts)))
+	opts := s.opts
+	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{
+		MaxBatch:    opts.AutoPipelineMaxBatch,
+		MaxInflight: opts.AutoPipelineInflight,
+		Confirm: func(ctx context.Context, required int) []redis.Cmder {
+			return opts.confirmCmds(ctx, required)
+		},
+		Counts: &counts.batch,
+	})
 	// The control client has the caller's dialer and credentials but not
 	// their connection settings (OnConnect, Protocol, pool policy): see
 	// controlOptions.
@@ -171,7 +184,8 @@ func (s *nodeSet) callCounts() []NodeStats {
 	out := make([]NodeStats, 0, len(s.counts))
 	for addr, c := range s.counts {
 		if r, w := c.reads.Load(), c.writes.Load(); r+w > 0 {
-			out = append(out, NodeStats{Addr: addr, Reads: r, Writes: w})
+			out = append(out, NodeStats{Addr: addr, Reads: r, Writes: w,
+				Batches: c.batch.Batches.Load(), Batched: c.batch.Commands.Load()})
 		}
 	}
 	slices.SortFunc(out, func(a, b NodeStats) int { return strings.Compare(a.Addr, b.Addr) })

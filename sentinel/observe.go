@@ -154,6 +154,10 @@ type NodeStats struct {
 	Addr   string
 	Reads  uint64 // read-only calls (commands, pipelines) it served
 	Writes uint64 // writing calls (commands, pipelines, transactions) sent to it
+	// Batched commands were auto-pipelined (Config.AutoPipeline, or an
+	// auto-pipeliner's) in Batches round trips: Batched / Batches is the
+	// mean batch.
+	Batches, Batched uint64
 }
 
 type counters struct {

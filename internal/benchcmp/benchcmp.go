@@ -91,13 +91,20 @@ const Workers = 8
 // slower).
 func Interleaved(b *testing.B, ours, plain redis.UniversalClient, do Op) {
 	b.Helper()
+	InterleavedWith(b, Workers, ours, plain, do)
+}
+
+// InterleavedWith is Interleaved from workers goroutines (1: a lone
+// caller, as an application with no concurrency).
+func InterleavedWith(b *testing.B, workers int, ours, plain redis.UniversalClient, do Op) {
+	b.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
 	var oursTotal, plainTotal time.Duration
 	var wg sync.WaitGroup
-	per := b.N/Workers + 1
+	per := b.N/workers + 1
 	b.ResetTimer()
-	for range Workers {
+	for range workers {
 		wg.Go(func() {
 			var o, p time.Duration
 			for i := range per {
@@ -126,7 +133,7 @@ func Interleaved(b *testing.B, ours, plain redis.UniversalClient, do Op) {
 		})
 	}
 	wg.Wait()
-	n := float64(per * Workers)
+	n := float64(per * workers)
 	b.ReportMetric(float64(oursTotal.Nanoseconds())/n, "rediskit-ns/op")
 	b.ReportMetric(float64(plainTotal.Nanoseconds())/n, "go-redis-ns/op")
 	b.ReportMetric(float64(plainTotal)/float64(oursTotal), "throughput-ratio")

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,6 +52,11 @@ func NewFront(opt *redis.Options, process ProcessFunc, pipeline PipelineFunc) *r
 type hook struct {
 	process  ProcessFunc
 	pipeline PipelineFunc
+	// With NewAutoFront: batch runs the batches of the front's
+	// auto-pipeliners, and built is set once the front's own hook chain
+	// has been built.
+	batch PipelineFunc
+	built *atomic.Bool
 }
 
 func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -57,9 +64,35 @@ func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h hook) ProcessHook(redis.ProcessHook) redis.ProcessHook { return redis.ProcessHook(h.process) }
 
 func (h hook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	// go-redis asks a hook for its pipeline function when it builds the
+	// client's hook chain (AddHook), which Pipeline, Pipelined and
+	// TxPipelined then use, and again for each batch of an auto-pipeliner
+	// (withProcessPipelineHook, go-redis v9.23): only an auto front's
+	// batches come after its chain was built.
+	if h.built != nil && h.built.Load() {
+		return redis.ProcessPipelineHook(h.batch)
+	}
 	// The same hook serves pipelines and transactions: go-redis hands
 	// transactions over wrapped in MULTI ... EXEC.
 	return redis.ProcessPipelineHook(h.pipeline)
+}
+
+// NewAutoFront is NewFront for the client's auto-pipeliners: a front
+// whose AutoPipeline and AsyncAutoPipeline are go-redis's, and whose
+// auto-pipelined batches go to batch, as independent commands (each to be
+// routed on its own), while its Pipeline, Pipelined and TxPipelined go to
+// pipeline as on any front. No hook may be added to it (AddHook would
+// rebuild its chain, which then could not tell the two apart): the routed
+// client's own hooks are on the clients work is routed to.
+func NewAutoFront(opt *redis.Options, process ProcessFunc, pipeline, batch PipelineFunc) *redis.Client {
+	o := *opt
+	redisopt.Inner(&o)
+	o.Dialer = func(context.Context, string, string) (net.Conn, error) { return nil, errNeverDials }
+	c := redis.NewClient(&o)
+	built := &atomic.Bool{}
+	c.AddHook(hook{process: process, pipeline: pipeline, batch: batch, built: built})
+	built.Store(true)
+	return c
 }
 
 // IsTx reports whether cmds is a transaction as go-redis hands it to a
@@ -224,9 +257,56 @@ func (f filteredHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // and what to use instead: one wording for every routed client (each
 // wraps it in its own ErrUnsupported error).
 const (
-	RefuseAutoPipeline      = "go-redis's auto-pipeliner sends on connections of its own, past per-command routing"
-	RefuseAutoPipelineUse   = "Pipeline or Pipelined"
 	RefuseWait              = "WAIT counts the acknowledged writes of its own connection, and calls run on connections of the client's choosing"
 	RefuseWaitAOF           = "WAITAOF counts the fsynced writes of its own connection, and calls run on connections of the client's choosing"
 	RefusePushNotifications = "Subscribe for pub/sub"
 )
+
+// AutoFronts is a routed client's auto-pipeliners: go-redis's, made on an
+// auto front (NewAutoFront) on first use, whose batches are taken apart
+// by RunIndependent into the client's single commands. The zero value is
+// ready once Make is set; Close closes the front (and go-redis closes its
+// auto-pipeliners with it), and none is made after.
+type AutoFronts struct {
+	// Make returns the auto front; called once.
+	Make func() *redis.Client
+
+	once  sync.Once
+	front *redis.Client
+}
+
+func (a *AutoFronts) get() (*redis.Client, error) {
+	a.once.Do(func() { a.front = a.Make() })
+	if a.front == nil {
+		return nil, redis.ErrClosed
+	}
+	return a.front, nil
+}
+
+// AutoPipeline is go-redis's AutoPipeline on the auto front.
+func (a *AutoFronts) AutoPipeline(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	f, err := a.get()
+	if err != nil {
+		return nil, err
+	}
+	return f.AutoPipelineWithOptions(opts)
+}
+
+// AsyncAutoPipeline is go-redis's AsyncAutoPipeline on the auto front.
+func (a *AutoFronts) AsyncAutoPipeline(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+	f, err := a.get()
+	if err != nil {
+		return nil, err
+	}
+	return f.AsyncAutoPipelineWithOptions(opts)
+}
+
+// Close closes the auto front, if it was made, draining its
+// auto-pipelined batches (which still run on the routed client's nodes:
+// close this first).
+func (a *AutoFronts) Close() {
+	a.once.Do(func() {})
+	if a.front != nil {
+		_ = a.front.Close()
+	}
+}

@@ -13,8 +13,16 @@ import (
 // transactions included. It is safe for concurrent use. The zero value is
 // ready.
 type CommandCounter struct {
-	mu   sync.Mutex
-	seen map[string]int
+	mu        sync.Mutex
+	seen      map[string]int
+	pipelines int
+}
+
+// Pipelines returns how many pipelines and transactions the hook saw.
+func (h *CommandCounter) Pipelines() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pipelines
 }
 
 // Counts returns a copy of the counts by command name.
@@ -50,6 +58,9 @@ func (h *CommandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *CommandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.note(cmds...)
+		h.mu.Lock()
+		h.pipelines++
+		h.mu.Unlock()
 		return next(ctx, cmds)
 	}
 }

@@ -1,0 +1,301 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/safe"
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
+)
+
+// TestBatcherConcurrentCallers runs many goroutines' commands through one
+// Batcher on a real server: every command gets its own reply, in each
+// goroutine's order, and concurrent commands share round trips.
+func TestBatcherConcurrentCallers(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Standalone())
+	rdb := l.Node(0).NewClient()
+	defer rdb.Close()
+	b := NewBatcher(rdb, BatchConfig{})
+
+	const goroutines, each = 64, 300
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := "k" + strconv.Itoa(g)
+			for i := range each {
+				incr := redis.NewIntCmd(ctx, "incr", key)
+				if err := b.Do(ctx, incr); err != nil || incr.Val() != int64(i+1) {
+					errs <- fmt.Errorf("goroutine %d, INCR %d: %d, %v; want %d", g, i, incr.Val(), err, i+1)
+					return
+				}
+				get := redis.NewStringCmd(ctx, "get", key)
+				if err := b.Do(ctx, get); err != nil || get.Val() != strconv.Itoa(i+1) {
+					errs <- fmt.Errorf("goroutine %d, GET after INCR %d: %q, %v", g, i, get.Val(), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := b.Stats()
+	t.Logf("%d commands in %d round trips (mean batch %.1f)", st.Commands, st.Batches, float64(st.Commands)/float64(st.Batches))
+	if st.Commands != goroutines*each*2 {
+		t.Errorf("Stats.Commands = %d, want %d", st.Commands, goroutines*each*2)
+	}
+	if st.Batches*2 > st.Commands {
+		t.Errorf("%d round trips for %d commands from %d goroutines: not batched", st.Batches, st.Commands, goroutines)
+	}
+	if b.running != 0 || len(b.queue) != 0 {
+		t.Errorf("after the callers: %d batch slots held, %d queued", b.running, len(b.queue))
+	}
+}
+
+// TestBatcherLoneCaller checks that a caller alone is sent at once, on its
+// own (no pipeline): one round trip per command.
+func TestBatcherLoneCaller(t *testing.T) {
+	ctx := testkit.Context(t, 20*time.Second)
+	l := lab.New(t, lab.Standalone())
+	rdb := l.Node(0).NewClient()
+	defer rdb.Close()
+	counter := &testkit.CommandCounter{}
+	rdb.AddHook(counter)
+	b := NewBatcher(rdb, BatchConfig{})
+	for i := range 50 {
+		if err := b.Do(ctx, redis.NewStatusCmd(ctx, "set", "k", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := b.Stats(); st.Batches != 50 || st.Commands != 50 {
+		t.Errorf("Stats = %+v, want 50 round trips of one command", st)
+	}
+	if p := counter.Pipelines(); p != 0 {
+		t.Errorf("%d pipelines for a lone caller, want 0", p)
+	}
+}
+
+// TestBatcherCallerGivesUpWhileQueued: with the node paused, the first
+// command is on the wire and the others queue; those whose context ends
+// leave the queue with the context's error and are never sent, and the
+// rest run when the node resumes.
+func TestBatcherCallerGivesUpWhileQueued(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Standalone())
+	rdb := l.Node(0).NewClient()
+	defer rdb.Close()
+	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- b.Do(ctx, redis.NewStatusCmd(ctx, "set", "first", 1)) }()
+	testkit.WaitFor(t, 5*time.Second, "the first command on the wire", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.running == 1
+	})
+	var wg sync.WaitGroup
+	var gaveUp, ran atomic.Int32
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			callCtx := ctx
+			if i%2 == 0 {
+				var cancel context.CancelFunc
+				callCtx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+				defer cancel()
+			}
+			err := b.Do(callCtx, redis.NewStatusCmd(ctx, "set", "q"+strconv.Itoa(i), 1))
+			switch {
+			case i%2 == 0 && errors.Is(err, context.DeadlineExceeded):
+				gaveUp.Add(1)
+			case i%2 == 1 && err == nil:
+				ran.Add(1)
+			default:
+				t.Errorf("command %d: %v", i, err)
+			}
+		}()
+	}
+	testkit.WaitFor(t, 5*time.Second, "five callers gave up", func() bool { return gaveUp.Load() == 5 })
+	if err := l.Node(0).Resume(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatalf("the command on the wire: %v", err)
+	}
+	if ran.Load() != 5 {
+		t.Fatalf("%d of the 5 patient commands ran", ran.Load())
+	}
+	for i := range 10 {
+		n, err := rdb.Exists(ctx, "q"+strconv.Itoa(i)).Result()
+		if err != nil || (i%2 == 0) != (n == 0) {
+			t.Errorf("q%d exists = %d, %v: a command given up was sent, or a kept one was not", i, n, err)
+		}
+	}
+}
+
+// TestBatcherConnectionLost kills the server under a batch: every command
+// of it fails with the network error, each on its own, and no caller is
+// left waiting.
+func TestBatcherConnectionLost(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Proxy: true})
+	rdb := l.Node(0).NewClient()
+	defer rdb.Close()
+	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l.Node(0).BlackHole()
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.Do(ctx, redis.NewStringCmd(ctx, "get", "k"))
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	l.Node(0).ResetConnections()
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || errors.Is(err, redis.Nil) {
+			t.Errorf("command %d: %v, want the lost connection's error", i, err)
+		}
+	}
+	l.Node(0).Restore()
+	if err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping")); err != nil {
+		t.Fatalf("after the node is back: %v", err)
+	}
+}
+
+// panicHook panics in every pipeline.
+type panicHook struct{}
+
+func (panicHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (panicHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (panicHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(context.Context, []redis.Cmder) error { panic("hook bug") }
+}
+
+// TestBatcherPanic: a panic while a batch is sent fails that batch's
+// commands with a *safe.PanicError; no caller waits forever and later
+// commands run.
+func TestBatcherPanic(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Standalone())
+	rdb := l.Node(0).NewClient()
+	defer rdb.Close()
+	rdb.AddHook(panicHook{})
+	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
+	var wg sync.WaitGroup
+	var panicked atomic.Int32
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping"))
+			var pe *safe.PanicError
+			if errors.As(err, &pe) {
+				panicked.Add(1)
+			} else if err != nil {
+				t.Errorf("PING: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d of 32 commands were in a pipeline that panicked", panicked.Load())
+	if b.running != 0 || len(b.queue) != 0 {
+		t.Errorf("after the callers: %d batch slots held, %d queued", b.running, len(b.queue))
+	}
+}
+
+// TestAutoFrontSeparatesBatchesFromPipelines: on an auto front, the
+// auto-pipeliner's batches reach the batch function and the front's own
+// pipelines and transactions the pipeline function, so a user pipeline
+// keeps its whole-pipeline semantics.
+func TestAutoFrontSeparatesBatchesFromPipelines(t *testing.T) {
+	ctx := testkit.Context(t, 20*time.Second)
+	var singles, pipelines, batches, batched atomic.Int64
+	answer := func(cmd redis.Cmder) {
+		if c, ok := cmd.(*redis.StatusCmd); ok {
+			c.SetVal("OK")
+		}
+	}
+	front := NewAutoFront(&redis.Options{Addr: "auto"},
+		func(_ context.Context, cmd redis.Cmder) error { singles.Add(1); answer(cmd); return nil },
+		func(_ context.Context, cmds []redis.Cmder) error {
+			pipelines.Add(1)
+			for _, c := range cmds {
+				answer(c)
+			}
+			return nil
+		},
+		func(_ context.Context, cmds []redis.Cmder) error {
+			batches.Add(1)
+			batched.Add(int64(len(cmds)))
+			for _, c := range cmds {
+				answer(c)
+			}
+			return nil
+		})
+	defer front.Close()
+	ap, err := front.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for range 20 {
+				if err := ap.Set(ctx, "k", "v", 0).Err(); err != nil {
+					t.Errorf("SET through the auto-pipeliner: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := ap.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "a", 1, 0)
+		p.Set(ctx, "b", 2, 0)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := front.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "a", 1, 0)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d singles, %d commands in %d batches, %d pipelines", singles.Load(), batched.Load(), batches.Load(), pipelines.Load())
+	if singles.Load()+batched.Load() != 64*20 || batches.Load() == 0 {
+		t.Errorf("auto-pipelined: %d singles + %d in %d batches, want 1280 in all, some batched", singles.Load(), batched.Load(), batches.Load())
+	}
+	if pipelines.Load() != 2 {
+		t.Errorf("%d calls of the pipeline function, want 2 (the user's pipeline and transaction)", pipelines.Load())
+	}
+}

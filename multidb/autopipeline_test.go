@@ -1,0 +1,102 @@
+package multidb
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
+)
+
+// TestAutoPipelineBatchesAndFailsOverPerCommand: with Config.AutoPipeline
+// (and through AutoPipeline()), concurrent writes share round trips to the
+// active database; when it dies under them, each write is judged on its
+// own: acknowledged ones are on the database that acknowledged them, none
+// twice, and a write whose reply was lost fails with a
+// DatabaseChangedError, never re-run blindly.
+func TestAutoPipelineBatchesAndFailsOverPerCommand(t *testing.T) {
+	for _, mode := range []string{"Config.AutoPipeline", "AutoPipeline()"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := testkit.Context(t, 60*time.Second)
+			nodes := standalone(t, 2, lab.Config{})
+			c, _ := newClient(t, fast(Config{AutoPipeline: mode == "Config.AutoPipeline"}), nodes, 10, 1)
+			var via redis.Cmdable = c
+			if mode == "AutoPipeline()" {
+				ap, err := c.AutoPipeline()
+				if err != nil {
+					t.Fatal(err)
+				}
+				via = ap
+			}
+			const goroutines = 32
+			var (
+				wg        sync.WaitGroup
+				stop      atomic.Bool
+				mu        sync.Mutex
+				acked     = map[string]bool{}
+				changed   int
+				otherErrs int
+			)
+			for g := range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; !stop.Load(); i++ {
+						id := fmt.Sprintf("%d:%d", g, i)
+						err := via.RPush(ctx, "ops", id).Err()
+						var dce *DatabaseChangedError
+						mu.Lock()
+						switch {
+						case err == nil:
+							acked[id] = true
+						case errors.As(err, &dce):
+							changed++
+						default:
+							otherErrs++
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			time.Sleep(300 * time.Millisecond)
+			db0 := c.dbs[0]
+			if db0.batch != nil {
+				st := db0.batch.Stats()
+				t.Logf("db0 before the kill: %d commands in %d round trips", st.Commands, st.Batches)
+				if mode == "Config.AutoPipeline" && st.Batches*2 > st.Commands {
+					t.Errorf("db0: %d commands in %d round trips from %d goroutines: not batched", st.Commands, st.Batches, goroutines)
+				}
+			}
+			if err := nodes[0].Kill(); err != nil {
+				t.Fatal(err)
+			}
+			testkit.WaitFor(t, 10*time.Second, "writes on db1", func() bool {
+				n, _ := nodes[1].Do(ctx, "LLEN", "ops").Int()
+				return n > 100
+			})
+			stop.Store(true)
+			wg.Wait()
+			on1, err := nodes[1].Do(ctx, "LRANGE", "ops", 0, -1).StringSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, id := range on1 {
+				seen[id]++
+				if seen[id] == 2 {
+					t.Errorf("%s is twice on db1: a write was run twice", id)
+				}
+			}
+			t.Logf("%d acknowledged, %d on db1, %d DatabaseChangedError, %d other errors", len(acked), len(on1), changed, otherErrs)
+			if len(on1) == 0 {
+				t.Fatal("no write reached db1 after the failover")
+			}
+		})
+	}
+}
