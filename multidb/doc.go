@@ -333,7 +333,8 @@
 // asked to batch them itself, per node. AutoPipeline and AsyncAutoPipeline
 // return go-redis's auto-pipeliners over the client, whose batches are
 // taken apart the same way (without the callers' contexts: go-redis drops
-// them).
+// them; and with AsyncAutoPipeline, commands one goroutine submits
+// without waiting may run in any order).
 //
 // # Observing
 //

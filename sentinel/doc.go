@@ -366,7 +366,10 @@
 // batches without the callers' contexts, so deadlines and the per-call
 // options (WithReadFrom, WithDurable) do not reach them: Config applies.
 // Config.AutoPipeline keeps both, and is the faster of the two (the
-// auto-pipeliner's own queue comes first).
+// auto-pipeliner's own queue comes first). With AsyncAutoPipeline, the
+// commands one goroutine submits without waiting for their results may
+// run in any order (each is run on its own, concurrently): wait for a
+// result before submitting a command that depends on it.
 //
 // # Credentials, TLS, pub/sub
 //
