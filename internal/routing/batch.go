@@ -191,7 +191,11 @@ func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redi
 				return nil, err
 			}
 			// Already taken into a batch: wait for its reply (bounded by
-			// the node's timeouts).
+			// the node's timeouts). Only on the wake from now on: the
+			// context's channel stays ready. Its wake cannot be lost:
+			// done is set before the wake is sent, and a wake already
+			// pending stays in the channel.
+			<-p.wake
 		}
 	}
 }

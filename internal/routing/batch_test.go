@@ -299,3 +299,53 @@ func TestAutoFrontSeparatesBatchesFromPipelines(t *testing.T) {
 		t.Errorf("%d calls of the pipeline function, want 2 (the user's pipeline and transaction)", pipelines.Load())
 	}
 }
+
+// TestBatcherCallerGivesUpWhileSent: a caller whose context ends while
+// its command is already on the wire waits for the reply without
+// spinning, and gets the command's own result.
+func TestBatcherCallerGivesUpWhileSent(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Standalone())
+	rdb := l.Node(0).NewClient()
+	defer rdb.Close()
+	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	lone := make(chan error, 1)
+	go func() { lone <- b.Do(ctx, redis.NewStatusCmd(ctx, "ping")) }()
+	testkit.WaitFor(t, 5*time.Second, "the lone command on the wire", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.running == 1
+	})
+	// Two more queue; when the lone one returns, they go out together.
+	callCtx, cancel := context.WithCancel(ctx)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- b.Do(callCtx, redis.NewStatusCmd(ctx, "set", "sent", 1)) }()
+	}
+	testkit.WaitFor(t, 5*time.Second, "two queued", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == 2
+	})
+	if err := l.Node(0).Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-lone; err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the two may be on the wire by now, or still queued
+	for range 2 {
+		if err := <-errs; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("queued SET: %v", err)
+		}
+	}
+	if b.running != 0 || len(b.queue) != 0 {
+		t.Errorf("after the callers: %d batch slots held, %d queued", b.running, len(b.queue))
+	}
+}
