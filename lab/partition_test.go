@@ -581,11 +581,22 @@ func TestPartitionedMasterIsFailedOver(t *testing.T) {
 	if err := l.WaitSettled(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := old.Role(ctx)
-	if err != nil || r.Role != "slave" || r.MasterAddr != promoted.Addr() || r.LinkState != "connected" {
-		t.Fatalf("old master after Heal: ROLE %+v, %v; want a connected replica of %s", r, err, promoted.Addr())
+	// The master every sentinel names now: the promoted node, unless the
+	// sentinels failed over again (on a busy machine the new master can
+	// miss pings for down-after-milliseconds while it serves the full
+	// resynchronisations: seen once at load 4, node1 then node2).
+	current, err := l.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("healed at 0: settled, the old master a replica of %s, after %v", promoted.name, time.Since(healed).Round(time.Millisecond))
+	if current != promoted {
+		t.Logf("the sentinels failed over again after the cut: %s is master, not %s", current.name, promoted.name)
+	}
+	r, err := old.Role(ctx)
+	if err != nil || r.Role != "slave" || r.MasterAddr != current.Addr() || r.LinkState != "connected" {
+		t.Fatalf("old master after Heal: ROLE %+v, %v; want a connected replica of %s", r, err, current.Addr())
+	}
+	t.Logf("healed at 0: settled, the old master a replica of %s, after %v", current.name, time.Since(healed).Round(time.Millisecond))
 	rc := old.NewClient()
 	defer rc.Close()
 	waitUntil(t, ctx, 10*time.Second, "the new master's data on the old master", func() error {
