@@ -8,17 +8,24 @@
 #
 # Reads deb822 files (/etc/apt/sources.list.d/*.sources, Debian 12's
 # default) and one-line sources (/etc/apt/sources.list, *.list).
+#
+# With arguments, another entry derived the same way:
+#
+#	apt-backports.sh TYPE SUITE NAME   (deb-src trixie rediskit-trixie-src)
+#
+# writes /etc/apt/sources.list.d/NAME.sources (scripts/redis8.sh uses it).
 set -eu
 
 . /etc/os-release
 codename="${VERSION_CODENAME:-}"
 [ -n "$codename" ] || { echo "apt-backports: no VERSION_CODENAME in /etc/os-release" >&2; exit 1; }
-suite="$codename-backports"
-out=/etc/apt/sources.list.d/rediskit-backports.sources
+type=${1:-deb}
+suite=${2:-$codename-backports}
+out=/etc/apt/sources.list.d/${3:-rediskit-backports}.sources
 
 # Already there (ours or the administrator's)?
-if grep -rqsE "^[[:space:]]*(deb[[:space:]].*[[:space:]]$suite([[:space:]]|\$)|Suites:.*[[:space:]]$suite([[:space:]]|\$))" \
-	/etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null; then
+if [ -f "$out" ] || { [ "$type" = deb ] && grep -rqsE "^[[:space:]]*(deb[[:space:]].*[[:space:]]$suite([[:space:]]|\$)|Suites:.*[[:space:]]$suite([[:space:]]|\$))" \
+	/etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null; }; then
 	echo "$suite"
 	exit 0
 fi
@@ -69,7 +76,7 @@ fi
 {
 	echo "# Added by rediskit (scripts/apt-backports.sh): the machine's own Debian"
 	echo "# source for $codename, suite $suite."
-	echo "Types: deb"
+	echo "Types: $type"
 	echo "URIs: $uri"
 	echo "Suites: $suite"
 	echo "Components: main"

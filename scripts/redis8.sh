@@ -7,8 +7,8 @@
 #	scripts/redis8.sh [cache-dir]      (default ~/.cache/rediskit/redis8)
 #
 # The source comes from the machine's own Debian mirror: a deb-src entry
-# for trixie is derived from its existing source, as apt-backports.sh
-# does for backports (same URI and keyring), and only the upstream
+# for trixie is derived from its existing source by apt-backports.sh
+# (same URI and keyring), and only the upstream
 # tarball (redis_8.0.*.orig.tar.gz) is fetched, checked against the hash
 # apt lists for it. It is built with TLS (BUILD_TLS=yes: the lab's TLS
 # topologies need it), so it needs make, a C compiler, pkg-config and
@@ -21,42 +21,8 @@ if [ -x "$cache/bin/redis-server" ] && [ -x "$cache/bin/redis-sentinel" ] && [ -
 	exit 0
 fi
 
-src=/etc/apt/sources.list.d/rediskit-trixie-src.sources
-if [ ! -f "$src" ]; then
-	found=""
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		found=$(awk '
-			function flush() {
-				if (!done && types ~ /(^|[ \t])deb([ \t]|$)/ && uris != "" && suites !~ /security/) { split(uris, u, /[ \t]+/); print u[1] "\t" key; done = 1 }
-				types = ""; uris = ""; suites = ""; key = ""
-			}
-			/^[ \t]*$/ { flush(); next }
-			/^[ \t]*#/ { next }
-			/^Types:/   { sub(/^Types:[ \t]*/, "");   types = $0; next }
-			/^URIs:/    { sub(/^URIs:[ \t]*/, "");    uris = $0; next }
-			/^Suites:/  { sub(/^Suites:[ \t]*/, "");  suites = $0; next }
-			/^Signed-By:/ { sub(/^Signed-By:[ \t]*/, ""); key = $0; next }
-			END { flush() }' "$f")
-		[ -n "$found" ] && break
-	done
-	if [ -z "$found" ]; then
-		uri=$(awk '$1 == "deb" && $0 !~ /security/ { i = 2; if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ } print $i; exit }' \
-			/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
-		[ -n "$uri" ] || { echo "redis8: no Debian source found under /etc/apt" >&2; exit 1; }
-		found=$(printf '%s\t' "$uri")
-	fi
-	uri=$(printf '%s' "$found" | cut -f1)
-	keyring=$(printf '%s' "$found" | cut -f2)
-	{
-		echo "# Added by rediskit (scripts/redis8.sh): the machine's own Debian source,"
-		echo "# suite trixie, for the source package of Redis 8.0."
-		echo "Types: deb-src"
-		echo "URIs: $uri"
-		echo "Suites: trixie"
-		echo "Components: main"
-		[ -z "$keyring" ] || echo "Signed-By: $keyring"
-	} >"$src"
+if [ ! -f /etc/apt/sources.list.d/rediskit-trixie-src.sources ]; then
+	sh "$(dirname "$0")/apt-backports.sh" deb-src trixie rediskit-trixie-src >/dev/null
 	apt-get update -q >&2
 fi
 

@@ -122,10 +122,8 @@ func (s *nodeSet) get(addr string) *node {
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{
 		MaxBatch:    opts.AutoPipelineMaxBatch,
 		MaxInflight: opts.AutoPipelineInflight,
-		Confirm: func(ctx context.Context, required int) []redis.Cmder {
-			return opts.confirmCmds(ctx, required)
-		},
-		Counts: &counts.batch,
+		Confirm:     opts.confirmCmds,
+		Counts:      &counts.batch,
 	})
 	// The control client has the caller's dialer and credentials but not
 	// their connection settings (OnConnect, Protocol, pool policy): see
