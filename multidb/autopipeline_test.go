@@ -100,3 +100,37 @@ func TestAutoPipelineBatchesAndFailsOverPerCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestAsyncAutoPipelineKeepsSubmitOrder submits many writes from one
+// goroutine through AsyncAutoPipeline without waiting: they run in submit
+// order on the active database.
+func TestAsyncAutoPipelineKeepsSubmitOrder(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	nodes := standalone(t, 2, lab.Config{})
+	c, _ := newClient(t, fast(Config{}), nodes, 10, 1)
+	ap, err := c.AsyncAutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Close()
+	const n = 3000
+	incrs := make([]*redis.IntCmd, n)
+	for i := range n {
+		_ = ap.RPush(ctx, "order", i)
+		incrs[i] = ap.Incr(ctx, "count")
+	}
+	for i, cmd := range incrs {
+		if v, err := cmd.Result(); err != nil || v != int64(i+1) {
+			t.Fatalf("INCR %d: %d, %v; want %d (run out of submit order)", i, v, err, i+1)
+		}
+	}
+	got, err := nodes[0].Do(ctx, "LRANGE", "order", 0, -1).StringSlice()
+	if err != nil || len(got) != n {
+		t.Fatalf("LRANGE: %d elements, %v; want %d", len(got), err, n)
+	}
+	for i, v := range got {
+		if v != fmt.Sprint(i) {
+			t.Fatalf("order[%d] = %s, want %d", i, v, i)
+		}
+	}
+}

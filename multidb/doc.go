@@ -332,9 +332,10 @@
 // batched by this client; one on a rediskit client (sentinel.Client) is
 // asked to batch them itself, per node. AutoPipeline and AsyncAutoPipeline
 // return go-redis's auto-pipeliners over the client, whose batches are
-// taken apart the same way (without the callers' contexts: go-redis drops
-// them; and with AsyncAutoPipeline, commands one goroutine submits
-// without waiting may run in any order).
+// taken apart the same way and then sent in their order, one pipeline per
+// node (without the callers' contexts: go-redis drops them). The commands
+// one goroutine submits to AsyncAutoPipeline without waiting run in submit
+// order on each node; one re-run after a switch runs after the others.
 //
 // # Observing
 //

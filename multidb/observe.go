@@ -182,6 +182,12 @@ type DatabaseStats struct {
 	BurstChecks       uint64
 	BurstChecksPassed uint64
 	BurstChecksFailed uint64
+
+	// Batched commands were auto-pipelined to the database by this client
+	// (Config.AutoPipeline, or an auto-pipeliner's) in Batches round trips:
+	// Batched / Batches is the mean batch. Zero for a database on a
+	// rediskit client, which batches them itself (see its own Stats).
+	Batches, Batched uint64
 }
 
 // Stats are the client's databases and counters since it was created.
@@ -251,6 +257,10 @@ func (c *Client) Stats() Stats {
 			BurstChecks:         db.burstChecks,
 			BurstChecksPassed:   db.burstPassed,
 			BurstChecksFailed:   db.burstFailed,
+		}
+		if db.batch != nil {
+			bs := db.batch.Stats()
+			ds.Batches, ds.Batched = bs.Batches, bs.Commands
 		}
 		if ds.State != Closed {
 			ds.OpenedAt = db.brk.openedAt

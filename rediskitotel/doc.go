@@ -63,6 +63,12 @@
 //	    Read-only calls the node served (replicas, or the master).
 //	rediskit.sentinel.node.writes  counter {call}      rediskit.master_name
 //	    Writing calls (commands, pipelines, transactions) sent to the node.
+//	rediskit.sentinel.node.batches counter {batch}     rediskit.master_name
+//	    Auto-pipelined round trips to the node (Config.AutoPipeline, or
+//	    an auto-pipeliner's), a command sent alone included.
+//	rediskit.sentinel.node.batched counter {call}      rediskit.master_name
+//	    The commands those round trips carried: batched / batches is the
+//	    mean batch.
 //	rediskit.replica.rtt           gauge s
 //	    The node's moving-average PING round trip, once probed.
 //	rediskit.replica.elected       gauge
@@ -118,6 +124,11 @@
 //	    The last health probe's latency.
 //	rediskit.multidb.failures             counter {failure}  rediskit.database
 //	    Connection failures and timeouts seen in traffic.
+//	rediskit.multidb.batches              counter {batch}    rediskit.database
+//	    Auto-pipelined round trips to a database on a *redis.Client (one
+//	    on a rediskit client batches per node: see its own metrics).
+//	rediskit.multidb.batched              counter {call}     rediskit.database
+//	    The commands those round trips carried.
 //	rediskit.multidb.unavailable          counter {episode}
 //	    Times no database was healthy.
 //	rediskit.multidb.reads.retried        counter {call}

@@ -496,3 +496,68 @@ func TestSentinelIsolationMetrics(t *testing.T) {
 		t.Fatalf("isolation holds recorded: %v (%v)", n, got["rediskit.sentinel.isolation.held"])
 	}
 }
+
+// TestBatchMetrics: with Config.AutoPipeline, the round trips and the
+// commands they carried are reported per node (sentinel) and per database
+// (multidb), and concurrent callers share round trips.
+func TestBatchMetrics(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	m, reader := newMetrics(t)
+	l := lab.New(t, lab.Sentinel(1))
+	sc, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), AutoPipeline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	standalone := lab.New(t, lab.Standalone())
+	mc, err := multidb.NewClient(multidb.Config{
+		Databases:           []multidb.Database{{Name: "only", Weight: 1, Options: &redis.Options{Addr: standalone.Node(0).Addr()}}},
+		HealthCheckInterval: time.Hour,
+		AutoPipeline:        true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	if _, err := m.RegisterSentinel(sc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RegisterMultiDB(mc); err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, each = 32, 50
+	for _, c := range []redis.Cmdable{sc, mc} {
+		errs := make(chan error, goroutines)
+		for range goroutines {
+			go func() {
+				var err error
+				for range each {
+					if err = c.Incr(ctx, "n").Err(); err != nil {
+						break
+					}
+				}
+				errs <- err
+			}()
+		}
+		for range goroutines {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := collect(t, reader)
+	for _, tc := range []struct {
+		name, batches, batched string
+		attrs                  []attribute.KeyValue
+	}{
+		{"sentinel master", "rediskit.sentinel.node.batches", "rediskit.sentinel.node.batched", addrAttrs(l.Node(0).Addr())},
+		{"multidb database", "rediskit.multidb.batches", "rediskit.multidb.batched", []attribute.KeyValue{AttrDatabase.String("only")}},
+	} {
+		batches, batched := sum(got[tc.batches], tc.attrs...), sum(got[tc.batched], tc.attrs...)
+		t.Logf("%s: %v commands in %v round trips", tc.name, batched, batches)
+		if batched != goroutines*each || batches <= 0 || batches*2 > batched {
+			t.Errorf("%s: %s %v, %s %v; want %d commands in at most half as many round trips",
+				tc.name, tc.batched, batched, tc.batches, batches, goroutines*each)
+		}
+	}
+}

@@ -63,6 +63,8 @@ func (m *Metrics) recordMultiDB(ev multidb.Event) {
 //	rediskit.multidb.breaker.state  gauge              rediskit.state: 1 for the breaker's state (closed, open, half-open), 0 for the others
 //	rediskit.multidb.probe.duration gauge s            the last health probe's latency
 //	rediskit.multidb.failures       counter {failure}  connection failures and timeouts seen in traffic
+//	rediskit.multidb.batches        counter {batch}    auto-pipelined round trips to the database (one on a *redis.Client)
+//	rediskit.multidb.batched        counter {call}     commands they carried
 func (m *Metrics) RegisterMultiDB(c *multidb.Client) (metric.Registration, error) {
 	active, err1 := m.meter.Int64ObservableGauge("rediskit.multidb.active",
 		metric.WithDescription("1 for the database that serves traffic, 0 for the others."))
@@ -72,7 +74,11 @@ func (m *Metrics) RegisterMultiDB(c *multidb.Client) (metric.Registration, error
 		metric.WithDescription("Latency of the database's last health probe."))
 	failures, err4 := m.meter.Int64ObservableCounter("rediskit.multidb.failures", metric.WithUnit("{failure}"),
 		metric.WithDescription("Connection failures and timeouts seen in traffic to the database."))
-	if err := firstErr(err1, err2, err3, err4); err != nil {
+	batches, err5 := m.meter.Int64ObservableCounter("rediskit.multidb.batches", metric.WithUnit("{batch}"),
+		metric.WithDescription("Auto-pipelined round trips to the database."))
+	batched, err6 := m.meter.Int64ObservableCounter("rediskit.multidb.batched", metric.WithUnit("{call}"),
+		metric.WithDescription("Commands the database's auto-pipelined round trips carried."))
+	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
 		return nil, err
 	}
 	states := []multidb.BreakerState{multidb.Closed, multidb.Open, multidb.HalfOpen}
@@ -89,9 +95,11 @@ func (m *Metrics) RegisterMultiDB(c *multidb.Client) (metric.Registration, error
 				o.ObserveFloat64(probe, db.LastProbeLatency.Seconds(), metric.WithAttributes(attrs...))
 			}
 			o.ObserveInt64(failures, count(db.Failures), metric.WithAttributes(attrs...))
+			o.ObserveInt64(batches, count(db.Batches), metric.WithAttributes(attrs...))
+			o.ObserveInt64(batched, count(db.Batched), metric.WithAttributes(attrs...))
 		}
 		return nil
-	}, active, state, probe, failures)
+	}, active, state, probe, failures, batches, batched)
 }
 
 // count is a counter's value for an Int64 instrument: saturated at the

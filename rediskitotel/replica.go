@@ -96,8 +96,10 @@ func (m *Metrics) RegisterReplica(sel *replica.Selector) (metric.Registration, e
 // RegisterSentinel reports the calls a Sentinel client sent to each node
 // (server.address, server.port), read from its Stats:
 //
-//	rediskit.sentinel.node.reads   counter {call}  read-only calls the node served (replicas and masters)
-//	rediskit.sentinel.node.writes  counter {call}  writing calls sent to the node
+//	rediskit.sentinel.node.reads    counter {call}   read-only calls the node served (replicas and masters)
+//	rediskit.sentinel.node.writes   counter {call}   writing calls sent to the node
+//	rediskit.sentinel.node.batches  counter {batch}  auto-pipelined round trips to the node
+//	rediskit.sentinel.node.batched  counter {call}   commands they carried (batched / batches: the mean batch)
 //
 // With a *replica.Selector (the default), its RTT table is reported too
 // (see RegisterReplica).
@@ -106,10 +108,14 @@ func (m *Metrics) RegisterSentinel(c *sentinel.Client) (metric.Registration, err
 		metric.WithDescription("Read-only calls the node served."))
 	writes, err2 := m.meter.Int64ObservableCounter("rediskit.sentinel.node.writes", metric.WithUnit("{call}"),
 		metric.WithDescription("Writing calls sent to the node."))
-	if err := firstErr(err1, err2); err != nil {
+	batches, err3 := m.meter.Int64ObservableCounter("rediskit.sentinel.node.batches", metric.WithUnit("{batch}"),
+		metric.WithDescription("Auto-pipelined round trips to the node."))
+	batched, err4 := m.meter.Int64ObservableCounter("rediskit.sentinel.node.batched", metric.WithUnit("{call}"),
+		metric.WithDescription("Commands the node's auto-pipelined round trips carried."))
+	if err := firstErr(err1, err2, err3, err4); err != nil {
 		return nil, err
 	}
-	instruments := []metric.Observable{reads, writes}
+	instruments := []metric.Observable{reads, writes, batches, batched}
 	sel, hasTable := c.Selector().(*replica.Selector)
 	var t replicaTable
 	if hasTable {
@@ -126,6 +132,8 @@ func (m *Metrics) RegisterSentinel(c *sentinel.Client) (metric.Registration, err
 			attrs := metric.WithAttributes(append([]attribute.KeyValue{redisSystem, name}, addrAttrs(n.Addr)...)...)
 			o.ObserveInt64(reads, count(n.Reads), attrs)
 			o.ObserveInt64(writes, count(n.Writes), attrs)
+			o.ObserveInt64(batches, count(n.Batches), attrs)
+			o.ObserveInt64(batched, count(n.Batched), attrs)
 		}
 		if hasTable {
 			t.observe(o, sel)

@@ -218,3 +218,70 @@ func TestAutoPipelineDurableOneWaitPerBatch(t *testing.T) {
 		t.Errorf("%d of 8 writes reported not durable", notDurable)
 	}
 }
+
+// TestAsyncAutoPipelineKeepsSubmitOrder submits many commands from one
+// goroutine through AsyncAutoPipeline without waiting for them, writes to
+// the master interleaved with reads preferring the replica: the writes
+// run in submit order (the list reads back in order), each INCR's reply
+// is the count of those before it, and every read is the replica's.
+func TestAsyncAutoPipelineKeepsSubmitOrder(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	c, _ := newTestClient(t, l, func(o *Config) { o.ReadFrom, o.ReplicaSelector = ReplicaPreferred, NewRoundRobinSelector() })
+	testkit.WaitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+	if err := c.Set(ctx, "seed", "s", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the seed on the replica", func() bool {
+		v, _ := l.Node(1).Do(ctx, "GET", "seed").Text()
+		return v == "s"
+	})
+	ap, err := c.AsyncAutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Close()
+	const n = 3000
+	pushes := make([]*redis.IntCmd, n)
+	incrs := make([]*redis.IntCmd, n)
+	gets := make([]*redis.StringCmd, n)
+	for i := range n {
+		pushes[i] = ap.RPush(ctx, "order", i)
+		incrs[i] = ap.Incr(ctx, "count")
+		gets[i] = ap.Get(ctx, "seed")
+	}
+	// A SCAN among them: its path reads its reply's cursor.
+	scan := ap.Scan(ctx, 0, "seed", 1000)
+	for i := range n {
+		if v, err := incrs[i].Result(); err != nil || v != int64(i+1) {
+			t.Fatalf("INCR %d: %d, %v; want %d (run out of submit order)", i, v, err, i+1)
+		}
+		if v, err := pushes[i].Result(); err != nil || v != int64(i+1) {
+			t.Fatalf("RPUSH %d: %d, %v; want length %d", i, v, err, i+1)
+		}
+		if v, err := gets[i].Result(); err != nil || v != "s" {
+			t.Fatalf("GET %d: %q, %v", i, v, err)
+		}
+	}
+	if _, _, err := scan.Result(); err != nil {
+		t.Errorf("SCAN: %v", err)
+	}
+	st := nodeStats(c)
+	if r := st[l.Node(1).Addr()].Reads; r != n+1 {
+		t.Errorf("%d reads on the replica, want %d (the GETs and the SCAN)", r, n+1)
+	}
+	got, err := l.Node(0).Do(ctx, "LRANGE", "order", 0, -1).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("%d elements, want %d", len(got), n)
+	}
+	for i, v := range got {
+		if v != strconv.Itoa(i) {
+			t.Fatalf("order[%d] = %s, want %d", i, v, i)
+		}
+	}
+	t.Logf("master: %d commands in %d batches; replica: %d in %d", st[l.Node(0).Addr()].Batched, st[l.Node(0).Addr()].Batches,
+		st[l.Node(1).Addr()].Batched, st[l.Node(1).Addr()].Batches)
+}

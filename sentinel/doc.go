@@ -362,14 +362,18 @@
 //
 // AutoPipeline and AsyncAutoPipeline return go-redis's auto-pipeliners,
 // made on a front of the client: their batches are taken apart and each
-// command runs as above, batched per node underneath. go-redis runs those
-// batches without the callers' contexts, so deadlines and the per-call
-// options (WithReadFrom, WithDurable) do not reach them: Config applies.
-// Config.AutoPipeline keeps both, and is the faster of the two (the
-// auto-pipeliner's own queue comes first). With AsyncAutoPipeline, the
-// commands one goroutine submits without waiting for their results may
-// run in any order (each is run on its own, concurrently): wait for a
-// result before submitting a command that depends on it.
+// command is routed, held, re-run or refused as above; then each node's
+// commands of the batch go to it in the batch's order, as one pipeline.
+// go-redis's auto-pipeliners keep submit order (one batch at a time), so
+// the commands one goroutine submits to AsyncAutoPipeline without waiting
+// for their results run in that order on each node: a write, then the
+// write after it; a read routed to a replica is not ordered against the
+// master's writes (read from the master, WithReadFrom, when it must see
+// them). A command re-run after a failure signal (a read; a write that
+// provably did not run) runs after the batch's commands that were not
+// refused. go-redis runs those batches without the callers' contexts, so
+// deadlines and the per-call options (WithReadFrom, WithDurable) do not
+// reach them: Config applies. Config.AutoPipeline keeps both.
 //
 // # Credentials, TLS, pub/sub
 //

@@ -1,7 +1,11 @@
 package routing
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -145,6 +149,9 @@ func (b *Batcher) Stats() BatchStats {
 }
 
 func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redis.Cmder, error) {
+	if s, ok := ctx.Value(roundKey{}).(roundSlot); ok && s.r != nil {
+		return s.r.do(ctx, s, b, cmd, required) // RunIndependent's order
+	}
 	b.mu.Lock()
 	if b.running < b.inflight && len(b.queue) == 0 {
 		// Idle: send it at once, alone.
@@ -374,31 +381,244 @@ func Batching(ctx context.Context) bool {
 // RunIndependent runs the commands of an auto-pipeliner's batch as the
 // independent commands they are, each through process (the routed
 // client's single-command path: its own route, hold, re-run and refusal
-// rules) with a context marked WithBatching, all at once: one goroutine
-// each but the last, which runs on the caller's, all joined before it
-// returns. Underneath, the commands that go to the same node share round
-// trips through its Batcher. A panic in one becomes that command's error
-// (a *safe.PanicError). It returns nil: each command carries its own
-// result, as in a pipeline.
+// rules) with a context marked WithBatching, and keeps their order on
+// each node: one goroutine each but the last, which runs on the caller's,
+// all joined before it returns.
+//
+// The commands go out in rounds. Each command's goroutine routes it as
+// alone and, where the single-command path would hand it to a node's
+// Batcher, waits instead for the round: once every command still running
+// waits so (or has finished without sending), the round sends, to each
+// node, its commands in the batch's order as one pipeline (the durable
+// ones' confirmation last), the nodes' pipelines at once. Commands that
+// the client's rules re-run after their replies (a read after a failure
+// signal, a write that provably did not run) go in the next round, in
+// order among themselves: after the commands of their batch that were not
+// refused. So one goroutine's submit order holds per node, as in one
+// go-redis pipeline; a read routed to a replica is not ordered against a
+// write on the master. A round's pipelines bypass the Batchers' queues
+// and in-flight bound (the auto-pipeliner above sends one batch at a
+// time).
+//
+// A panic in one command's path becomes that command's error (a
+// *safe.PanicError). It returns nil: each command carries its own result,
+// as in a pipeline.
 func RunIndependent(ctx context.Context, cmds []redis.Cmder, process ProcessFunc) error {
 	ctx = WithBatching(ctx)
-	run := func(cmd redis.Cmder) {
+	run := func(ctx context.Context, cmd redis.Cmder) {
 		if err := safe.Call(func() { _ = process(ctx, cmd) }); err != nil {
 			cmd.SetErr(err)
 		}
 	}
-	if len(cmds) == 0 {
+	switch len(cmds) {
+	case 0:
+		return nil
+	case 1:
+		run(ctx, cmds[0]) // nothing to order, and on the caller's goroutine
 		return nil
 	}
+	// The caller's goroutine is the auto-pipeliner's executor of the batch:
+	// only there may a command's results be read before the batch is over
+	// (go-redis's deferred face blocks every other reader until then). So
+	// the other goroutines work on a detached view of each command, and
+	// the commands whose paths read their typed replies (SCAN's cursor)
+	// run on the caller's goroutine, one after the other.
+	r := &round{live: len(cmds)}
+	own := make([]int, 0, 1)
+	for i, cmd := range cmds {
+		if _, ok := FindScan(cmd); ok {
+			own = append(own, i)
+		}
+	}
+	if len(own) == 0 {
+		own = append(own, len(cmds)-1)
+	}
+	slot := func(i int) context.Context {
+		return context.WithValue(ctx, roundKey{}, roundSlot{r: r, index: i})
+	}
 	var wg sync.WaitGroup
-	for _, cmd := range cmds[:len(cmds)-1] {
+	next := 0 // the next of own
+	for i, cmd := range cmds {
+		if next < len(own) && own[next] == i {
+			next++
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run(cmd)
+			defer r.finish()
+			run(slot(i), &detached{Cmder: cmd})
 		}()
 	}
-	run(cmds[len(cmds)-1])
+	for _, i := range own {
+		run(slot(i), cmds[i])
+		r.finish()
+	}
 	wg.Wait()
 	return nil
+}
+
+// detached is a command of an auto-pipeliner's batch as RunIndependent's
+// goroutines see it: its error is read without waiting for the batch
+// (go-redis's deferred face makes Err, and String, wait until the batch
+// the goroutine itself is running is over). Everything else is the
+// command's own: the reply is read into it, and its error set on it too.
+type detached struct {
+	redis.Cmder
+	err error
+}
+
+func (d *detached) Err() error { return d.err }
+
+func (d *detached) SetErr(err error) {
+	d.err = err
+	d.Cmder.SetErr(err)
+}
+
+// String is the command's arguments and its error (go-redis's form
+// without the reply, which cannot be read yet).
+func (d *detached) String() string {
+	var b strings.Builder
+	for i, a := range d.Args() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprint(&b, a)
+	}
+	if d.err != nil {
+		b.WriteString(": ")
+		b.WriteString(d.err.Error())
+	}
+	return b.String()
+}
+
+type roundKey struct{}
+
+// roundSlot is a command's place in its RunIndependent batch.
+type roundSlot struct {
+	r     *round
+	index int
+}
+
+// round sends the commands of one RunIndependent batch in lockstep (see
+// RunIndependent): a round fires when each of its live commands waits in
+// it; the goroutine whose arrival (or end) completes it sends it.
+type round struct {
+	mu      sync.Mutex
+	live    int // commands whose path has not returned
+	waiting []*roundEntry
+}
+
+// roundEntry is a command waiting in a round for its node's pipeline.
+type roundEntry struct {
+	index int
+	b     *Batcher
+	p     pending // ctx, cmd, required; confirm once sent
+	done  chan struct{}
+}
+
+// do waits for cmd's round, which sends it on b, and returns as
+// Batcher.do does.
+func (r *round) do(ctx context.Context, s roundSlot, b *Batcher, cmd redis.Cmder, required int) ([]redis.Cmder, error) {
+	e := &roundEntry{index: s.index, b: b, p: pending{ctx: ctx, cmd: cmd, required: required}, done: make(chan struct{})}
+	r.mu.Lock()
+	r.waiting = append(r.waiting, e)
+	fired := r.take()
+	r.mu.Unlock()
+	if fired != nil {
+		sendRound(fired)
+	}
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		if r.withdraw(e) {
+			err := ctx.Err()
+			cmd.SetErr(err)
+			return nil, err // never sent
+		}
+		<-e.done // in a round on the wire: bounded by the node's timeouts
+	}
+	return e.p.confirm, cmd.Err()
+}
+
+// take returns the waiting commands when they are all the live ones (the
+// round is complete), and starts the next round. Called with mu held.
+func (r *round) take() []*roundEntry {
+	if len(r.waiting) == 0 || len(r.waiting) < r.live {
+		return nil
+	}
+	fired := r.waiting
+	r.waiting = nil
+	return fired
+}
+
+// finish records that a command's path returned: the round may now be
+// complete without it.
+func (r *round) finish() {
+	r.mu.Lock()
+	r.live--
+	fired := r.take()
+	r.mu.Unlock()
+	if fired != nil {
+		sendRound(fired)
+	}
+}
+
+// withdraw takes e out of the round if the round has not fired.
+func (r *round) withdraw(e *roundEntry) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, q := range r.waiting {
+		if q == e {
+			r.waiting = append(r.waiting[:i], r.waiting[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// sendRound sends a fired round: per node (Batcher), its commands in the
+// batch's order as one pipeline, every node's at once, and wakes each
+// command's goroutine.
+func sendRound(entries []*roundEntry) {
+	slices.SortFunc(entries, func(a, b *roundEntry) int { return cmp.Compare(a.index, b.index) })
+	var groups [][]*roundEntry
+	for _, e := range entries {
+		i := slices.IndexFunc(groups, func(g []*roundEntry) bool { return g[0].b == e.b })
+		if i < 0 {
+			groups = append(groups, nil)
+			i = len(groups) - 1
+		}
+		groups[i] = append(groups[i], e)
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups[1:] {
+		safe.Go(&wg, nil, func() { sendGroup(g) }) // sendGroup fails its commands itself
+	}
+	sendGroup(groups[0])
+	wg.Wait()
+}
+
+// sendGroup sends one node's commands of a round as one pipeline (the
+// Batcher's send: the confirmation last, a panic as every command's
+// error) and wakes them.
+func sendGroup(g []*roundEntry) {
+	// Whatever happens, every command's goroutine is woken.
+	defer func() {
+		for _, e := range g {
+			close(e.done)
+		}
+	}()
+	batch := make([]*pending, len(g))
+	for i, e := range g {
+		// Not a round any more below here: a target that is itself a
+		// routed client must batch these as its own callers.
+		e.p.ctx = context.WithValue(e.p.ctx, roundKey{}, roundSlot{})
+		batch[i] = &e.p
+	}
+	var confirm []redis.Cmder
+	g[0].b.send(batch, &confirm)
+	for _, e := range g {
+		e.p.confirm = confirm
+	}
 }

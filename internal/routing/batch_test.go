@@ -22,9 +22,7 @@ import (
 // goroutine's order, and concurrent commands share round trips.
 func TestBatcherConcurrentCallers(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
-	l := lab.New(t, lab.Standalone())
-	rdb := l.Node(0).NewClient()
-	defer rdb.Close()
+	_, rdb := standaloneClient(t)
 	b := NewBatcher(rdb, BatchConfig{})
 
 	const goroutines, each = 64, 300
@@ -71,9 +69,7 @@ func TestBatcherConcurrentCallers(t *testing.T) {
 // own (no pipeline): one round trip per command.
 func TestBatcherLoneCaller(t *testing.T) {
 	ctx := testkit.Context(t, 20*time.Second)
-	l := lab.New(t, lab.Standalone())
-	rdb := l.Node(0).NewClient()
-	defer rdb.Close()
+	_, rdb := standaloneClient(t)
 	counter := &testkit.CommandCounter{}
 	rdb.AddHook(counter)
 	b := NewBatcher(rdb, BatchConfig{})
@@ -96,9 +92,7 @@ func TestBatcherLoneCaller(t *testing.T) {
 // rest run when the node resumes.
 func TestBatcherCallerGivesUpWhileQueued(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
-	l := lab.New(t, lab.Standalone())
-	rdb := l.Node(0).NewClient()
-	defer rdb.Close()
+	l, rdb := standaloneClient(t)
 	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -205,9 +199,7 @@ func (panicHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPip
 // commands run.
 func TestBatcherPanic(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
-	l := lab.New(t, lab.Standalone())
-	rdb := l.Node(0).NewClient()
-	defer rdb.Close()
+	_, rdb := standaloneClient(t)
 	rdb.AddHook(panicHook{})
 	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
 	var wg sync.WaitGroup
@@ -305,9 +297,7 @@ func TestAutoFrontSeparatesBatchesFromPipelines(t *testing.T) {
 // spinning, and gets the command's own result.
 func TestBatcherCallerGivesUpWhileSent(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
-	l := lab.New(t, lab.Standalone())
-	rdb := l.Node(0).NewClient()
-	defer rdb.Close()
+	l, rdb := standaloneClient(t)
 	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -348,4 +338,156 @@ func TestBatcherCallerGivesUpWhileSent(t *testing.T) {
 	if b.running != 0 || len(b.queue) != 0 {
 		t.Errorf("after the callers: %d batch slots held, %d queued", b.running, len(b.queue))
 	}
+}
+
+// TestRunIndependentKeepsOrder runs a batch of commands for two nodes
+// (two Batchers) through RunIndependent: each node gets its commands in
+// the batch's order, in one round trip; a command whose path ends without
+// sending, or panics, does not hold the others; one re-run after its reply
+// goes out in a second round, after the commands that were not re-run.
+func TestRunIndependentKeepsOrder(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	_, rdb := standaloneClient(t)
+	nodes := map[byte]*Batcher{
+		'a': NewBatcher(rdb, BatchConfig{}),
+		'b': NewBatcher(rdb, BatchConfig{}),
+	}
+	refused := errors.New("refused before sending")
+	var reruns atomic.Int32
+	process := func(ctx context.Context, cmd redis.Cmder) error {
+		key := cmd.Args()[1].(string) //nolint:forcetypeassert // the test's own commands
+		switch key {
+		case "none":
+			cmd.SetErr(refused)
+			return refused
+		case "panic":
+			panic("in one command's path")
+		}
+		b := nodes[key[1]]
+		err := b.Do(ctx, cmd)
+		if key == "lb" && cmd.Args()[2] == "rerun" {
+			// As a read re-run after a failure signal: once more, after
+			// the round's other commands.
+			reruns.Add(1)
+			cmd.SetErr(nil)
+			err = b.Do(ctx, cmd)
+		}
+		return err
+	}
+	const n = 400
+	var cmds []redis.Cmder
+	for i := range n {
+		key := "la"
+		if i%3 == 0 {
+			key = "lb"
+		}
+		cmds = append(cmds, redis.NewIntCmd(ctx, "rpush", key, strconv.Itoa(i)))
+	}
+	cmds[30] = redis.NewIntCmd(ctx, "rpush", "lb", "rerun")
+	cmds = append(cmds, redis.NewIntCmd(ctx, "get", "none"), redis.NewIntCmd(ctx, "get", "panic"))
+	if err := RunIndependent(ctx, cmds, process); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(cmds[n].Err(), refused) {
+		t.Errorf("the command refused before sending: %v", cmds[n].Err())
+	}
+	var pe *safe.PanicError
+	if !errors.As(cmds[n+1].Err(), &pe) {
+		t.Errorf("the command whose path panicked: %v, want a *safe.PanicError", cmds[n+1].Err())
+	}
+	for _, cmd := range cmds[:n] {
+		if cmd.Err() != nil {
+			t.Fatalf("%v: %v", cmd.Args(), cmd.Err())
+		}
+	}
+	for _, key := range []string{"la", "lb"} {
+		var want []string
+		for i := range n {
+			switch {
+			case i == 30:
+				if key == "lb" {
+					want = append(want, "rerun") // its first send, in its place
+				}
+			case (key == "lb") == (i%3 == 0):
+				want = append(want, strconv.Itoa(i))
+			}
+		}
+		if key == "lb" {
+			want = append(want, "rerun") // re-run after the rest
+		}
+		got, err := rdb.LRange(ctx, key, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s = %v\nwant %v", key, got, want)
+		}
+	}
+	for k, b := range nodes {
+		st := b.Stats()
+		want := uint64(1)
+		if k == 'b' {
+			want = 2 // the re-run's round
+		}
+		if st.Batches != want {
+			t.Errorf("node %c: %d round trips for %d commands, want %d", k, st.Batches, st.Commands, want)
+		}
+	}
+	if reruns.Load() != 1 {
+		t.Errorf("%d re-runs, want 1", reruns.Load())
+	}
+}
+
+// TestRunIndependentGivesUpInRound checks that a command whose context ends
+// while it waits for its round (another command of the batch is still on
+// its way) is taken out, never sent, and the round still fires.
+func TestRunIndependentGivesUpInRound(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	_, rdb := standaloneClient(t)
+	b := NewBatcher(rdb, BatchConfig{})
+	gaveUp := make(chan struct{})
+	process := func(pctx context.Context, cmd redis.Cmder) error {
+		switch cmd.Args()[1] {
+		case "slow":
+			<-gaveUp // still on its way: the round cannot fire yet
+		case "cancelled":
+			cctx, cancel := context.WithTimeout(pctx, 50*time.Millisecond)
+			defer cancel()
+			defer close(gaveUp)
+			return b.Do(cctx, cmd)
+		}
+		return b.Do(pctx, cmd)
+	}
+	cmds := []redis.Cmder{
+		redis.NewStatusCmd(ctx, "set", "first", "1"),
+		redis.NewStatusCmd(ctx, "set", "cancelled", "1"),
+		redis.NewStatusCmd(ctx, "set", "slow", "1"),
+	}
+	if err := RunIndependent(ctx, cmds, process); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(cmds[1].Err(), context.DeadlineExceeded) {
+		t.Errorf("the command given up in its round: %v, want its context's error", cmds[1].Err())
+	}
+	for _, i := range []int{0, 2} {
+		if cmds[i].Err() != nil {
+			t.Errorf("%v: %v", cmds[i].Args(), cmds[i].Err())
+		}
+	}
+	if n := rdb.Exists(ctx, "first", "cancelled", "slow").Val(); n != 2 {
+		t.Errorf("%d of first, cancelled, slow exist, want 2 (the cancelled one never sent)", n)
+	}
+	if st := b.Stats(); st.Batches != 1 || st.Commands != 2 {
+		t.Errorf("stats %+v, want the two commands in one round trip", st)
+	}
+}
+
+// standaloneClient starts a standalone lab server for the test and
+// returns it and a client of it, closed with the test.
+func standaloneClient(t *testing.T) (*lab.Lab, *redis.Client) {
+	t.Helper()
+	l := lab.New(t, lab.Standalone())
+	rdb := l.Node(0).NewClient()
+	t.Cleanup(func() { _ = rdb.Close() })
+	return l, rdb
 }
