@@ -23,6 +23,20 @@ func BenchmarkStartClosePartitions(b *testing.B) {
 	benchStartClose(b, Config{Replicas: 2, Sentinels: 3, Partitions: true})
 }
 
+// BenchmarkStartCloseCluster measures a 3×1 Redis Cluster (every node
+// behind proxies for its client port and its bus): start means until every
+// node agrees (ClusterReady) and every replica has acknowledged its
+// master's offset. Redis holds a new master's cluster_state at fail for
+// its first 2 s (CLUSTER_WRITABLE_DELAY): that is the floor.
+func BenchmarkStartCloseCluster(b *testing.B) {
+	benchStartClose(b, Cluster(3, 1))
+}
+
+// BenchmarkStartCloseCluster3x2 is BenchmarkStartCloseCluster for 3×2.
+func BenchmarkStartCloseCluster3x2(b *testing.B) {
+	benchStartClose(b, Cluster(3, 2))
+}
+
 func benchStartClose(b *testing.B, cfg Config) {
 	var start, stop time.Duration
 	for b.Loop() {

@@ -38,8 +38,8 @@ const (
 // Standalone, Replicated and Sentinel return the common shapes, ready to
 // adjust.
 type Config struct {
-	// Replicas is the number of replicas of the master. Zero starts a
-	// standalone server.
+	// Replicas is the number of replicas of the master (of each master, in
+	// a cluster). Zero starts a standalone server.
 	Replicas int
 	// Sentinels is the number of sentinels monitoring the master. Zero
 	// starts none.
@@ -86,6 +86,15 @@ type Config struct {
 	// announce the proxy's address, so Sentinel and replication use it as
 	// clients do. It is implied when any node has a Latency.
 	Proxy bool
+
+	// Shards makes the lab a Redis Cluster of Shards masters, each with
+	// Replicas replicas (see Cluster): every node behind a proxy for its
+	// client port and another for its cluster bus, both announced. Zero:
+	// no cluster. It implies Proxy and excludes Sentinels.
+	Shards int
+	// ClusterNodeTimeout is a cluster's cluster-node-timeout. Default
+	// DefaultClusterNodeTimeout (1 s).
+	ClusterNodeTimeout time.Duration
 
 	// Partitions gives every process of the lab (data nodes and sentinels)
 	// an address of its own in 127.0.0.0/8 (127.0.0.2, 127.0.0.3, ...:
@@ -194,8 +203,11 @@ func (c Config) withDefaults() Config {
 			c.Proxy = true
 		}
 	}
-	if c.Partitions {
+	if c.Partitions || c.Shards > 0 {
 		c.Proxy = true
+	}
+	if c.Shards > 0 && c.ClusterNodeTimeout == 0 {
+		c.ClusterNodeTimeout = DefaultClusterNodeTimeout
 	}
 	return c
 }

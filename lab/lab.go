@@ -45,6 +45,10 @@ type Lab struct {
 	// picked are the ports of the servers of the current start attempt.
 	picked map[netip.AddrPort]bool
 
+	// nextIndex is the index of the next data node made (a cluster's
+	// AddShard continues after the last).
+	nextIndex int
+
 	// partMu serialises Partition and Heal and guards clients.
 	partMu  sync.Mutex
 	clients []*ClientEndpoint // Config.Partitions' client endpoints
@@ -132,6 +136,13 @@ func (c Config) validate() error {
 		return errors.New("lab: SentinelUsername needs a SentinelPassword")
 	case c.TLSClientAuth && !c.TLS:
 		return errors.New("lab: TLSClientAuth needs TLS")
+	case c.Shards < 0:
+		return errors.New("lab: Shards cannot be negative")
+	case c.Shards > 0 && c.Sentinels > 0:
+		return errors.New("lab: a cluster (Shards) has no sentinels; set one of Shards and Sentinels")
+	case c.Partitions && c.Shards*(c.Replicas+1) > clusterHostSpan:
+		return fmt.Errorf("lab: Partitions gives a cluster's nodes %d addresses: %d shards of %d nodes do not fit",
+			clusterHostSpan, c.Shards, c.Replicas+1)
 	case c.Partitions && hostBase+c.Replicas+c.Sentinels > maxHost:
 		return fmt.Errorf("lab: Partitions gives each server an address in 127.0.0.%d-%d: %d servers do not fit",
 			hostBase, maxHost, c.Replicas+1+c.Sentinels)
@@ -194,9 +205,13 @@ func (l *Lab) start(ctx context.Context) error {
 // configs are rendered before the servers start in parallel.
 func (l *Lab) startTopology(ctx context.Context) error {
 	c := l.cfg
+	if c.Shards > 0 {
+		return l.startCluster(ctx)
+	}
 	hosts := l.serverHosts()
 	for i := 0; i <= c.Replicas; i++ {
-		n := &Node{index: i}
+		n := &Node{index: i, shard: -1}
+		l.nextIndex++
 		n.Server = l.newServer(fmt.Sprintf("node%d", i), c.RedisServer, c.Username, c.Password, hosts[i])
 		l.nodes = append(l.nodes, n)
 		if err := n.allocatePort(); err != nil {
@@ -226,12 +241,8 @@ func (l *Lab) startTopology(ctx context.Context) error {
 	if err := l.waitReplicasSynced(ctx); err != nil {
 		return err
 	}
-	info, err := master.Do(ctx, "INFO", "server").Text()
-	if err != nil {
-		return fmt.Errorf("lab: %s INFO server: %w", master.name, err)
-	}
-	if l.version, err = redisinfo.ParseServerVersion(redisinfo.ParseInfo(info)); err != nil {
-		return fmt.Errorf("lab: %s: %w", master.name, err)
+	if err := l.readVersion(ctx, master); err != nil {
+		return err
 	}
 	if c.Sentinels == 0 {
 		return nil
@@ -272,6 +283,18 @@ func (l *Lab) startTopology(ctx context.Context) error {
 	return l.events.watch(ctx, l)
 }
 
+// readVersion reads the server's version from n's INFO server.
+func (l *Lab) readVersion(ctx context.Context, n *Node) error {
+	info, err := n.Do(ctx, "INFO", "server").Text()
+	if err != nil {
+		return fmt.Errorf("lab: %s INFO server: %w", n.name, err)
+	}
+	if l.version, err = redisinfo.ParseServerVersion(redisinfo.ParseInfo(info)); err != nil {
+		return fmt.Errorf("lab: %s: %w", n.name, err)
+	}
+	return nil
+}
+
 // stopTopology stops whatever startTopology started (processes, admin
 // clients, proxies) and removes the servers' directories, for a fresh
 // start.
@@ -282,6 +305,7 @@ func (l *Lab) stopTopology() error {
 	}
 	l.nodes, l.sentinels = nil, nil
 	l.picked = nil
+	l.nextIndex = 0
 	return errors.Join(errs...)
 }
 
@@ -296,6 +320,9 @@ func (l *Lab) stopServers() error {
 	for _, n := range l.nodes {
 		if n.proxy != nil {
 			_ = n.proxy.Close()
+		}
+		if n.busProxy != nil {
+			_ = n.busProxy.Close()
 		}
 	}
 	for _, s := range l.sentinels {
@@ -332,6 +359,17 @@ func (s *Server) allocatePort() error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
+	port, err := s.pickPort()
+	if err != nil {
+		return err
+	}
+	s.port = port
+	return nil
+}
+
+// pickPort picks a free port on the server's address that no other server
+// of the lab was given.
+func (s *Server) pickPort() (int, error) {
 	// The kernel may hand the port it just freed to the next bind: a port
 	// picked for another server of this lab is picked again, so that two
 	// servers never share one (the second would fail to listen while the
@@ -339,7 +377,7 @@ func (s *Server) allocatePort() error {
 	for range maxPortPicks {
 		port, err := s.lab.pickPort(s.host)
 		if err != nil {
-			return fmt.Errorf("lab: find a free port: %w", err)
+			return 0, fmt.Errorf("lab: find a free port: %w", err)
 		}
 		addr := netip.AddrPortFrom(s.host, uint16(port)) //nolint:gosec // a port from the kernel, below 65536
 		if s.lab.picked[addr] {
@@ -349,10 +387,9 @@ func (s *Server) allocatePort() error {
 			s.lab.picked = map[netip.AddrPort]bool{}
 		}
 		s.lab.picked[addr] = true
-		s.port = port
-		return nil
+		return port, nil
 	}
-	return fmt.Errorf("lab: find a free port on %s: %d picks all gave ports other servers of the lab have", s.host, maxPortPicks)
+	return 0, fmt.Errorf("lab: find a free port on %s: %d picks all gave ports other servers of the lab have", s.host, maxPortPicks)
 }
 
 // maxPortPicks bounds allocatePort's picks for one server.
@@ -686,6 +723,12 @@ func (l *Lab) url(secrets bool) string {
 		}
 	} else {
 		u.Host = l.nodes[0].Addr()
+		// A cluster: go-redis's cluster URL, the other seeds as addr=.
+		for _, n := range l.nodes[1:] {
+			if l.IsCluster() {
+				q.Add("addr", n.Addr())
+			}
+		}
 	}
 	if l.tlsFiles != nil {
 		q.Set("caFile", l.tlsFiles.CAFile)

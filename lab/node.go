@@ -24,6 +24,13 @@ type Node struct {
 	*Server
 	index int
 	proxy *Proxy // nil when the lab runs without proxies
+
+	// In a cluster lab: the node's shard (-1 outside one), cluster node
+	// ID, cluster bus port, and the proxy in front of the bus.
+	shard     int
+	clusterID string
+	busPort   int
+	busProxy  *Proxy
 }
 
 // Index is the node's position in the topology: 0 started as the master.
@@ -64,6 +71,7 @@ func (n *Node) NewClient() *redis.Client { return redis.NewClient(n.Options()) }
 // the test.
 func (n *Node) SetLatency(rtt time.Duration) {
 	n.mustProxy().SetLatency(rtt)
+	n.eachBus((*Proxy).SetLatency, rtt)
 	n.lab.cfg.Logger.Info("lab: latency", "node", n.name, "rtt", rtt)
 }
 
@@ -78,19 +86,31 @@ func (n *Node) Latency() time.Duration {
 // BlackHole makes the node's proxy swallow all traffic (see Proxy.BlackHole).
 func (n *Node) BlackHole() {
 	n.mustProxy().BlackHole()
+	n.eachBus(func(p *Proxy, _ time.Duration) { p.BlackHole() }, 0)
 	n.lab.cfg.Logger.Info("lab: black hole", "node", n.name)
 }
 
 // ResetConnections resets every connection through the node's proxy.
 func (n *Node) ResetConnections() {
 	n.mustProxy().ResetConnections()
+	n.eachBus(func(p *Proxy, _ time.Duration) { p.ResetConnections() }, 0)
 	n.lab.cfg.Logger.Info("lab: reset connections", "node", n.name)
 }
 
 // Restore ends a black hole (see Proxy.Restore). Latency stays as set.
 func (n *Node) Restore() {
 	n.mustProxy().Restore()
+	n.eachBus(func(p *Proxy, _ time.Duration) { p.Restore() }, 0)
 	n.lab.cfg.Logger.Info("lab: restore", "node", n.name)
+}
+
+// eachBus applies a fault to the node's cluster bus proxy too, when it has
+// one: in a cluster, latency and faults reach the bus as they reach the
+// clients.
+func (n *Node) eachBus(f func(*Proxy, time.Duration), d time.Duration) {
+	if n.busProxy != nil {
+		f(n.busProxy, d)
+	}
 }
 
 func (n *Node) mustProxy() *Proxy {
@@ -106,6 +126,9 @@ func (n *Node) Kill() error {
 	if n.proxy != nil {
 		n.proxy.Suspend()
 	}
+	if n.busProxy != nil {
+		n.busProxy.Suspend()
+	}
 	return n.Server.Kill()
 }
 
@@ -113,6 +136,11 @@ func (n *Node) Kill() error {
 func (n *Node) Restart(ctx context.Context) error {
 	if err := n.Server.Restart(ctx); err != nil {
 		return err
+	}
+	if n.busProxy != nil {
+		if err := n.busProxy.Resume(); err != nil {
+			return err
+		}
 	}
 	if n.proxy != nil {
 		return n.proxy.Resume()
@@ -228,6 +256,9 @@ func (l *Lab) renderNodeConfig(n *Node, masterAddr string) string {
 	if masterAddr != "" {
 		host, port, _ := net.SplitHostPort(masterAddr)
 		line("replicaof %s %s", host, port)
+	}
+	if n.shard >= 0 {
+		l.clusterLines(&b, n)
 	}
 	for _, extra := range c.ExtraConfig {
 		line("%s", extra)

@@ -134,6 +134,12 @@ func (l *Lab) hostAt(k int) netip.Addr {
 // the order hostAt hands them out.
 func (l *Lab) serverHosts() []netip.Addr {
 	n := l.cfg.Replicas + 1 + l.cfg.Sentinels
+	if l.cfg.Shards > 0 {
+		n = clusterHostSpan // with Partitions, every address a node may get
+		if !l.cfg.Partitions {
+			n = 1
+		}
+	}
 	hosts := make([]netip.Addr, n)
 	for k := range hosts {
 		hosts[k] = l.hostAt(k)
@@ -145,7 +151,11 @@ func (l *Lab) serverHosts() []netip.Addr {
 // addresses Config.Partitions uses (Linux does on all of 127.0.0.0/8;
 // macOS only on the aliases added to lo0).
 func checkLoopbackAliases(c Config) error {
-	last := netip.AddrFrom4([4]byte{127, 0, 0, byte(hostBase + c.Replicas + c.Sentinels)})
+	k := c.Replicas + c.Sentinels
+	if c.Shards > 0 {
+		k = clusterHostSpan
+	}
+	last := netip.AddrFrom4([4]byte{127, 0, 0, byte(hostBase + k)})
 	ln, err := net.Listen("tcp", netip.AddrPortFrom(last, 0).String())
 	if err != nil {
 		return fmt.Errorf("lab: Partitions needs 127.0.0.%d-%s on the loopback interface (Linux has all of 127.0.0.0/8; on macOS add them, e.g. sudo ifconfig lo0 alias %s): %w",
@@ -183,6 +193,9 @@ func (l *Lab) NewClientEndpoint(name string) (*ClientEndpoint, error) {
 		}
 	}
 	k := len(l.nodes) + len(l.sentinels) + len(l.clients)
+	if l.IsCluster() {
+		k = clusterHostSpan + len(l.clients) // after the nodes' addresses
+	}
 	if hostBase+k > maxHost {
 		return nil, fmt.Errorf("lab: NewClientEndpoint(%q): all %d addresses of the lab are taken", name, maxHost-hostBase+1)
 	}
@@ -367,6 +380,9 @@ func (l *Lab) applyCuts(cutFor func(netip.Addr) *cutSet) int {
 	var hosts []netip.Addr
 	for _, n := range l.nodes {
 		proxies, hosts = append(proxies, n.proxy), append(hosts, n.host)
+		if n.busProxy != nil {
+			proxies, hosts = append(proxies, n.busProxy), append(hosts, n.host)
+		}
 	}
 	for _, s := range l.sentinels {
 		proxies, hosts = append(proxies, s.proxy), append(hosts, s.host)
