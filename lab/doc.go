@@ -1,6 +1,7 @@
 // Package lab starts real Redis topologies on loopback for tests, demos and
-// failover drills: a standalone server, a master with replicas, and the same
-// monitored by Sentinel, with latency and fault injection.
+// failover drills: a standalone server, a master with replicas, the same
+// monitored by Sentinel, and Redis Cluster, with latency and fault
+// injection.
 //
 // It runs the redis-server and redis-sentinel binaries found on PATH (Redis
 // 7.0 or newer; on Debian: apt-get install redis-server redis-sentinel
@@ -120,11 +121,60 @@
 // DefaultSentinelPublishPeriod; set Redis's own values in Config to
 // reproduce production timelines.
 //
+// # Redis Cluster
+//
+// Config.Shards (or Cluster(shards, replicas)) starts a cluster: Shards
+// masters with Replicas replicas each, the 16384 slots split evenly in
+// shard order, cluster-node-timeout 1 s (DefaultClusterNodeTimeout; Redis's
+// own is 15 s), so a failed master is replaced in two to three seconds.
+// Every node has two proxies, one for its client port and one for its
+// cluster bus, and announces both (cluster-announce-ip, -port or -tls-port,
+// -bus-port): CLUSTER SHARDS, CLUSTER SLOTS, MOVED and ASK hand clients the
+// proxies' addresses, and the nodes' own bus traffic crosses the bus
+// proxies, so Node.SetLatency, BlackHole, ResetConnections, Kill and
+// Partition reach the bus as they reach clients. The lab builds the
+// cluster itself (CLUSTER SET-CONFIG-EPOCH, ADDSLOTSRANGE, MEET between
+// every pair of nodes, REPLICATE), not with redis-cli, and Start returns
+// once every node reports cluster_state:ok and all agree on the slot map,
+// each shard's master and its replicas (ClusterReady), and every replica
+// has acknowledged its master's offset. Redis keeps a new master's
+// cluster_state at fail for its first two seconds, so a cluster takes
+// about 2.1 s to start (BENCHMARKS.md). Replica migration is off
+// (cluster-allow-replica-migration no): shards keep the nodes the test
+// gave them.
+//
+// Nodes are numbered in shard order (node0..nodeR the first shard, node0
+// its first master) and keep their shard (Node.Shard, Lab.ShardNodes)
+// whatever their role. The operations wait until every running node
+// agrees, bounded by their context:
+//
+//   - ClusterFailover (CLUSTER FAILOVER, with FailoverForce or
+//     FailoverTakeover its FORCE and TAKEOVER forms) on a shard's replica,
+//     or Node.ClusterFailover on a chosen one;
+//   - WaitPromotion after Node.Kill, Pause, or a partition that leaves
+//     the master in a minority: the cluster's own failover;
+//   - BeginSlotMigration, SlotMigration.MoveKeys and Finish move slots
+//     step by step (IMPORTING and MIGRATING, MIGRATE, SETSLOT NODE), so a
+//     test can hold a slot mid-migration and see ASK; MigrateSlots does
+//     it at once;
+//   - AddShard and RemoveShard (its slots and keys moved to the others,
+//     its nodes forgotten everywhere and stopped);
+//   - ShardMaster, SlotOwner, Node.ClusterShards, Node.Role, Server.Info
+//     read the state.
+//
+// ClusterAddrs are seeds for a cluster client and ClusterOptions go-redis
+// options for one; Lab.URL is go-redis's cluster URL form
+// (redis://host:port?addr=host:port&...). Passwords, ACL users, TLS (the
+// bus and replication too: tls-cluster, tls-replication), ExtraConfig and
+// the server choice work as for the other topologies. With Partitions a
+// cluster's nodes take addresses 127.0.0.2 onwards (room for 128 nodes),
+// its client endpoints the ones after.
+//
 // # Clients
 //
 // Node.Options gives go-redis options for a node with the lab's credentials
-// and TLS settings and no retries of any kind; Lab.URL a redis:// or
-// redis+sentinel:// URL. Node.Do runs admin commands on the node's own port,
+// and TLS settings and no retries of any kind; Lab.URL a redis://,
+// redis+sentinel:// or cluster URL. Node.Do runs admin commands on the node's own port,
 // bypassing its proxy, so injected faults and partitions do not disturb a
 // test's bookkeeping. ClientEndpoint.Options and NewClient give the same
 // clients, connecting from an endpoint's address.

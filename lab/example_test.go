@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -126,4 +128,55 @@ func ExampleLab_Partition() {
 	// app reaches the replica: true
 	// a plain client reaches the master: true
 	// after Heal, app reaches the master: true
+}
+
+// A Redis Cluster test's skeleton: three shards of a master and a replica,
+// a write through a go-redis cluster client, then the master serving it is
+// killed and the cluster promotes its replica.
+func ExampleCluster() {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	l, err := lab.Start(ctx, lab.Cluster(3, 1))
+	if err != nil {
+		fmt.Println("start:", err)
+		return
+	}
+	defer l.Close()
+
+	cc := redis.NewClusterClient(l.ClusterOptions())
+	defer cc.Close()
+	if err := cc.Set(ctx, "greeting", "hello", 0).Err(); err != nil {
+		fmt.Println("set:", err)
+		return
+	}
+	slot, _ := l.Node(0).Do(ctx, "CLUSTER", "KEYSLOT", "greeting").Int()
+	old, err := l.SlotOwner(ctx, slot)
+	if err != nil {
+		fmt.Println("owner:", err)
+		return
+	}
+	// Make sure the replica has the write before the master dies: WAIT
+	// counts the writes of its own connection, so write once more there.
+	rc := old.NewClient()
+	defer rc.Close()
+	conn := rc.Conn()
+	defer conn.Close()
+	_ = conn.Set(ctx, "greeting", "hello", 0).Err()
+	if n, err := conn.Do(ctx, "WAIT", 1, 1000).Int(); err != nil || n != 1 {
+		fmt.Println("wait:", n, err)
+		return
+	}
+	_ = old.Kill()
+	promoted, err := l.WaitPromotion(ctx, old.Shard(), old)
+	if err != nil {
+		fmt.Println("promotion:", err)
+		return
+	}
+	fmt.Println("promoted a replica of the same shard:", promoted.Shard() == old.Shard() && promoted != old)
+	v, err := promoted.Do(ctx, "GET", "greeting").Text()
+	fmt.Println(v, err)
+	// Output:
+	// promoted a replica of the same shard: true
+	// hello <nil>
 }
