@@ -349,9 +349,7 @@ func TestClusterPartitionMasterInMinority(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := l.ShardNodes(0)[0]
-	opts := old.Options()
-	opts.Dialer = app.Dial
-	rc := redis.NewClient(opts)
+	rc := app.NewClient(old)
 	defer rc.Close()
 	key := keyOn(ctx, t, l, old)
 	if err := rc.Set(ctx, key, "before", 0).Err(); err != nil {
@@ -454,5 +452,40 @@ func keyOn(ctx context.Context, t *testing.T, l *Lab, master *Node) string {
 			}
 			return k
 		}
+	}
+}
+
+// TestClusterTLSPartitions starts a TLS cluster with Partitions (every node
+// on an address of its own, each in the certificate), adds a shard, and
+// checks a client endpoint's TLS client reaches a master through its
+// proxy.
+func TestClusterTLSPartitions(t *testing.T) {
+	ctx := clusterCtx(t, 60*time.Second)
+	l := New(t, Config{Shards: 2, Replicas: 1, Partitions: true, TLS: true})
+	if _, err := l.AddShard(ctx); err != nil {
+		t.Fatal(err)
+	}
+	app, err := l.NewClientEndpoint("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip := app.IP().As4(); ip[3] < hostBase+clusterHostSpan {
+		t.Fatalf("client endpoint at %s, among the nodes' addresses", app.IP())
+	}
+	for _, n := range l.Nodes() {
+		rc := app.NewClient(n)
+		err := rc.Ping(ctx).Err()
+		_ = rc.Close()
+		if err != nil {
+			t.Fatalf("%s (%s) over TLS from the app endpoint: %v", n.Name(), n.IP(), err)
+		}
+	}
+	cc := redis.NewClusterClient(app.ClusterOptions())
+	defer cc.Close()
+	if err := cc.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("cluster client from the app endpoint: %v", err)
+	}
+	if _, err := l.Master(ctx); err == nil {
+		t.Fatal("Master on a cluster: no error")
 	}
 }

@@ -558,8 +558,18 @@ func poll(ctx context.Context, what string, check func() error) error {
 // names the same master, which answers ROLE master; every other running
 // node is its connected replica; and every sentinel sees those replicas
 // healthy. Paused and killed servers are left out. Use it between
-// failovers: Sentinel refuses a failover while no replica qualifies.
+// failovers: Sentinel refuses a failover while no replica qualifies. On a
+// cluster it is ClusterReady.
 func (l *Lab) WaitSettled(ctx context.Context) error {
+	if l.IsCluster() {
+		return l.ClusterReady(ctx)
+	}
+	return l.waitMasterSettled(ctx)
+}
+
+// waitMasterSettled is WaitSettled for a master with replicas (and
+// sentinels).
+func (l *Lab) waitMasterSettled(ctx context.Context) error {
 	return poll(ctx, "the topology to settle", func() error {
 		var master *Node
 		if len(l.sentinels) > 0 {
@@ -653,8 +663,12 @@ func (l *Lab) NodeByAddr(addr string) *Node {
 }
 
 // Master returns the current master: the node the first answering sentinel
-// names, or, without sentinels, the one node whose ROLE says master.
+// names, or, without sentinels, the one node whose ROLE says master. A
+// cluster has one per shard: it fails there (use ShardMaster).
 func (l *Lab) Master(ctx context.Context) (*Node, error) {
+	if l.IsCluster() {
+		return nil, errors.New("lab: Master: a cluster has a master per shard; use ShardMaster")
+	}
 	if len(l.sentinels) > 0 {
 		var errs []error
 		for _, s := range l.runningSentinels() {

@@ -260,6 +260,15 @@ func (e *ClientEndpoint) Options(n *Node) *redis.Options {
 // endpoint. The caller closes it.
 func (e *ClientEndpoint) NewClient(n *Node) *redis.Client { return redis.NewClient(e.Options(n)) }
 
+// ClusterOptions are Lab.ClusterOptions (every node as a seed, the lab's
+// credentials and TLS, no retries) with connections made from this
+// endpoint, so a partition cuts the cluster client as it cuts the others.
+func (e *ClientEndpoint) ClusterOptions() *redis.ClusterOptions {
+	o := e.lab.ClusterOptions()
+	o.Dialer = e.dialer(o.TLSConfig)
+	return o
+}
+
 // SentinelOptions are go-redis options for a client of sentinel s through
 // its proxy, from this endpoint, with the sentinels' credentials and the
 // lab's TLS settings and no retries.
