@@ -766,6 +766,9 @@ type ServerStatus struct {
 	Server  string        // the process's own address
 	PID     int           // 0 while the server is not running
 	Latency time.Duration // the round trip the proxy adds; 0 for sentinels
+	// Shard is the node's shard in a cluster lab (Node.Shard), -1 outside
+	// a cluster and for sentinels.
+	Shard int
 }
 
 // Status returns the data nodes' current state, then the sentinels'.
@@ -786,37 +789,94 @@ func (l *Lab) Status(ctx context.Context) []ServerStatus {
 			}
 		}
 		rows = append(rows, ServerStatus{Name: n.name, Role: role, Addr: n.Addr(), Server: n.DirectAddr(),
-			PID: n.PID(), Latency: n.Latency()})
+			PID: n.PID(), Latency: n.Latency(), Shard: n.shard})
 	}
 	for _, s := range l.sentinels {
-		rows = append(rows, ServerStatus{Name: s.name, Role: "sentinel", Addr: s.Addr(), Server: s.DirectAddr(), PID: s.PID()})
+		rows = append(rows, ServerStatus{Name: s.name, Role: "sentinel", Addr: s.Addr(), Server: s.DirectAddr(), PID: s.PID(), Shard: -1})
 	}
 	return rows
 }
 
 // WriteStatus writes rows as a table: name, role, address, the server's
-// own address, PID and injected latency ("-" for sentinels).
+// own address, PID and injected latency ("-" for sentinels). When a row is
+// in a cluster (Shard >= 0), a SHARD column follows the name ("-" for a
+// row outside one); otherwise the table has no such column.
 func WriteStatus(w io.Writer, rows []ServerStatus) error {
+	cluster := slices.ContainsFunc(rows, func(r ServerStatus) bool { return r.Shard >= 0 })
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tROLE\tADDR\tSERVER\tPID\tLATENCY")
+	shard := func(r ServerStatus) string {
+		switch {
+		case !cluster:
+			return ""
+		case r.Shard < 0:
+			return "-\t"
+		default:
+			return strconv.Itoa(r.Shard) + "\t"
+		}
+	}
+	header := "NODE\t"
+	if cluster {
+		header += "SHARD\t"
+	}
+	fmt.Fprintln(tw, header+"ROLE\tADDR\tSERVER\tPID\tLATENCY")
 	for _, r := range rows {
 		latency := r.Latency.String()
 		if r.Role == "sentinel" {
 			latency = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Name, r.Role, r.Addr, r.Server, r.PID, latency)
+		fmt.Fprintf(tw, "%s\t%s%s\t%s\t%s\t%d\t%s\n", r.Name, shard(r), r.Role, r.Addr, r.Server, r.PID, latency)
 	}
 	return tw.Flush()
 }
 
-// Describe writes the table of Status (see WriteStatus), then the lab's
-// URL with the passwords redacted.
+// describeMasterWait bounds how long Describe waits for a cluster's nodes
+// to agree on each shard's master: a shard in the middle of a failover is
+// reported as unknown rather than holding the description up.
+const describeMasterWait = 2 * time.Second
+
+// Describe writes the table of Status (see WriteStatus); for a cluster,
+// its shape (shards × replicas) and each shard's current master as the
+// running nodes agree (ShardMaster, waiting at most 2 s, within ctx); then
+// the lab's URL with the passwords redacted.
 func (l *Lab) Describe(ctx context.Context, w io.Writer) error {
 	if err := WriteStatus(w, l.Status(ctx)); err != nil {
 		return err
 	}
+	if l.IsCluster() {
+		if _, err := fmt.Fprintln(w, l.describeCluster(ctx)); err != nil {
+			return err
+		}
+	}
 	_, err := fmt.Fprintf(w, "URL: %s\n", l.Redacted())
 	return err
+}
+
+// describeCluster is Describe's cluster line: "Cluster: 3 shards × 1
+// replica each; masters: shard 0 node0, shard 1 node3, shard 2 node4".
+func (l *Lab) describeCluster(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, describeMasterWait)
+	defer cancel()
+	ids := l.ShardIDs()
+	masters := make([]string, 0, len(ids))
+	for _, id := range ids {
+		m, err := l.ShardMaster(ctx, id)
+		if err != nil {
+			// The poll's last reason may span lines (two nodes' views).
+			masters = append(masters, fmt.Sprintf("shard %d unknown (%s)", id, strings.ReplaceAll(err.Error(), "\n", "; ")))
+			continue
+		}
+		masters = append(masters, fmt.Sprintf("shard %d %s", id, m.name))
+	}
+	return fmt.Sprintf("Cluster: %s × %s each; masters: %s", plural(len(ids), "shard"), plural(l.cfg.Replicas, "replica"),
+		strings.Join(masters, ", "))
+}
+
+// plural is "1 shard", "3 shards".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // PIDs returns the PIDs of every running server.

@@ -671,10 +671,10 @@ func TestStatusAndDescribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []ServerStatus{
-		{Name: "node0", Role: "master", Addr: l.Node(0).Addr(), Server: l.Node(0).DirectAddr(), PID: l.Node(0).PID()},
-		{Name: "node1", Role: "paused", Addr: l.Node(1).Addr(), Server: l.Node(1).DirectAddr(), PID: l.Node(1).PID(), Latency: 5 * time.Millisecond},
-		{Name: "node2", Role: "down", Addr: l.Node(2).Addr(), Server: l.Node(2).DirectAddr()},
-		{Name: "sentinel0", Role: "sentinel", Addr: l.SentinelAddrs()[0], Server: l.SentinelAddrs()[0], PID: l.Sentinels()[0].PID()},
+		{Name: "node0", Role: "master", Addr: l.Node(0).Addr(), Server: l.Node(0).DirectAddr(), PID: l.Node(0).PID(), Shard: -1},
+		{Name: "node1", Role: "paused", Addr: l.Node(1).Addr(), Server: l.Node(1).DirectAddr(), PID: l.Node(1).PID(), Latency: 5 * time.Millisecond, Shard: -1},
+		{Name: "node2", Role: "down", Addr: l.Node(2).Addr(), Server: l.Node(2).DirectAddr(), Shard: -1},
+		{Name: "sentinel0", Role: "sentinel", Addr: l.SentinelAddrs()[0], Server: l.SentinelAddrs()[0], PID: l.Sentinels()[0].PID(), Shard: -1},
 	}
 	if !slices.Equal(rows, want) {
 		t.Fatalf("Status:\n%+v\nwant\n%+v", rows, want)
@@ -696,6 +696,86 @@ func TestStatusAndDescribe(t *testing.T) {
 			latency = "-"
 		}
 		if got := strings.Fields(lines[i+1]); !slices.Equal(got, []string{r.Name, r.Role, r.Addr, r.Server, strconv.Itoa(r.PID), latency}) {
+			t.Errorf("Describe line %q, want the row %+v", lines[i+1], r)
+		}
+	}
+}
+
+// WriteStatus adds a SHARD column only when a row is in a cluster: a
+// Sentinel lab's table is the one it has always been, byte for byte.
+func TestStatusShardColumn(t *testing.T) {
+	sentinelRows := []ServerStatus{
+		{Name: "node0", Role: "master", Addr: "127.0.0.1:38707", Server: "127.0.0.1:34365", PID: 3702, Shard: -1},
+		{Name: "node1", Role: "replica", Addr: "127.0.0.1:36513", Server: "127.0.0.1:46829", PID: 3700, Latency: 42 * time.Millisecond, Shard: -1},
+		{Name: "sentinel0", Role: "sentinel", Addr: "127.0.0.1:36549", Server: "127.0.0.1:36549", PID: 3720, Shard: -1},
+	}
+	clusterRows := []ServerStatus{
+		{Name: "node0", Role: "master", Addr: "127.0.0.1:38707", Server: "127.0.0.1:34365", PID: 3702, Shard: 0},
+		{Name: "node1", Role: "replica", Addr: "127.0.0.1:36513", Server: "127.0.0.1:46829", PID: 3700, Latency: 5 * time.Millisecond, Shard: 0},
+		{Name: "node2", Role: "down", Addr: "127.0.0.1:36549", Server: "127.0.0.1:36550", Shard: 1},
+		{Name: "node3", Role: "master", Addr: "127.0.0.1:45323", Server: "127.0.0.1:45324", PID: 3719, Shard: 1},
+	}
+	for _, tc := range []struct {
+		name string
+		rows []ServerStatus
+		want string
+	}{
+		{"sentinel lab", sentinelRows, "" +
+			"NODE       ROLE      ADDR             SERVER           PID   LATENCY\n" +
+			"node0      master    127.0.0.1:38707  127.0.0.1:34365  3702  0s\n" +
+			"node1      replica   127.0.0.1:36513  127.0.0.1:46829  3700  42ms\n" +
+			"sentinel0  sentinel  127.0.0.1:36549  127.0.0.1:36549  3720  -\n"},
+		{"cluster", clusterRows, "" +
+			"NODE   SHARD  ROLE     ADDR             SERVER           PID   LATENCY\n" +
+			"node0  0      master   127.0.0.1:38707  127.0.0.1:34365  3702  0s\n" +
+			"node1  0      replica  127.0.0.1:36513  127.0.0.1:46829  3700  5ms\n" +
+			"node2  1      down     127.0.0.1:36549  127.0.0.1:36550  0     0s\n" +
+			"node3  1      master   127.0.0.1:45323  127.0.0.1:45324  3719  0s\n"},
+		{"a row outside the cluster", append(clusterRows[:1:1], sentinelRows[2]), "" +
+			"NODE       SHARD  ROLE      ADDR             SERVER           PID   LATENCY\n" +
+			"node0      0      master    127.0.0.1:38707  127.0.0.1:34365  3702  0s\n" +
+			"sentinel0  -      sentinel  127.0.0.1:36549  127.0.0.1:36549  3720  -\n"},
+		{"no rows", nil, "NODE  ROLE  ADDR  SERVER  PID  LATENCY\n"},
+	} {
+		var b strings.Builder
+		if err := WriteStatus(&b, tc.rows); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("%s: WriteStatus wrote\n%s\nwant\n%s", tc.name, b.String(), tc.want)
+		}
+	}
+}
+
+// A cluster lab's Status gives each node its shard, and Describe adds the
+// SHARD column, the cluster's shape and each shard's master, which follows
+// a failover.
+func TestStatusCluster(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := New(t, Cluster(2, 1))
+	rows := l.Status(ctx)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Name+" "+strconv.Itoa(r.Shard)+" "+r.Role)
+	}
+	if want := []string{"node0 0 master", "node1 0 replica", "node2 1 master", "node3 1 replica"}; !slices.Equal(got, want) {
+		t.Fatalf("Status: %q, want %q", got, want)
+	}
+	if _, err := l.ClusterFailover(ctx, 1, FailoverGraceful); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := l.Describe(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 7 || !strings.HasPrefix(lines[0], "NODE   SHARD  ROLE ") || !strings.HasPrefix(lines[6], "URL: redis://") ||
+		lines[5] != "Cluster: 2 shards × 1 replica each; masters: shard 0 node0, shard 1 node3" {
+		t.Fatalf("Describe:\n%s", b.String())
+	}
+	for i, r := range l.Status(ctx) {
+		want := []string{r.Name, strconv.Itoa(r.Shard), r.Role, r.Addr, r.Server, strconv.Itoa(r.PID), r.Latency.String()}
+		if got := strings.Fields(lines[i+1]); !slices.Equal(got, want) {
 			t.Errorf("Describe line %q, want the row %+v", lines[i+1], r)
 		}
 	}

@@ -504,6 +504,10 @@ func TestLabUpTLSJSON(t *testing.T) {
 		d.Nodes[0].Role != "master" || d.Nodes[1].Role != "replica" || d.Nodes[0].PID == 0 || d.Sentinels[0].PID == 0 {
 		t.Fatalf("lab %+v", d)
 	}
+	// A Sentinel lab's JSON has no cluster fields (lab up --cluster's).
+	if d.Cluster != nil || d.Nodes[0].Shard != nil || strings.Contains(r.out.String(), `"shard"`) || strings.Contains(r.out.String(), `"cluster"`) {
+		t.Fatalf("a Sentinel lab's JSON has cluster fields:\n%s", r.out.String())
+	}
 	if d.Nodes[0].LatencyMS != 0 || d.Nodes[1].LatencyMS != 7 {
 		t.Fatalf("--latency node1=7: latencies %v ms and %v ms, want 0 and 7", d.Nodes[0].LatencyMS, d.Nodes[1].LatencyMS)
 	}

@@ -264,12 +264,35 @@ func cutSentinelUser(raw string) (rest, name string, ok bool) {
 // readyURL is a lab's URL without its passwords (the environment supplies
 // them), so it can be pasted into another rediskit command as it is.
 func readyURL(l *lab.Lab) string {
+	if l.IsCluster() {
+		return clusterReadyURL(l)
+	}
 	c, err := redisurl.Parse(l.URL())
 	if err != nil {
 		return l.Redacted()
 	}
 	c.Password, c.SentinelPassword = "", ""
 	return c.URL()
+}
+
+// clusterReadyURL is readyURL for a cluster lab: go-redis's cluster URL,
+// which redisurl does not read, with the username kept and the password
+// left out. It starts from the redacted URL, so the password is never in
+// hand.
+func clusterReadyURL(l *lab.Lab) string {
+	redacted := l.Redacted()
+	u, err := url.Parse(redacted)
+	if err != nil {
+		return redacted
+	}
+	switch {
+	case u.User == nil:
+	case u.User.Username() != "":
+		u.User = url.User(u.User.Username())
+	default:
+		u.User = nil
+	}
+	return u.String()
 }
 
 // sentinelConfig is the Sentinel client's configuration for a sentinel
