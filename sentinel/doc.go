@@ -373,7 +373,8 @@
 // provably did not run) runs after the batch's commands that were not
 // refused. go-redis runs those batches without the callers' contexts, so
 // deadlines and the per-call options (WithReadFrom, WithDurable) do not
-// reach them: Config applies. Config.AutoPipeline keeps both.
+// reach them: Config applies. Config.AutoPipeline keeps both, and is the
+// faster of the two (BENCHMARKS.md).
 //
 // # Credentials, TLS, pub/sub
 //
