@@ -361,21 +361,7 @@ func (l *Lab) waitShardsSynced(ctx context.Context, masters []*Node) error {
 		if want == 0 {
 			return nil
 		}
-		conn := m.adminClient().Conn()
-		defer func() { _ = conn.Close() }()
-		if err := conn.Do(ctx, "FUNCTION", "FLUSH").Err(); err != nil {
-			return fmt.Errorf("lab: %s: %w", m.name, err)
-		}
-		return poll(ctx, m.name+"'s replicas to acknowledge its offset", func() error {
-			n, err := conn.Do(ctx, "WAIT", want, 100).Int()
-			if err != nil {
-				return err
-			}
-			if n < want {
-				return fmt.Errorf("%d of %d replicas acknowledged", n, want)
-			}
-			return nil
-		})
+		return m.waitAcknowledged(ctx, want, "FUNCTION", "FLUSH")
 	})
 }
 

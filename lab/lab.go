@@ -441,22 +441,27 @@ func (l *Lab) waitReplicasSynced(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// WAIT on the connection that published asks the replicas for an
-	// acknowledgement at once (REPLCONF GETACK) instead of at their next
-	// once-a-second report.
-	conn := master.adminClient().Conn()
+	return master.waitAcknowledged(ctx, len(l.nodes)-1, "PUBLISH", "__rediskit_lab__", "sync")
+}
+
+// waitAcknowledged runs write, a replicated command that leaves the
+// keyspace alone, on a connection of the master's, then WAIT on the same
+// connection until want replicas have acknowledged it. WAIT asks the
+// replicas for an acknowledgement at once (REPLCONF GETACK) instead of at
+// their next once-a-second report.
+func (n *Node) waitAcknowledged(ctx context.Context, want int, write ...any) error {
+	conn := n.adminClient().Conn()
 	defer func() { _ = conn.Close() }()
-	if err := conn.Do(ctx, "PUBLISH", "__rediskit_lab__", "sync").Err(); err != nil {
-		return fmt.Errorf("lab: %s: %w", master.name, err)
+	if err := conn.Do(ctx, write...).Err(); err != nil {
+		return fmt.Errorf("lab: %s: %w", n.name, err)
 	}
-	want := len(l.nodes) - 1
-	return poll(ctx, "replicas to acknowledge the master's offset", func() error {
-		n, err := conn.Do(ctx, "WAIT", want, 100).Int()
+	return poll(ctx, n.name+"'s replicas to acknowledge its offset", func() error {
+		got, err := conn.Do(ctx, "WAIT", want, 100).Int()
 		if err != nil {
 			return err
 		}
-		if n < want {
-			return fmt.Errorf("%d of %d replicas acknowledged", n, want)
+		if got < want {
+			return fmt.Errorf("%d of %d replicas acknowledged", got, want)
 		}
 		return nil
 	})
