@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +37,8 @@ func Cluster(shards, replicas int) Config {
 	return Config{Shards: shards, Replicas: replicas}
 }
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=FailoverMode -linecomment
+
 // FailoverMode is how ClusterFailover promotes a replica (the options of
 // CLUSTER FAILOVER).
 type FailoverMode int
@@ -46,27 +47,15 @@ const (
 	// FailoverGraceful is CLUSTER FAILOVER: the master stops writes, the
 	// replica catches up with its offset, then takes over. Nothing
 	// acknowledged is lost.
-	FailoverGraceful FailoverMode = iota
+	FailoverGraceful FailoverMode = iota // graceful
 	// FailoverForce is CLUSTER FAILOVER FORCE: the replica does not wait
 	// for its master (which may be down), but is still elected by the
 	// masters.
-	FailoverForce
+	FailoverForce // force
 	// FailoverTakeover is CLUSTER FAILOVER TAKEOVER: the replica takes
 	// the slots with a new epoch of its own, without any election.
-	FailoverTakeover
+	FailoverTakeover // takeover
 )
-
-func (m FailoverMode) String() string {
-	switch m {
-	case FailoverGraceful:
-		return "graceful"
-	case FailoverForce:
-		return "force"
-	case FailoverTakeover:
-		return "takeover"
-	}
-	return "FailoverMode(" + strconv.Itoa(int(m)) + ")"
-}
 
 // Shard is a node's shard in a cluster lab (its position in ShardIDs when
 // no shard was removed); -1 outside a cluster.
