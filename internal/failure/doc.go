@@ -20,7 +20,8 @@
 //
 //   - NotExecuted: the command provably did not run (never sent, or
 //     refused before execution: READONLY, MASTERDOWN, LOADING, EXECABORT,
-//     UNBLOCKED); only such work may be run again elsewhere.
+//     UNBLOCKED, and a cluster's MOVED, ASK, TRYAGAIN, CLUSTERDOWN); only
+//     such work may be run again elsewhere.
 //   - ProvablyNotExecuted: the same for a command, a pipeline (its writes)
 //     or a transaction.
 //
@@ -73,4 +74,8 @@
 //   - AOFDisabled: WAITAOF asking for the local fsync on a server without
 //     an append-only file.
 //   - Unblocked: a blocking command ended before it was served.
+//   - ParseRedirect: a cluster's MOVED or ASK, with its slot and address;
+//     TryAgain (TRYAGAIN: a multi-key command mid-migration), ClusterDown
+//     (CLUSTERDOWN), CrossSlot (CROSSSLOT: keys of different slots, not a
+//     failure of the node).
 package failure

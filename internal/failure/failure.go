@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -76,8 +77,62 @@ func NotExecuted(err error) bool {
 		redis.IsReadOnlyError(err) ||
 		redis.IsMasterDownError(err) ||
 		redis.IsLoadingError(err) ||
-		redis.IsExecAbortError(err)
+		redis.IsExecAbortError(err) ||
+		isRedirect(err) || TryAgain(err) || ClusterDown(err)
 }
+
+// Redirect is a Redis Cluster MOVED or ASK reply: the command was not run,
+// and Addr serves Slot (for ASK: for this one command, after ASKING).
+type Redirect struct {
+	Ask  bool
+	Slot int
+	Addr string
+}
+
+// ParseRedirect returns the redirect err is (MOVED <slot> <addr>, ASK
+// <slot> <addr>), or false.
+func ParseRedirect(err error) (Redirect, bool) {
+	if err == nil || IsNil(err) {
+		return Redirect{}, false
+	}
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return Redirect{}, false
+	}
+	kind, rest, ok := strings.Cut(re.Error(), " ")
+	if !ok || (kind != "MOVED" && kind != "ASK") {
+		return Redirect{}, false
+	}
+	slotText, addr, ok := strings.Cut(rest, " ")
+	if !ok || addr == "" || strings.ContainsAny(addr, " \r\n") {
+		return Redirect{}, false
+	}
+	slot, err2 := strconv.Atoi(slotText)
+	if err2 != nil || slot < 0 || slot >= 16384 {
+		return Redirect{}, false
+	}
+	return Redirect{Ask: kind == "ASK", Slot: slot, Addr: addr}, true
+}
+
+func isRedirect(err error) bool {
+	_, ok := ParseRedirect(err)
+	return ok
+}
+
+// TryAgain reports whether err is TRYAGAIN: a multi-key command on a slot
+// being migrated whose keys are split between the two nodes; it did not
+// run, and may once the migration is over.
+func TryAgain(err error) bool { return replyPrefix(err, "TRYAGAIN") }
+
+// ClusterDown reports whether err is CLUSTERDOWN: the node does not serve
+// (a slot without a master, or the node cut from the majority); the
+// command did not run.
+func ClusterDown(err error) bool { return replyPrefix(err, "CLUSTERDOWN") }
+
+// CrossSlot reports whether err is CROSSSLOT: a multi-key command whose
+// keys hash to different slots, refused by a cluster node. It did not run,
+// and never will as it is: not a failure signal.
+func CrossSlot(err error) bool { return replyPrefix(err, "CROSSSLOT") }
 
 // Unblocked reports whether err is the UNBLOCKED reply a blocking command
 // gets when it is ended before it was served.

@@ -57,6 +57,10 @@ var predicates = []predicate{
 	{"NoScript", errOnly(NoScript)},
 	{"NoPasswordConfigured", errOnly(NoPasswordConfigured)},
 	{"AOFDisabled", errOnly(AOFDisabled)},
+	{"Redirect", errOnly(isRedirect)},
+	{"TryAgain", errOnly(TryAgain)},
+	{"ClusterDown", errOnly(ClusterDown)},
+	{"CrossSlot", errOnly(CrossSlot)},
 }
 
 // classified is an error, the context of the call it ended (nil: one that
@@ -285,5 +289,14 @@ func constructedErrors() []classified {
 		{name: "no password configured", err: redisErr("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), want: "Reply NoPasswordConfigured"},
 		{name: "WAITAOF without appendonly", err: redisErr("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."), want: "Reply AOFDisabled"},
 		{name: "wrong password", err: redisErr("WRONGPASS invalid username-password pair or user is disabled."), want: "Reply"},
+
+		{name: "MOVED", err: redisErr("MOVED 3999 127.0.0.1:6381"), want: "Reply Redirect " + notRun},
+		{name: "ASK, wrapped", err: fmt.Errorf("get: %w", redisErr("ASK 16383 [::1]:7000")), want: "Reply Redirect " + notRun},
+		{name: "MOVED out of range", err: redisErr("MOVED 16384 127.0.0.1:6381"), want: "Reply"},
+		{name: "MOVED without an address", err: redisErr("MOVED 12"), want: "Reply"},
+		{name: "MOVED in text that is not a reply", err: errors.New("MOVED 1 a:1"), want: ""},
+		{name: "TRYAGAIN", err: redisErr("TRYAGAIN Multiple keys request during rehashing of slot"), want: "Reply TryAgain " + notRun},
+		{name: "CLUSTERDOWN", err: redisErr("CLUSTERDOWN The cluster is down"), want: "Reply ClusterDown " + notRun},
+		{name: "CROSSSLOT", err: redisErr("CROSSSLOT Keys in request don't hash to the same slot"), want: "Reply CrossSlot"},
 	}
 }
