@@ -21,6 +21,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
@@ -448,16 +450,29 @@ func (l *Lab) waitReplicasSynced(ctx context.Context) error {
 // keyspace alone, on a connection of the master's, then WAIT on the same
 // connection until want replicas have acknowledged it. WAIT asks the
 // replicas for an acknowledgement at once (REPLCONF GETACK) instead of at
-// their next once-a-second report.
+// their next once-a-second report. A connection that fails (a socket
+// deadline on a starved machine leaves it unusable) is replaced, and the
+// write made again on the new one: WAIT counts its own connection's writes.
 func (n *Node) waitAcknowledged(ctx context.Context, want int, write ...any) error {
-	conn := n.adminClient().Conn()
-	defer func() { _ = conn.Close() }()
-	if err := conn.Do(ctx, write...).Err(); err != nil {
-		return fmt.Errorf("lab: %s: %w", n.name, err)
-	}
+	var conn *redis.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
 	return poll(ctx, n.name+"'s replicas to acknowledge its offset", func() error {
+		if conn == nil {
+			conn = n.adminClient().Conn()
+			if err := conn.Do(ctx, write...).Err(); err != nil {
+				_ = conn.Close()
+				conn = nil
+				return fmt.Errorf("%s: %w", n.name, err)
+			}
+		}
 		got, err := conn.Do(ctx, "WAIT", want, 100).Int()
 		if err != nil {
+			_ = conn.Close()
+			conn = nil
 			return err
 		}
 		if got < want {
