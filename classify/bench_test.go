@@ -17,13 +17,7 @@ import (
 //	go test -run '^$' -bench Classify -benchmem ./classify/
 func BenchmarkClassify(b *testing.B) {
 	ctx := context.Background()
-	l := lab.New(b, lab.Standalone())
-	rdb := l.Node(0).NewClient()
-	defer rdb.Close()
-	info, err := rdb.Command(ctx).Result()
-	if err != nil {
-		b.Fatal(err)
-	}
+	info := labCommandInfo(b)
 	goRedisReadOnly := func(cmd redis.Cmder) bool {
 		ci := info[cmd.Name()]
 		return ci != nil && ci.ReadOnly
@@ -75,6 +69,20 @@ func BenchmarkClassify(b *testing.B) {
 			}
 		}
 	})
+}
+
+// labCommandInfo starts a lab server and returns the command info go-redis
+// reads from its COMMAND reply, as a ClusterClient holds it.
+func labCommandInfo(b *testing.B) map[string]*redis.CommandInfo {
+	b.Helper()
+	l := lab.New(b, lab.Standalone())
+	rdb := l.Node(0).NewClient()
+	defer rdb.Close()
+	info, err := rdb.Command(context.Background()).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return info
 }
 
 // TestClassifyDoesNotAllocate checks the promise the hot path makes: no

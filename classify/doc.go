@@ -22,11 +22,12 @@
 // generator kept in this package (internal/gen; run "go generate
 // ./classify/" with redis-server and valkey-server on PATH; it starts a lab
 // server of each, reads COMMAND and INFO, and writes the merged table with
-// every command's arity and flags). The table is the union of both: a
-// command only one server knows (Valkey's WAITAOF, CLIENT CAPA, CLUSTER
-// SLOT-STATS, ...) is classified from that server's flags; a command they
-// describe differently gets the flags that are safe on both (read-only only
-// when both say read-only; WAIT is blocking, as Valkey flags it). The
+// every command's arity, flags and key positions). The table is the union
+// of both: a command only one server knows (Valkey's WAITAOF, CLIENT CAPA,
+// CLUSTER SLOT-STATS, ...) is classified from that server's flags; a
+// command they describe differently gets the flags that are safe on both
+// (read-only only when both say read-only; WAIT is blocking, as Valkey
+// flags it). The
 // differences are listed in table_gen.go (builtinDifferences), and a test
 // checks the committed table against a live server of either kind at the
 // same major.minor version, as that server described it.
@@ -40,6 +41,31 @@
 // STREAM, MEMORY USAGE and CONFIG GET are looked up as "object|encoding",
 // "xinfo|stream", … as Redis names them. Command and subcommand names are
 // matched without regard to ASCII case.
+//
+// # Keys, for cluster routing
+//
+// A Redis Cluster client sends each command to the node that owns its
+// first key's hash slot, and a command without a key to any node; so it
+// needs, per command, which argument is that key. FirstKey answers it
+// (an index in the arguments, or -1 for PING, INFO, CLUSTER ..., SCRIPT
+// ..., an unknown command), and KeyString gives the argument as the bytes
+// go-redis sends for it, which are what the client hashes (a key given as
+// an int is sent, and hashed, as its decimal text). The positions come
+// from the same COMMAND replies as the flags (each entry's first key, last
+// key and step, kept in the table), because the servers are the authority
+// on their own commands and a second hand-written list would drift; where
+// Redis and Valkey report different ranges, the table keeps the one safe
+// for routing (a key over none, the earlier of two). Commands whose keys
+// move (COMMAND flags them movablekeys) are read by rules: the key count of
+// EVAL, FCALL, ZUNION, LMPOP, BLMPOP and the like, the STREAMS keyword of
+// XREAD and XREADGROUP, MIGRATE's KEYS; the others movable (SORT,
+// GEORADIUS, ZUNIONSTORE, ...) have their first key at the fixed position
+// COMMAND reports. FirstKey never panics and does not allocate.
+//
+//	classify.FirstKey([]any{"get", "user:{42}"})                  // 1
+//	classify.FirstKey([]any{"eval", "return 1", 1, "user:{42}"})  // 3
+//	classify.FirstKey([]any{"object", "encoding", "user:{42}"})   // 2
+//	classify.FirstKey([]any{"ping"})                              // -1
 //
 // # The rules
 //
@@ -102,7 +128,7 @@
 //
 // # Performance
 //
-// ReadOnly, ReadOnlyArgs and ReadOnlyPipeline do not allocate: the command
+// ReadOnly, ReadOnlyArgs, ReadOnlyPipeline and FirstKey do not allocate: the command
 // name is lower-cased into a stack buffer and looked up in a map built when
 // the table is. They read cmd.Args(), not cmd.Name(), which lower-cases
 // into a new string. See BENCHMARKS.md for the figures.

@@ -73,3 +73,26 @@ func ExampleClassifier_Explain() {
 	// multi: transaction (master)
 	// ft.search: unknown command (master)
 }
+
+func ExampleFirstKey() {
+	fmt.Println(classify.FirstKey([]any{"GET", "user:{42}:name"}))
+	fmt.Println(classify.FirstKey([]any{"EVAL", "return redis.call('GET', KEYS[1])", 1, "user:{42}:name"}))
+	fmt.Println(classify.FirstKey([]any{"EVAL", "return 1", 0}))
+	fmt.Println(classify.FirstKey([]any{"XREAD", "COUNT", 10, "STREAMS", "events:{42}", "0"}))
+	fmt.Println(classify.FirstKey([]any{"PING"}))
+	// Output:
+	// 1
+	// 3
+	// -1
+	// 4
+	// -1
+}
+
+func ExampleKeyString() {
+	args := []any{"INCR", 42} // go-redis sends the key 42 as "42"
+	if i := classify.FirstKey(args); i >= 0 {
+		key, _ := classify.KeyString(args[i])
+		fmt.Printf("%q\n", key)
+	}
+	// Output: "42"
+}

@@ -15,6 +15,11 @@ type entry struct {
 	flags    cmdinfo.Flags
 	evalBody bool // EVAL: read-only when the body has a no-writes shebang
 	decision Decision
+	// keys are COMMAND's key positions; keyRule says whether FirstKey
+	// reads them or the arguments (numkeysAt: where the key count is).
+	keys      cmdinfo.Keys
+	keyRule   keyRule
+	numkeysAt int
 	// subs holds a container's subcommands by their own lower-case name
 	// ("encoding"); nil for other commands.
 	subs map[string]*entry
@@ -53,6 +58,7 @@ func buildTable(specs []cmdinfo.Spec, source string) *table {
 			evalBody: s.Name == "eval",
 			decision: rule(s.Name, s),
 		}
+		top.setKeys(s)
 		t.commands[s.Name] = top
 		t.maxName = max(t.maxName, len(s.Name))
 		if len(s.Subcommands) == 0 {
@@ -65,7 +71,9 @@ func buildTable(specs []cmdinfo.Spec, source string) *table {
 		top.subs = make(map[string]*entry, len(s.Subcommands))
 		for _, sub := range s.Subcommands {
 			_, short, _ := strings.Cut(sub.Name, "|")
-			top.subs[short] = &entry{name: sub.Name, flags: sub.Flags, decision: rule(s.Name, sub)}
+			se := &entry{name: sub.Name, flags: sub.Flags, decision: rule(s.Name, sub)}
+			se.setKeys(sub)
+			top.subs[short] = se
 			t.maxName = max(t.maxName, len(short))
 		}
 	}
@@ -153,14 +161,7 @@ func isServerCommand(name string) bool {
 // XREADGROUP (flagged blocking even without it) it has a BLOCK argument.
 // It does not allocate (as decide).
 func (t *table) blocking(args []any) bool {
-	if len(args) == 0 {
-		return false
-	}
-	name, ok := argString(args[0])
-	if !ok {
-		return false
-	}
-	e := lookup(t.commands, name, t.maxName)
+	e := t.command(args)
 	if e == nil || e.flags&cmdinfo.Blocking == 0 {
 		return false
 	}
@@ -175,6 +176,21 @@ func (t *table) blocking(args []any) bool {
 	return false
 }
 
+// command returns the entry of the command args[0] names (a container's
+// own entry, not its subcommand's), or nil for no arguments, a name that
+// is not text or a command the table does not know. It does not allocate
+// (see lookup).
+func (t *table) command(args []any) *entry {
+	if len(args) == 0 {
+		return nil
+	}
+	name, ok := argString(args[0])
+	if !ok {
+		return nil
+	}
+	return lookup(t.commands, name, t.maxName)
+}
+
 // decide classifies one command given as go-redis arguments. It does not
 // allocate unless a name has upper-case letters and is longer than 64 bytes
 // while the table has names that long (module commands).
@@ -182,11 +198,7 @@ func (t *table) decide(args []any) Decision {
 	if len(args) == 0 {
 		return Decision{Reason: ReasonEmpty}
 	}
-	name, ok := argString(args[0])
-	if !ok {
-		return Decision{Reason: ReasonUnknown}
-	}
-	e := lookup(t.commands, name, t.maxName)
+	e := t.command(args)
 	if e == nil {
 		return Decision{Reason: ReasonUnknown}
 	}

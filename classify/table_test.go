@@ -50,7 +50,7 @@ func builtinView(server string) map[string]cmdinfo.Variant {
 			view[s.Name] = v
 			continue
 		}
-		view[s.Name] = cmdinfo.Variant{Server: server, Known: true, Arity: s.Arity, Flags: s.Flags}
+		view[s.Name] = cmdinfo.Variant{Server: server, Known: true, Arity: s.Arity, Flags: s.Flags, Keys: s.Keys}
 	}
 	return view
 }
@@ -58,7 +58,7 @@ func builtinView(server string) map[string]cmdinfo.Variant {
 // TestGeneratedTableMatchesServer checks the committed table_gen.go against
 // the live server's COMMAND reply (Redis or Valkey, whichever the lab
 // runs): the table, read as that server's view of it (builtinView), has
-// the same commands, subcommands, arities and flags. When both servers the
+// the same commands, subcommands, arities, flags and key positions. When both servers the
 // table came from are installed at the versions it records, it also checks
 // that the generator would write the same bytes today.
 func TestGeneratedTableMatchesServer(t *testing.T) {
@@ -82,6 +82,8 @@ func TestGeneratedTableMatchesServer(t *testing.T) {
 			t.Errorf("%s: table flags for %s %q, server %q", name, v.Name, got.Flags, s.Flags)
 		case got.Arity != s.Arity:
 			t.Errorf("%s: table arity for %s %d, server %d", name, v.Name, got.Arity, s.Arity)
+		case got.Keys != s.Keys:
+			t.Errorf("%s: table key positions for %s %s, server %s", name, v.Name, got.Keys, s.Keys)
 		}
 	}
 	for name, got := range view {

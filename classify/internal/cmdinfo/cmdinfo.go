@@ -105,19 +105,47 @@ func (f Flags) goExpr() string {
 	return strings.Join(parts, " | ")
 }
 
+// Keys are a command's key positions as COMMAND reports them (elements 4
+// to 6 of an entry, Redis's "legacy" range): the index of the first key in
+// the arguments (0 is the command name, so a subcommand's first key is at
+// 2 or more), the index of the last (negative counts from the end: -1 is
+// the last argument), and the step between keys. The zero value means the
+// command has no key at a fixed position: it has none, or, when the
+// command is flagged MovableKeys, its keys are found by reading its
+// arguments. A MovableKeys command may also report a range: the keys found
+// at fixed positions (GEORADIUS's first key, SORT's).
+type Keys struct {
+	First, Last, Step int
+}
+
+// goExpr renders k as a Go composite literal of this package's type.
+func (k Keys) goExpr() string {
+	return fmt.Sprintf("cmdinfo.Keys{First: %d, Last: %d, Step: %d}", k.First, k.Last, k.Step)
+}
+
+// String is "keys 1 -1 1" (first, last, step), or "no keys".
+func (k Keys) String() string {
+	if k == (Keys{}) {
+		return "no keys"
+	}
+	return fmt.Sprintf("keys %d %d %d", k.First, k.Last, k.Step)
+}
+
 // Spec is one command (or subcommand) as the server describes it. Names
 // are lower case; a subcommand's name is "parent|sub", as Redis writes it.
 type Spec struct {
 	Name        string
 	Arity       int
 	Flags       Flags
+	Keys        Keys
 	Subcommands []Spec
 }
 
 // Parse reads the reply of COMMAND (or COMMAND INFO) as go-redis returns it
 // from a *redis.Cmd (RESP2 or RESP3): a list of entries, each a list whose
-// first three elements are the name, the arity and the flags, and whose
-// tenth (Redis 7 and newer) lists the subcommands in the same shape. Nil
+// first six elements are the name, the arity, the flags and the key
+// positions (first key, last key, step), and whose tenth (Redis 7 and
+// newer) lists the subcommands in the same shape. Nil
 // entries (COMMAND INFO of an unknown name) are skipped. The specs come
 // back sorted by name, subcommands too.
 func Parse(reply any) ([]Spec, error) {
@@ -142,8 +170,8 @@ func Parse(reply any) ([]Spec, error) {
 
 func parseEntry(v any, parent string) (Spec, error) {
 	e, ok := v.([]any)
-	if !ok || len(e) < 3 {
-		return Spec{}, fmt.Errorf("entry is %T of length %d, want an array of at least 3", v, lenOf(v))
+	if !ok || len(e) < 6 {
+		return Spec{}, fmt.Errorf("entry is %T of length %d, want an array of at least 6", v, lenOf(v))
 	}
 	name, ok := e[0].(string)
 	if !ok || name == "" {
@@ -174,6 +202,11 @@ func parseEntry(v any, parent string) (Spec, error) {
 			s.Flags |= f
 		}
 	}
+	keys, err := parseKeys(name, e[3:6])
+	if err != nil {
+		return Spec{}, err
+	}
+	s.Keys = keys
 	if len(e) >= 10 && e[9] != nil {
 		subs, ok := e[9].([]any)
 		if !ok {
@@ -193,6 +226,19 @@ func parseEntry(v any, parent string) (Spec, error) {
 	return s, nil
 }
 
+// parseKeys reads an entry's elements 4 to 6: first key, last key, step.
+func parseKeys(name string, e []any) (Keys, error) {
+	var pos [3]int
+	for i, v := range e {
+		n, ok := v.(int64)
+		if !ok {
+			return Keys{}, fmt.Errorf("%s: key position %d (COMMAND element %d) is %T, want an integer", name, i+1, 4+i, v)
+		}
+		pos[i] = int(n)
+	}
+	return Keys{First: pos[0], Last: pos[1], Step: pos[2]}, nil
+}
+
 func lenOf(v any) int {
 	if l, ok := v.([]any); ok {
 		return len(l)
@@ -210,6 +256,9 @@ func sortSpecs(specs []Spec) {
 func renderSpecs(b *bytes.Buffer, specs []Spec) {
 	for _, s := range specs {
 		fmt.Fprintf(b, "{Name: %q, Arity: %d, Flags: %s", s.Name, s.Arity, s.Flags.goExpr())
+		if s.Keys != (Keys{}) {
+			fmt.Fprintf(b, ", Keys: %s", s.Keys.goExpr())
+		}
 		if len(s.Subcommands) > 0 {
 			b.WriteString(", Subcommands: []cmdinfo.Spec{\n")
 			renderSpecs(b, s.Subcommands)

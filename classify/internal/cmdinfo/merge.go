@@ -28,6 +28,7 @@ type Variant struct {
 	Known  bool
 	Arity  int
 	Flags  Flags
+	Keys   Keys
 }
 
 // Difference is a command (or subcommand) the servers do not describe
@@ -38,7 +39,8 @@ type Difference struct {
 	Variants []Variant
 }
 
-// String is "name: redis -, valkey arity -2 flags readonly".
+// String is "name: redis -, valkey arity -2 flags readonly keys 1 1 1"
+// (the key range only when there is one).
 func (d Difference) String() string {
 	parts := make([]string, len(d.Variants))
 	for i, v := range d.Variants {
@@ -47,6 +49,9 @@ func (d Difference) String() string {
 			continue
 		}
 		parts[i] = fmt.Sprintf("%s arity %d flags %s", v.Server, v.Arity, v.Flags)
+		if v.Keys != (Keys{}) {
+			parts[i] += " " + v.Keys.String()
+		}
 	}
 	return d.Name + ": " + strings.Join(parts, ", ")
 }
@@ -68,6 +73,38 @@ func mergeFlags(variants []Variant) Flags {
 		every &= v.Flags
 	}
 	return some&^ReadOnly | every&ReadOnly
+}
+
+// mergeKeys is the key range safe for routing when the servers report
+// different ones. A cluster client sends a command to the node that owns
+// its first key's slot; a command routed by an argument that is not a key
+// still runs (on a node chosen by that argument), while a keyed command
+// routed as keyless goes to any node and fails with MOVED or runs on the
+// wrong shard. So a range wins over no range (the server that names a key
+// is believed), and of two ranges the one with the earlier first key wins
+// (the earliest argument any server reads as a key; in a cluster every key
+// of a command must share one slot, so where both are keys either gives
+// the slot). Between ranges with the same first key, the first source's
+// range is kept. A MovableKeys flag on any server is kept by mergeFlags.
+func mergeKeys(variants []Variant) Keys {
+	var keys Keys
+	for _, v := range variants {
+		if !v.Known || v.Keys.First <= 0 {
+			continue
+		}
+		if keys.First <= 0 || v.Keys.First < keys.First {
+			keys = v.Keys
+		}
+	}
+	if keys.First > 0 {
+		return keys
+	}
+	for _, v := range variants {
+		if v.Known {
+			return v.Keys // no server names a key: the first one's (zero) range
+		}
+	}
+	return Keys{}
 }
 
 // mergeArity is the arity every server accepts when they differ: the more
@@ -102,7 +139,8 @@ func abs(n int) int {
 // union of their commands and subcommands, each command a single server
 // knows described by that server, and each command they describe
 // differently given the flags that are safe on all of them (mergeFlags)
-// and the most permissive arity. It also returns every such difference,
+// the most permissive arity and the key range safe for routing
+// (mergeKeys). It also returns every such difference,
 // sorted by name. The result is sorted like Parse's.
 func Merge(sources []Source) ([]Spec, []Difference, error) {
 	if len(sources) == 0 {
@@ -128,13 +166,13 @@ func Merge(sources []Source) ([]Spec, []Difference, error) {
 	for i, src := range sources {
 		for _, spec := range src.Specs {
 			t := get(top, spec.Name)
-			t.variants[i] = Variant{Server: src.Server, Known: true, Arity: spec.Arity, Flags: spec.Flags}
+			t.variants[i] = variantOf(src.Server, spec)
 			if t.subs == nil {
 				t.subs = map[string]bool{}
 			}
 			for _, sub := range spec.Subcommands {
 				t.subs[sub.Name] = true
-				get(subs, sub.Name).variants[i] = Variant{Server: src.Server, Known: true, Arity: sub.Arity, Flags: sub.Flags}
+				get(subs, sub.Name).variants[i] = variantOf(src.Server, sub)
 			}
 		}
 	}
@@ -143,7 +181,7 @@ func Merge(sources []Source) ([]Spec, []Difference, error) {
 		if differ(s.variants) {
 			diffs = append(diffs, Difference{Name: name, Variants: s.variants})
 		}
-		return Spec{Name: name, Arity: mergeArity(s.variants), Flags: mergeFlags(s.variants)}
+		return Spec{Name: name, Arity: mergeArity(s.variants), Flags: mergeFlags(s.variants), Keys: mergeKeys(s.variants)}
 	}
 	merged := make([]Spec, 0, len(top))
 	for name, t := range top {
@@ -158,9 +196,16 @@ func Merge(sources []Source) ([]Spec, []Difference, error) {
 	return merged, diffs, nil
 }
 
+// variantOf is how the server describes spec.
+func variantOf(server string, spec Spec) Variant {
+	return Variant{Server: server, Known: true, Arity: spec.Arity, Flags: spec.Flags, Keys: spec.Keys}
+}
+
 func differ(variants []Variant) bool {
 	for _, v := range variants[1:] {
-		if v != (Variant{Server: v.Server, Known: variants[0].Known, Arity: variants[0].Arity, Flags: variants[0].Flags}) {
+		same := variants[0]
+		same.Server = v.Server
+		if v != same {
 			return true
 		}
 	}
@@ -197,10 +242,11 @@ func RenderMerged(sources []Source, specs []Spec, diffs []Difference) ([]byte, e
 	}
 	b.WriteString("}\n\n")
 	b.WriteString("// builtinSpecs is the union of every command and subcommand those servers\n")
-	b.WriteString("// reported, with its arity and flags, sorted by name. A command only one\n")
-	b.WriteString("// server knows has that server's flags; one they describe differently\n")
-	b.WriteString("// has the flags safe on both (read-only only if read-only on every server\n")
-	b.WriteString("// that knows it; see cmdinfo.Merge).\n")
+	b.WriteString("// reported, with its arity, flags and key positions, sorted by name. A\n")
+	b.WriteString("// command only one server knows has that server's description; one they\n")
+	b.WriteString("// describe differently has the flags safe on both (read-only only if\n")
+	b.WriteString("// read-only on every server that knows it) and the key range safe for\n")
+	b.WriteString("// routing (see cmdinfo.Merge).\n")
 	b.WriteString("var builtinSpecs = []cmdinfo.Spec{\n")
 	renderSpecs(&b, specs)
 	b.WriteString("}\n\n")
@@ -216,7 +262,11 @@ func RenderMerged(sources []Source, specs []Spec, diffs []Difference) ([]byte, e
 	for _, d := range diffs {
 		fmt.Fprintf(&b, "{Name: %q, Variants: []cmdinfo.Variant{\n", d.Name)
 		for _, v := range d.Variants {
-			fmt.Fprintf(&b, "{Server: %q, Known: %t, Arity: %d, Flags: %s},\n", v.Server, v.Known, v.Arity, v.Flags.goExpr())
+			fmt.Fprintf(&b, "{Server: %q, Known: %t, Arity: %d, Flags: %s", v.Server, v.Known, v.Arity, v.Flags.goExpr())
+			if v.Keys != (Keys{}) {
+				fmt.Fprintf(&b, ", Keys: %s", v.Keys.goExpr())
+			}
+			b.WriteString("},\n")
 		}
 		b.WriteString("}},\n")
 	}

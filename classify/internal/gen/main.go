@@ -1,8 +1,9 @@
 // Command gen writes classify/table_gen.go: it starts a standalone
 // redis-server and a standalone valkey-server with the lab package, reads
 // each one's COMMAND reply and version, merges them (cmdinfo.Merge: the
-// union of the commands; where the servers differ, the flags safe on both)
-// and renders the result, with the list of differences, as a Go table. Run
+// union of the commands, with their arities, flags and key positions;
+// where the servers differ, the flags safe on both and the key range safe
+// for routing) and renders the result, with the list of differences, as a Go table. Run
 // it through go generate in the classify directory:
 //
 //	go generate ./classify/
