@@ -586,11 +586,15 @@ func slotMaster(shards []redis.ClusterShard, slot int) string {
 	for _, s := range shards {
 		for _, r := range s.Slots {
 			if int(r.Start) <= slot && slot <= int(r.End) {
+				// Valkey lists a failed master as a master of the shard
+				// beside the replica promoted in its place: the healthy one.
+				id := ""
 				for _, sn := range s.Nodes {
-					if sn.Role == "master" {
-						return sn.ID
+					if sn.Role == "master" && (id == "" || sn.Health == "online") {
+						id = sn.ID
 					}
 				}
+				return id
 			}
 		}
 	}

@@ -1,0 +1,511 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/routing"
+	"github.com/rediskit/rediskit/internal/safe"
+)
+
+// front is the go-redis client whose command methods Client exposes. It
+// never dials: its hook routes every command, pipeline and transaction.
+type front = redis.Client
+
+// Client is a go-redis client for a Redis Cluster. It has every go-redis
+// command method; each command is sent to the master of its key's slot,
+// redirects are followed, and failovers are handled with the rules in the
+// package documentation. Create it with NewClient and Close it when done.
+type Client struct {
+	*front
+
+	opts       Options
+	nodes      *nodeSet
+	topo       *topology
+	classifier *classify.Classifier
+	stats      counters
+	closed     atomic.Bool
+}
+
+type counters struct {
+	moved, ask, retries, readsRetried, writesRefused atomic.Uint64
+}
+
+// Stats are a client's counters since it was made.
+type Stats struct {
+	// Refreshes are the slot-map reads completed.
+	Refreshes uint64
+	// Moved and Ask are the MOVED and ASK redirects followed; Retries the
+	// commands sent again after a refusal that proved they had not run
+	// (TRYAGAIN, CLUSTERDOWN, LOADING, a dial failure, ...).
+	Moved, Ask, Retries uint64
+	// ReadsRetried are reads run again after a failure; WritesRefused
+	// writes failed with a *MasterChangedError rather than run again.
+	ReadsRetried, WritesRefused uint64
+	// Masters are the masters of the current map, by address.
+	Masters []string
+}
+
+// NewClient returns a client of the cluster the seeds in opts.Addrs
+// belong to. It returns at once; the first map is read in the background,
+// and calls made before it is wait for it (within their context).
+func NewClient(opts Options) (*Client, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{opts: o, classifier: classify.New()}
+	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}}
+	c.topo = newTopology(&c.opts, c.nodes)
+	fo := c.opts.nodeOptions("cluster")
+	c.front = routing.NewFront(fo, c.process, c.processPipeline)
+	return c, nil
+}
+
+// NewClientFromURL parses go-redis's cluster URL form
+// (redis://user:pass@host1:port?addr=host2:port&addr=host3:port; rediss://
+// for TLS with the system's roots) and returns a client for it; opts
+// supplies the other options (its Addrs, Username and Password are
+// replaced by the URL's).
+func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
+	co, err := redis.ParseClusterURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", redactURL(rawURL), err)
+	}
+	opts.Addrs, opts.Username, opts.Password = co.Addrs, co.Username, co.Password
+	if co.TLSConfig != nil && opts.TLSConfig == nil {
+		opts.TLSConfig = co.TLSConfig
+	}
+	return NewClient(opts)
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	return u.Redacted()
+}
+
+// String names the client by its seeds, without credentials.
+func (c *Client) String() string {
+	return "cluster.Client(" + strings.Join(c.opts.Addrs, ",") + ")"
+}
+
+// Close stops the topology goroutine and closes every node's client.
+// Calls in flight fail; calls after return ErrClosed. Safe to call twice.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	c.topo.close()
+	return errors.Join(c.nodes.close(), c.front.Close())
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	st := Stats{Refreshes: c.topo.refreshes.Load(), Moved: c.stats.moved.Load(), Ask: c.stats.ask.Load(),
+		Retries: c.stats.retries.Load(), ReadsRetried: c.stats.readsRetried.Load(), WritesRefused: c.stats.writesRefused.Load()}
+	for _, m := range c.topo.snap.Load().masters {
+		st.Masters = append(st.Masters, m.master.addr)
+	}
+	return st
+}
+
+// ForEachMaster runs fn on each master's client of the current map, all at
+// once, and returns their errors joined.
+func (c *Client) ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {
+	return c.forEach(ctx, false, fn)
+}
+
+// ForEachShard runs fn on the client of every node of the current map,
+// masters and replicas, all at once, and returns their errors joined.
+func (c *Client) ForEachShard(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {
+	return c.forEach(ctx, true, fn)
+}
+
+func (c *Client) forEach(ctx context.Context, replicas bool, fn func(context.Context, *redis.Client) error) error {
+	snap, err := c.topo.ready(ctx)
+	if err != nil {
+		return err
+	}
+	var nodes []*node
+	for _, m := range snap.masters {
+		nodes = append(nodes, m.master)
+		if replicas {
+			nodes = append(nodes, m.replicas...)
+		}
+	}
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		safe.Go(&wg, func(err error) { errs[i] = err }, func() {
+			if err := fn(ctx, n.client); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", n.addr, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// slotOf is the slot of the command's first key, -1 for a command without
+// one.
+func (c *Client) slotOf(cmd redis.Cmder) int {
+	args := cmd.Args()
+	i := c.classifier.FirstKey(args)
+	if i < 0 || i >= len(args) {
+		return -1
+	}
+	key, ok := classify.KeyString(args[i])
+	if !ok {
+		return -1
+	}
+	return Slot(key)
+}
+
+func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
+	if c.closed.Load() {
+		cmd.SetErr(ErrClosed)
+		return ErrClosed
+	}
+	return c.run(ctx, c.slotOf(cmd), !c.classifier.ReadOnly(cmd), cmd)
+}
+
+// attempt is the state of one command's run across its sends.
+type attempt struct {
+	slot      int
+	write     bool
+	direct    *node // the next send's node, named by MOVED or ASK
+	asking    bool  // the next send follows ASK
+	reran     bool  // a read was already run again
+	failures  int   // sends that failed
+	redirects int
+	holdEnd   time.Time
+}
+
+// run sends one command to the master of slot and applies the rules of the
+// package documentation: redirects followed, refusals retried, a failing
+// master's writes held until the cluster names another, a read re-run
+// once, a write whose outcome is unknown never re-run.
+func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder) error {
+	a := &attempt{slot: slot, write: write, holdEnd: time.Now().Add(c.opts.WriteHoldTimeout)}
+	for {
+		snap, err := c.topo.ready(ctx)
+		if err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		n, err := c.pick(ctx, snap, a)
+		if err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		if n == nil {
+			continue // the map changed: look again
+		}
+		err = c.send(ctx, n, cmd, a.asking)
+		a.direct, a.asking = nil, false
+		if err == nil || !failure.Signal(err) || failure.CallerEnded(ctx) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
+			return err
+		}
+		a.failures++
+		again, err := c.judge(ctx, snap, n, cmd, err, a)
+		if !again {
+			return err
+		}
+		cmd.SetErr(nil)
+	}
+}
+
+// pick returns the node of the next send: the one a redirect named, else
+// the slot's master. It returns nil after waiting for the map to change
+// when there is no master, or a write's master is failing.
+func (c *Client) pick(ctx context.Context, snap *snapshot, a *attempt) (*node, error) {
+	if a.direct != nil {
+		return a.direct, nil
+	}
+	n := snap.master(a.slot)
+	if n != nil && (!a.write || !snap.suspect[n]) {
+		return n, nil
+	}
+	if err := c.waitChange(ctx, snap, a.holdEnd); err != nil {
+		return nil, &NoMasterError{Slot: a.slot, Cause: err}
+	}
+	return nil, nil
+}
+
+// judge decides what follows a failed send: whether to send again, or the
+// error to return.
+func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.Cmder, err error, a *attempt) (bool, error) {
+	if r, ok := failure.ParseRedirect(err); ok {
+		a.redirects++
+		if a.redirects > c.opts.MaxRedirects {
+			return false, err
+		}
+		a.direct = c.nodes.get(r.Addr)
+		if r.Ask {
+			a.asking = true
+			c.stats.ask.Add(1)
+		} else {
+			c.stats.moved.Add(1)
+			c.topo.moved(r.Slot, r.Addr)
+		}
+		return true, nil
+	}
+	if failure.NotExecuted(err) {
+		// It did not run: retry after the map changes, or after a short
+		// pause (TRYAGAIN, LOADING, CLUSTERDOWN while another shard fails
+		// over: the same node may serve it soon), until the hold ends.
+		// Redirects alone count against MaxRedirects.
+		if failure.IsDial(err) {
+			c.topo.failed(n)
+		} else {
+			c.topo.kick()
+		}
+		if time.Now().After(a.holdEnd) || c.pause(ctx, snap, a.failures) != nil {
+			return false, c.nodeError(n, a.slot, a.write, cmd, err)
+		}
+		c.stats.retries.Add(1)
+		return true, nil
+	}
+	// No answer: the command may have run.
+	c.topo.failed(n)
+	if a.write {
+		return false, c.writeUnknown(ctx, snap, n, a.slot, cmd, err, a.holdEnd)
+	}
+	if a.reran {
+		return false, c.nodeError(n, a.slot, a.write, cmd, err)
+	}
+	a.reran = true
+	c.stats.readsRetried.Add(1)
+	_ = c.waitChange(ctx, snap, time.Now().Add(c.opts.FailoverPollInterval*3))
+	return true, nil
+}
+
+// writeUnknown fails a write whose outcome is unknown: with a
+// *MasterChangedError once the cluster names another master for its slot
+// (waiting for it within the hold), else a *NodeError.
+func (c *Client) writeUnknown(ctx context.Context, snap *snapshot, old *node, slot int, cmd redis.Cmder, cause error, holdEnd time.Time) error {
+	for {
+		if m := snap.master(slot); m != nil && m != old && slot >= 0 {
+			c.stats.writesRefused.Add(1)
+			err := &MasterChangedError{Slot: slot, OldMaster: old.addr, NewMaster: m.addr, MayHaveExecuted: true, Cause: cause}
+			cmd.SetErr(err)
+			return err
+		}
+		if c.waitChange(ctx, snap, holdEnd) != nil {
+			return c.nodeError(old, slot, true, cmd, cause)
+		}
+		snap = c.topo.snap.Load()
+	}
+}
+
+func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err error) error {
+	if failure.Reply(err) {
+		return err
+	}
+	ne := &NodeError{Addr: n.addr, Slot: slot, Write: write, MayHaveExecuted: !failure.NotExecuted(err), Err: err}
+	cmd.SetErr(ne)
+	return ne
+}
+
+// send runs cmd on n, after ASKING on the same connection when asking.
+func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, asking bool) error {
+	if !asking {
+		return n.client.Process(ctx, cmd)
+	}
+	_, _ = n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "ASKING")
+		return p.Process(ctx, cmd)
+	})
+	return cmd.Err()
+}
+
+// waitChange waits until the snapshot is replaced, until, or ctx ends.
+func (c *Client) waitChange(ctx context.Context, snap *snapshot, until time.Time) error {
+	d := time.Until(until)
+	if d <= 0 {
+		return errors.New("the cluster named no master in time")
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-snap.next:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("the cluster named no master within %v", c.opts.WriteHoldTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pause waits before a retry after a refusal: until the map changes, or
+// a backoff of 10 ms doubling per attempt, at most 200 ms.
+func (c *Client) pause(ctx context.Context, snap *snapshot, attempt int) error {
+	d := min(10*time.Millisecond<<min(attempt-1, 5), 200*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-snap.next:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// processPipeline runs a transaction on its slot's master, refusing one
+// whose keys span slots, and a pipeline split per master, its commands
+// keeping their order on each node; commands refused there with a
+// redirect or a refusal that proves they did not run are run again alone,
+// the others keep their results.
+func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
+	if c.closed.Load() {
+		routing.SetErrs(nil, cmds, ErrClosed)
+		return ErrClosed
+	}
+	if routing.IsTx(cmds) {
+		return c.processTx(ctx, cmds)
+	}
+	snap, err := c.topo.ready(ctx)
+	if err != nil {
+		routing.SetErrs(nil, cmds, err)
+		return err
+	}
+	groups := map[*node][]redis.Cmder{}
+	var order []*node
+	slots := make(map[redis.Cmder]int, len(cmds))
+	for _, q := range cmds {
+		s := c.slotOf(q)
+		slots[q] = s
+		n := snap.master(s)
+		if n == nil {
+			n = c.nodes.get(c.opts.Addrs[0]) // answers MOVED, or CLUSTERDOWN
+		}
+		if _, ok := groups[n]; !ok {
+			order = append(order, n)
+		}
+		groups[n] = append(groups[n], q)
+	}
+	var wg sync.WaitGroup
+	for _, n := range order {
+		safe.Go(&wg, func(err error) { routing.SetErrs(nil, groups[n], err) }, func() {
+			_ = routing.Run(ctx, n.client, nil, groups[n])
+		})
+	}
+	wg.Wait()
+	var first error
+	for _, q := range cmds {
+		err := q.Err()
+		if err != nil && failure.NotExecuted(err) && !failure.CallerEnded(ctx) {
+			q.SetErr(nil)
+			err = c.run(ctx, slots[q], !c.classifier.ReadOnly(q), q)
+		}
+		if err != nil && !failure.IsNil(err) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// processTx runs a transaction on the master of its one slot.
+func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
+	slot := -1
+	var seen []int
+	for _, q := range cmds[1 : len(cmds)-1] {
+		s := c.slotOf(q)
+		if s < 0 {
+			continue
+		}
+		if !slices.Contains(seen, s) {
+			seen = append(seen, s)
+		}
+		slot = s
+	}
+	if len(seen) > 1 {
+		slices.Sort(seen)
+		err := &CrossSlotError{Slots: seen}
+		routing.SetErrs(nil, cmds, err)
+		return err
+	}
+	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
+	for attempt := 0; ; attempt++ {
+		snap, err := c.topo.ready(ctx)
+		if err != nil {
+			routing.SetErrs(nil, cmds, err)
+			return err
+		}
+		n := snap.master(slot)
+		if n == nil || snap.suspect[n] {
+			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
+				err = &NoMasterError{Slot: slot, Cause: err}
+				routing.SetErrs(nil, cmds, err)
+				return err
+			}
+			continue
+		}
+		err = routing.Run(ctx, n.client, nil, cmds)
+		if err == nil || attempt >= c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
+			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
+			if err != nil && !failure.Reply(err) && !failure.NotExecuted(err) {
+				c.topo.failed(n)
+			}
+			return err
+		}
+		// Refused before it ran (a MOVED queued command aborts the EXEC):
+		// re-route on a fresh map and run it again.
+		if r, ok := failure.ParseRedirect(firstRedirect(cmds, err)); ok && !r.Ask {
+			c.topo.moved(r.Slot, r.Addr)
+		} else {
+			c.topo.kick()
+		}
+		if err := c.pause(ctx, snap, attempt+1); err != nil {
+			return err
+		}
+		routing.SetErrs(nil, cmds, nil)
+	}
+}
+
+func firstRedirect(cmds []redis.Cmder, err error) error {
+	for _, q := range cmds {
+		if _, ok := failure.ParseRedirect(q.Err()); ok {
+			return q.Err()
+		}
+	}
+	return err
+}
+
+// Watch runs fn in a transaction watching keys, on the master of their
+// slot: the keys (and the transaction's) must share one slot, or a
+// *CrossSlotError is returned before anything is sent.
+func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+	slot := -1
+	for _, k := range keys {
+		s := Slot(k)
+		if slot >= 0 && s != slot {
+			return &CrossSlotError{Slots: []int{min(slot, s), max(slot, s)}}
+		}
+		slot = s
+	}
+	snap, err := c.topo.ready(ctx)
+	if err != nil {
+		return err
+	}
+	n := snap.master(slot)
+	if n == nil {
+		return &NoMasterError{Slot: slot}
+	}
+	return n.client.Watch(ctx, fn, keys...)
+}

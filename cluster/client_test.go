@@ -1,0 +1,420 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
+)
+
+// newTestClient returns a client of l, closed with the test.
+func newTestClient(t *testing.T, l *lab.Lab, mod func(*Options)) *Client {
+	t.Helper()
+	o := Options{Addrs: l.ClusterAddrs()[:1], Username: l.Config().Username, Password: l.Config().Password,
+		TLSConfig: l.TLSConfig(), ReadTimeout: time.Second, FailoverPollInterval: 50 * time.Millisecond}
+	if mod != nil {
+		mod(&o)
+	}
+	c, err := NewClient(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestRoutesBySlot writes keys (hash-tagged and not) through the client:
+// each lands on the master that serves its slot, from one seed.
+func TestRoutesBySlot(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Cluster(3, 0))
+	c := newTestClient(t, l, nil)
+	const n = 300
+	for i := range n {
+		key := fmt.Sprint("k", i)
+		if i%3 == 0 {
+			key = fmt.Sprintf("{tag%d}:k%d", i%7, i)
+		}
+		if err := c.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", key, err)
+		}
+		if i%25 == 0 {
+			owner, err := l.SlotOwner(ctx, Slot(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, err := owner.Do(ctx, "GET", key).Int(); err != nil || v != i {
+				t.Fatalf("%s on its slot's master %s: %d, %v", key, owner.Name(), v, err)
+			}
+		}
+	}
+	total := 0
+	for _, s := range l.ShardIDs() {
+		m, _ := l.ShardMaster(ctx, s)
+		k, err := m.Do(ctx, "DBSIZE").Int()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			t.Errorf("shard %d holds no key", s)
+		}
+		total += k
+	}
+	if total != n {
+		t.Fatalf("%d keys on the masters, want %d", total, n)
+	}
+	if st := c.Stats(); st.Moved != 0 || len(st.Masters) != 3 {
+		t.Errorf("stats %+v: want 3 masters and no MOVED (the map was read first)", st)
+	}
+	if v, err := c.Get(ctx, "k1").Int(); err != nil || v != 1 {
+		t.Fatalf("GET k1: %d, %v", v, err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING (no key): %v", err)
+	}
+}
+
+// TestFollowsMigration moves a slot step by step under the client: while
+// it is mid-migration, reads and writes of its keys follow ASK (the moved
+// key on the target, the others on the source, a new key on the target);
+// after the migration, MOVED. No error reaches the caller and no INCR
+// runs twice.
+func TestFollowsMigration(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Cluster(3, 0))
+	c := newTestClient(t, l, nil)
+	keys := []string{"{m}a", "{m}b"}
+	for _, k := range keys {
+		if err := c.Set(ctx, k, "v-"+k, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slot := Slot("{m}")
+	src, err := l.SlotOwner(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := l.BeginSlotMigration(ctx, (src.Shard()+1)%3, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := m.MoveKeys(ctx, 1); err != nil || moved != 1 {
+		t.Fatalf("MoveKeys: %d, %v", moved, err)
+	}
+	incrs := 0
+	incr := func() {
+		if err := c.Incr(ctx, "{m}n").Err(); err != nil {
+			t.Fatalf("INCR mid-migration: %v", err)
+		}
+		incrs++
+	}
+	for _, k := range keys {
+		if v, err := c.Get(ctx, k).Result(); err != nil || v != "v-"+k {
+			t.Fatalf("GET %s mid-migration: %q, %v", k, v, err)
+		}
+	}
+	incr()
+	dc := m.Dest().NewClient()
+	defer dc.Close()
+	pipe := dc.Pipeline()
+	pipe.Do(ctx, "ASKING")
+	exists := pipe.Exists(ctx, "{m}n")
+	if _, err := pipe.Exec(ctx); err != nil || exists.Val() != 1 {
+		t.Errorf("a new key mid-migration is not on the target: %d, %v", exists.Val(), err)
+	}
+	if st := c.Stats(); st.Ask == 0 {
+		t.Errorf("no ASK followed mid-migration: %+v", st)
+	}
+	if err := m.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	incr()
+	for _, k := range keys {
+		if v, err := c.Get(ctx, k).Result(); err != nil || v != "v-"+k {
+			t.Fatalf("GET %s after the migration: %q, %v", k, v, err)
+		}
+	}
+	if st := c.Stats(); st.Moved == 0 {
+		t.Errorf("no MOVED followed after the migration: %+v", st)
+	}
+	if v, err := m.Dest().Do(ctx, "GET", "{m}n").Int(); err != nil || v != incrs {
+		t.Fatalf("{m}n = %d (%v) after %d INCRs: one ran twice or not at all", v, err, incrs)
+	}
+}
+
+// TestTransactions: a transaction in one slot runs on its master; one
+// whose keys span slots is refused before anything is sent; Watch works
+// on one slot and refuses two.
+func TestTransactions(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Cluster(3, 0))
+	c := newTestClient(t, l, nil)
+	if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "{u1}:a", "1", 0)
+		p.Incr(ctx, "{u1}:b")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, "{u1}:b").Int(); err != nil || v != 1 {
+		t.Fatalf("after the transaction: %d, %v", v, err)
+	}
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "x1", "1", 0)
+		p.Set(ctx, "x2", "2", 0)
+		return nil
+	})
+	var cse *CrossSlotError
+	if !errors.As(err, &cse) || len(cse.Slots) != 2 {
+		t.Fatalf("a transaction over two slots: %v, want a *CrossSlotError", err)
+	}
+	if n, _ := c.Exists(ctx, "x1").Result(); n != 0 {
+		t.Fatalf("x1 exists: the refused transaction was sent")
+	}
+	if n, _ := c.Exists(ctx, "x2").Result(); n != 0 {
+		t.Fatalf("x2 exists: the refused transaction was sent")
+	}
+	err = c.Watch(ctx, func(tx *redis.Tx) error {
+		v, err := tx.Get(ctx, "{u1}:b").Int()
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "{u1}:b", v+1, 0)
+			return nil
+		})
+		return err
+	}, "{u1}:b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Watch(ctx, func(*redis.Tx) error { return nil }, "x1", "x2"); !errors.As(err, &cse) {
+		t.Fatalf("Watch over two slots: %v", err)
+	}
+}
+
+// TestPipelineAcrossShards: a pipeline of commands for every shard is split
+// per master; every command gets its own reply, in order.
+func TestPipelineAcrossShards(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Cluster(3, 0))
+	c := newTestClient(t, l, nil)
+	cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range 100 {
+			p.Set(ctx, fmt.Sprint("p", i), i, 0)
+			p.Get(ctx, fmt.Sprint("p", i))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if v, err := cmds[2*i+1].(*redis.StringCmd).Int(); err != nil || v != i {
+			t.Fatalf("GET p%d in the pipeline: %d, %v", i, v, err)
+		}
+	}
+}
+
+// ack is an acknowledged write: when it began and when it was
+// acknowledged.
+type ack struct{ began, at time.Time }
+
+// TestFailoverUnderWrites writes unique ids to lists on every shard from 8
+// goroutines through a graceful CLUSTER FAILOVER of one shard and a SIGKILL
+// of another's master: no id is on a list twice; a write that failed says
+// whether it may have run; after the kill, writes to that shard resume on
+// the promoted replica.
+func TestFailoverUnderWrites(t *testing.T) {
+	ctx := testkit.Context(t, 120*time.Second)
+	l := lab.New(t, lab.Cluster(3, 1))
+	c := newTestClient(t, l, nil)
+	lists := []string{"{a}ops", "{b}ops", "{c}ops", "{d}ops", "{e}ops", "{f}ops"}
+	var (
+		stop                atomic.Bool
+		wg                  sync.WaitGroup
+		mu                  sync.Mutex
+		acked               = map[string]bool{}
+		refused, other, okN int
+		lastOK              sync.Map // list -> the last acknowledged write (an ack)
+	)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				list := lists[(g+i)%len(lists)]
+				id := fmt.Sprintf("%d:%d", g, i)
+				// Long enough for a held write to outlast the cluster's own
+				// failover (two to three seconds with a 1 s node timeout).
+				wctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+				started := time.Now()
+				err := c.RPush(wctx, list, id).Err()
+				cancel()
+				var mce *MasterChangedError
+				var ne *NodeError
+				var nme *NoMasterError
+				mu.Lock()
+				switch {
+				case err == nil:
+					acked[id] = true
+					okN++
+					if prev, ok := lastOK.Load(list); !ok || prev.(ack).began.Before(started) { //nolint:forcetypeassert // the test's own map
+						lastOK.Store(list, ack{began: started, at: time.Now()})
+					}
+				case errors.As(err, &mce):
+					refused++
+				case errors.As(err, &ne), errors.As(err, &nme):
+					other++
+					t.Logf("write %s: %v", id, err)
+				default:
+					other++
+					t.Logf("write %s: %v", id, err)
+				}
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	began := time.Now()
+	if _, err := l.ClusterFailover(ctx, 0, lab.FailoverGraceful); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("graceful failover of shard 0 agreed in %v", time.Since(began))
+	time.Sleep(300 * time.Millisecond)
+	victim, err := l.ShardMaster(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := victim.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := l.WaitPromotion(ctx, 2, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed %s; %s promoted, agreed %v after the kill", victim.Name(), next.Name(), time.Since(killed))
+	// Writes to shard 2's lists resume on the new master: one that began
+	// after the kill can only have been acknowledged there.
+	var shard2 []string
+	for _, list := range lists {
+		owner, err := l.SlotOwner(ctx, Slot(list))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner == next {
+			shard2 = append(shard2, list)
+		}
+	}
+	if len(shard2) == 0 {
+		t.Fatalf("none of the lists %v is on shard 2", lists)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	var firstAfter time.Duration
+	for firstAfter == 0 && time.Now().Before(deadline) {
+		for _, list := range shard2 {
+			if v, ok := lastOK.Load(list); ok && v.(ack).began.After(killed) { //nolint:forcetypeassert // the test's own map
+				firstAfter = v.(ack).at.Sub(killed) //nolint:forcetypeassert // the test's own map
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if len(shard2) > 0 && firstAfter == 0 {
+		t.Fatalf("no write to shard 2's lists %v acknowledged after the kill", shard2)
+	}
+	t.Logf("a write begun after the kill acknowledged on shard 2's new master %v after the kill (node timeout %v)", firstAfter, l.Config().ClusterNodeTimeout)
+	// Every list read from its current master: no id twice, none of the
+	// acknowledged ones lost by a graceful failover.
+	seen := map[string]int{}
+	for _, list := range lists {
+		ids, err := c.LRange(ctx, list, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			seen[id]++
+		}
+	}
+	dups, lost := 0, 0
+	for id, n := range seen {
+		if n > 1 {
+			dups++
+			t.Errorf("id %s on the lists %d times", id, n)
+		}
+	}
+	for id := range acked {
+		if seen[id] == 0 {
+			lost++
+		}
+	}
+	t.Logf("acknowledged %d, refused as may-have-executed %d, other errors %d, acknowledged but lost %d (the kill's window), duplicates %d",
+		okN, refused, other, lost, dups)
+	if okN == 0 {
+		t.Fatal("no write acknowledged")
+	}
+}
+
+// TestSecretsStayOut: the password is in no String, no error of a failed
+// call, and no URL error.
+func TestSecretsStayOut(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	const secret = "s3cret-Pa55"
+	l := lab.New(t, lab.Config{Shards: 1, Password: secret})
+	c := newTestClient(t, l, nil)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wrong := newTestClient(t, l, func(o *Options) { o.Password = secret + "-wrong" })
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err := wrong.Get(short, "k").Err()
+	if err == nil {
+		t.Fatal("a wrong password: no error")
+	}
+	uc, uerr := NewClientFromURL("redis://:"+secret+"@127.0.0.1:1?dial_timeout=soon", Options{})
+	if uerr == nil {
+		_ = uc.Close()
+		t.Fatal("a URL with a bad dial_timeout: no error")
+	}
+	for _, s := range []string{c.String(), wrong.String(), err.Error(), fmt.Sprint(uerr)} {
+		if strings.Contains(s, secret) {
+			t.Errorf("the password appears in %q", s)
+		}
+	}
+}
+
+// TestForEach runs a command on every master and on every node.
+func TestForEach(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Cluster(2, 1))
+	c := newTestClient(t, l, nil)
+	var masters, all atomic.Int32
+	if err := c.ForEachMaster(ctx, func(ctx context.Context, rc *redis.Client) error {
+		masters.Add(1)
+		return rc.Ping(ctx).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ForEachShard(ctx, func(ctx context.Context, rc *redis.Client) error {
+		all.Add(1)
+		return rc.Ping(ctx).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if masters.Load() != 2 || all.Load() != 4 {
+		t.Fatalf("ForEachMaster ran on %d nodes, ForEachShard on %d; want 2 and 4", masters.Load(), all.Load())
+	}
+}

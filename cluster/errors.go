@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrClosed is returned by calls on a closed Client.
+var ErrClosed = errors.New("cluster: client closed")
+
+// MasterChangedError is a write whose outcome is unknown (a timeout, or
+// the connection lost after it was sent) on a master the cluster has since
+// replaced: it was not run again, because it may have run on the old
+// master. Check the data, or make the write idempotent, before repeating
+// it.
+type MasterChangedError struct {
+	Slot            int
+	OldMaster       string
+	NewMaster       string
+	MayHaveExecuted bool
+	Cause           error
+}
+
+func (e *MasterChangedError) Error() string {
+	ran := "may have executed"
+	if !e.MayHaveExecuted {
+		ran = "did not execute"
+	}
+	return fmt.Sprintf("cluster: slot %d: master changed from %s to %s; the write %s there and was not run again: %v",
+		e.Slot, e.OldMaster, e.NewMaster, ran, e.Cause)
+}
+
+func (e *MasterChangedError) Unwrap() error { return e.Cause }
+
+// NodeError is work that failed on a node without an answer from it (no
+// connection, a connection lost, a timeout), when no other node took its
+// slot.
+type NodeError struct {
+	Addr            string
+	Slot            int // -1 for a command without a key
+	Write           bool
+	MayHaveExecuted bool
+	Err             error
+}
+
+func (e *NodeError) Error() string {
+	what := "read"
+	if e.Write {
+		what = "write"
+	}
+	ran := "did not execute"
+	if e.MayHaveExecuted {
+		ran = "may have executed"
+	}
+	return fmt.Sprintf("cluster: %s on %s (slot %d) failed and %s: %v", what, e.Addr, e.Slot, ran, e.Err)
+}
+
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// NoMasterError is work refused because no master serves its slot: the
+// map has none, or the shard's master failed and no replica was promoted
+// within Options.WriteHoldTimeout. Nothing was sent.
+type NoMasterError struct {
+	Slot  int
+	Cause error
+}
+
+func (e *NoMasterError) Error() string {
+	if e.Cause == nil {
+		return fmt.Sprintf("cluster: no master serves slot %d", e.Slot)
+	}
+	return fmt.Sprintf("cluster: no master serves slot %d: %v", e.Slot, e.Cause)
+}
+
+func (e *NoMasterError) Unwrap() error { return e.Cause }
+
+// CrossSlotError is a transaction (TxPipeline, Watch) refused before it
+// was sent because its keys hash to more than one slot: a cluster runs a
+// transaction on one node, and splitting it would lose its atomicity. Put
+// the keys under one hash tag ("{user:1}:a", "{user:1}:b").
+type CrossSlotError struct {
+	Slots []int
+}
+
+func (e *CrossSlotError) Error() string {
+	s := make([]string, len(e.Slots))
+	for i, v := range e.Slots {
+		s[i] = fmt.Sprint(v)
+	}
+	return "cluster: transaction keys hash to slots " + strings.Join(s, ", ") + ": a transaction must stay in one slot (use a hash tag); nothing was sent"
+}

@@ -1,0 +1,132 @@
+package cluster
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/redisopt"
+)
+
+// Options configure a Client. Zero fields take the defaults below.
+type Options struct {
+	// Addrs are seed nodes (host:port): any node of the cluster will do;
+	// the client learns the others from them.
+	Addrs []string
+	// Username and Password authenticate to every node.
+	Username, Password string
+	// TLSConfig, when set, makes every connection TLS.
+	TLSConfig *tls.Config
+
+	// DialTimeout, ReadTimeout and WriteTimeout bound each node
+	// connection's dial and socket operations (also bounded by the
+	// caller's context). Defaults DefaultDialTimeout, DefaultReadTimeout,
+	// DefaultWriteTimeout.
+	DialTimeout, ReadTimeout, WriteTimeout time.Duration
+	// PoolSize is each node's connection pool. Default: go-redis's (10
+	// per CPU).
+	PoolSize int
+
+	// RefreshInterval is how often the slot map is read again when nothing
+	// suggests a change. Default DefaultRefreshInterval.
+	RefreshInterval time.Duration
+	// FailoverPollInterval is how often the slot map is read while a
+	// shard's master is failing, until the cluster names a new one.
+	// Default DefaultFailoverPollInterval.
+	FailoverPollInterval time.Duration
+	// WriteHoldTimeout bounds how long a command waits for its shard to
+	// serve it again: the writes of a shard whose master stopped answering,
+	// until the cluster promotes another, and any command refused before it
+	// ran (CLUSTERDOWN while another shard fails over, TRYAGAIN, LOADING),
+	// within the caller's context. Default DefaultWriteHoldTimeout.
+	WriteHoldTimeout time.Duration
+	// MaxRedirects bounds the MOVED and ASK redirects one command
+	// follows. Refusals that prove it did not run (TRYAGAIN, CLUSTERDOWN,
+	// LOADING, a dial failure) are retried until WriteHoldTimeout instead.
+	// Default DefaultMaxRedirects.
+	MaxRedirects int
+
+	// Logger receives the client's records. Default: discarded.
+	Logger *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultDialTimeout  = 2 * time.Second
+	DefaultReadTimeout  = 3 * time.Second
+	DefaultWriteTimeout = 3 * time.Second
+	// DefaultRefreshInterval keeps an idle client's map at most seconds
+	// old; MOVED and failures refresh it at once anyway.
+	DefaultRefreshInterval = 5 * time.Second
+	// DefaultFailoverPollInterval: a cluster with a 1 s node timeout
+	// promotes a replica one to three seconds after a master fails;
+	// polling every 100 ms sees it within a tenth of a second.
+	DefaultFailoverPollInterval = 100 * time.Millisecond
+	// DefaultWriteHoldTimeout covers an automatic failover with Redis's
+	// election delays (500 ms plus up to 500 ms plus rank) after a node
+	// timeout of a few seconds; a longer one fails the held writes with a
+	// *NoMasterError.
+	DefaultWriteHoldTimeout = 10 * time.Second
+	// DefaultMaxRedirects is go-redis's ClusterOptions.MaxRedirects (3)
+	// with room for a migration and a failover at once.
+	DefaultMaxRedirects = 5
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if len(o.Addrs) == 0 {
+		return o, errors.New("cluster: Options.Addrs is empty: give at least one node of the cluster")
+	}
+	for _, a := range o.Addrs {
+		if a == "" {
+			return o, errors.New("cluster: Options.Addrs holds an empty address")
+		}
+	}
+	set := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	set(&o.DialTimeout, DefaultDialTimeout)
+	set(&o.ReadTimeout, DefaultReadTimeout)
+	set(&o.WriteTimeout, DefaultWriteTimeout)
+	set(&o.RefreshInterval, DefaultRefreshInterval)
+	set(&o.FailoverPollInterval, DefaultFailoverPollInterval)
+	set(&o.WriteHoldTimeout, DefaultWriteHoldTimeout)
+	if o.MaxRedirects == 0 {
+		o.MaxRedirects = DefaultMaxRedirects
+	}
+	for name, d := range map[string]time.Duration{"DialTimeout": o.DialTimeout, "ReadTimeout": o.ReadTimeout,
+		"WriteTimeout": o.WriteTimeout, "RefreshInterval": o.RefreshInterval,
+		"FailoverPollInterval": o.FailoverPollInterval, "WriteHoldTimeout": o.WriteHoldTimeout} {
+		if d < 0 {
+			return o, fmt.Errorf("cluster: Options.%s is negative (%v)", name, d)
+		}
+	}
+	if o.MaxRedirects < 0 {
+		return o, fmt.Errorf("cluster: Options.MaxRedirects is negative (%d)", o.MaxRedirects)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// nodeOptions are the go-redis options of the client of one node:
+// rediskit's inner-client policy (no retries of its own, context
+// deadlines on sockets).
+func (o *Options) nodeOptions(addr string) *redis.Options {
+	return redisopt.Inner(&redis.Options{
+		Addr:         addr,
+		Username:     o.Username,
+		Password:     o.Password,
+		TLSConfig:    o.TLSConfig,
+		DialTimeout:  o.DialTimeout,
+		ReadTimeout:  o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout,
+		PoolSize:     o.PoolSize,
+	})
+}

@@ -1,0 +1,394 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/safe"
+)
+
+// node is one cluster node's client.
+type node struct {
+	addr   string
+	client *redis.Client
+}
+
+// shard is a master and its replicas as a snapshot has them.
+type shard struct {
+	id       string // the master's node ID
+	master   *node
+	replicas []*node
+}
+
+// snapshot is the immutable slot map calls are routed on. A new one
+// replaces it whole; next is closed then, so a call waiting for a change
+// (a held write) wakes.
+type snapshot struct {
+	slots   [Slots]*shard // nil: no master serves the slot
+	masters []*shard      // in address order
+	// suspect are masters the client saw fail (a dial failure, a lost
+	// connection, a timeout) that the cluster has not replaced yet: their
+	// shards' writes are held.
+	suspect map[*node]bool
+	ready   bool  // a map was read
+	err     error // the last refresh's failure, while not ready
+	next    chan struct{}
+}
+
+func (s *snapshot) master(slot int) *node {
+	if slot < 0 {
+		if len(s.masters) == 0 {
+			return nil
+		}
+		return s.masters[0].master
+	}
+	if sh := s.slots[slot]; sh != nil {
+		return sh.master
+	}
+	return nil
+}
+
+// nodeSet holds the node clients, made on first use (a MOVED may name a
+// node the map does not have yet) and closed with the client.
+type nodeSet struct {
+	opts   *Options
+	mu     sync.Mutex
+	live   map[string]*node
+	closed bool
+}
+
+func (ns *nodeSet) get(addr string) *node {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if n, ok := ns.live[addr]; ok {
+		return n
+	}
+	n := &node{addr: addr, client: redis.NewClient(ns.opts.nodeOptions(addr))}
+	if ns.closed {
+		_ = n.client.Close() // calls on it fail with redis.ErrClosed
+	}
+	ns.live[addr] = n
+	return n
+}
+
+func (ns *nodeSet) all() []*node {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	out := make([]*node, 0, len(ns.live))
+	for _, n := range ns.live {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b *node) int { return compareStrings(a.addr, b.addr) })
+	return out
+}
+
+func (ns *nodeSet) close() error {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	ns.closed = true
+	var errs []error
+	for _, n := range ns.live {
+		errs = append(errs, n.client.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// topology owns the slot map: one goroutine (run) changes it, and
+// publishes snapshots; it never touches the network: a worker reads
+// CLUSTER NODES from the nodes and posts the replies back.
+type topology struct {
+	opts  *Options
+	nodes *nodeSet
+	log   *slog.Logger
+	snap  atomic.Pointer[snapshot]
+
+	kickCh   chan struct{}
+	failCh   chan *node
+	movedCh  chan moved
+	resultCh chan refreshResult
+	stop     chan struct{}
+	wg       sync.WaitGroup
+
+	refreshes atomic.Uint64
+}
+
+type moved struct {
+	slot int
+	addr string
+}
+
+type refreshResult struct {
+	views    [][]nodeLine
+	answered map[*node]bool
+	err      error
+}
+
+func newTopology(opts *Options, nodes *nodeSet) *topology {
+	t := &topology{opts: opts, nodes: nodes, log: opts.Logger,
+		kickCh: make(chan struct{}, 1), failCh: make(chan *node, 16), movedCh: make(chan moved, 64),
+		resultCh: make(chan refreshResult, 1), stop: make(chan struct{})}
+	t.snap.Store(&snapshot{next: make(chan struct{}), suspect: map[*node]bool{}})
+	for _, a := range opts.Addrs {
+		nodes.get(a)
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		if err := safe.Call(t.run); err != nil {
+			t.log.Error("cluster: topology goroutine panicked", "err", err)
+		}
+	}()
+	return t
+}
+
+func (t *topology) close() {
+	close(t.stop)
+	t.wg.Wait()
+}
+
+// kick asks for a refresh now.
+func (t *topology) kick() {
+	select {
+	case t.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+// failed reports a master that did not answer.
+func (t *topology) failed(n *node) {
+	select {
+	case t.failCh <- n:
+	default:
+		t.kick()
+	}
+}
+
+// moved reports a MOVED reply: the slot is served at addr.
+func (t *topology) moved(slot int, addr string) {
+	select {
+	case t.movedCh <- moved{slot, addr}:
+	default:
+		t.kick()
+	}
+}
+
+func (t *topology) run() {
+	inflight := false
+	refresh := func() {
+		if inflight {
+			return
+		}
+		inflight = true
+		nodes := t.nodes.all()
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			var r refreshResult
+			if err := safe.Call(func() { r = t.fetch(nodes) }); err != nil {
+				r = refreshResult{err: err}
+			}
+			select {
+			case t.resultCh <- r:
+			case <-t.stop:
+			}
+		}()
+	}
+	refresh()
+	timer := time.NewTimer(t.opts.RefreshInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-t.kickCh:
+			refresh()
+		case <-timer.C:
+			refresh()
+		case n := <-t.failCh:
+			cur := t.snap.Load()
+			if !cur.suspect[n] && slices.ContainsFunc(cur.masters, func(s *shard) bool { return s.master == n }) {
+				next := cur.with(func(s *snapshot) { s.suspect[n] = true })
+				t.publish(next)
+				t.log.Warn("cluster: master failing; holding its writes until the cluster names another", "addr", n.addr)
+			}
+			refresh()
+		case m := <-t.movedCh:
+			cur := t.snap.Load()
+			target := t.nodes.get(m.addr)
+			if cur.slots[m.slot] == nil || cur.slots[m.slot].master != target {
+				t.publish(cur.with(func(s *snapshot) { s.move(m.slot, target) }))
+			}
+			refresh()
+		case r := <-t.resultCh:
+			inflight = false
+			t.refreshes.Add(1)
+			t.apply(r)
+		}
+		wait := t.opts.RefreshInterval
+		if len(t.snap.Load().suspect) > 0 {
+			wait = t.opts.FailoverPollInterval
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// fetch reads CLUSTER NODES from every node at once, each bounded.
+func (t *topology) fetch(nodes []*node) refreshResult {
+	timeout := t.opts.DialTimeout + t.opts.ReadTimeout
+	type reply struct {
+		n    *node
+		text string
+		err  error
+	}
+	replies := make([]reply, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		safe.Go(&wg, nil, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			text, err := n.client.ClusterNodes(ctx).Result()
+			replies[i] = reply{n, text, err}
+		})
+	}
+	wg.Wait()
+	r := refreshResult{answered: map[*node]bool{}}
+	var errs []error
+	for _, rep := range replies {
+		if rep.n == nil {
+			continue
+		}
+		if rep.err != nil {
+			errs = append(errs, rep.err)
+			continue
+		}
+		if v := parseNodes(rep.text); len(v) > 0 {
+			r.views = append(r.views, v)
+			r.answered[rep.n] = true
+		}
+	}
+	if len(r.views) == 0 {
+		r.err = errors.Join(errs...)
+		if r.err == nil {
+			r.err = errors.New("no node answered CLUSTER NODES")
+		}
+	}
+	return r
+}
+
+// apply builds and publishes the snapshot of a refresh.
+func (t *topology) apply(r refreshResult) {
+	cur := t.snap.Load()
+	if r.err != nil {
+		if !cur.ready {
+			t.publish(cur.with(func(s *snapshot) { s.err = r.err }))
+		}
+		t.log.Warn("cluster: refresh failed", "err", r.err)
+		return
+	}
+	m := mergeViews(r.views)
+	next := &snapshot{ready: true, suspect: map[*node]bool{}, next: make(chan struct{})}
+	shards := map[string]*shard{}
+	for s := range Slots {
+		id := m.owner[s]
+		if id == "" {
+			continue
+		}
+		sh := shards[id]
+		if sh == nil {
+			sh = &shard{id: id, master: t.nodes.get(m.addr[id])}
+			for _, ra := range m.replicas[id] {
+				sh.replicas = append(sh.replicas, t.nodes.get(ra))
+			}
+			shards[id] = sh
+			next.masters = append(next.masters, sh)
+		}
+		next.slots[s] = sh
+	}
+	slices.SortFunc(next.masters, func(a, b *shard) int { return compareStrings(a.master.addr, b.master.addr) })
+	// A suspect master stays suspect while it still serves its slots and
+	// did not answer this refresh.
+	for n := range cur.suspect {
+		if !r.answered[n] && slices.ContainsFunc(next.masters, func(s *shard) bool { return s.master == n }) {
+			next.suspect[n] = true
+		}
+	}
+	t.publish(next)
+}
+
+// with returns a copy of s changed by f (s itself is never changed).
+func (s *snapshot) with(f func(*snapshot)) *snapshot {
+	c := *s
+	c.suspect = make(map[*node]bool, len(s.suspect))
+	for k, v := range s.suspect {
+		c.suspect[k] = v
+	}
+	c.masters = slices.Clone(s.masters)
+	c.next = make(chan struct{})
+	f(&c)
+	return &c
+}
+
+// move gives slot to target's shard (a shard of its own if the map has
+// none yet for it).
+func (s *snapshot) move(slot int, target *node) {
+	var sh *shard
+	for _, m := range s.masters {
+		if m.master == target {
+			sh = m
+		}
+	}
+	if sh == nil {
+		sh = &shard{master: target}
+		s.masters = append(s.masters, sh)
+	}
+	s.slots[slot] = sh
+	s.ready = true
+}
+
+func (t *topology) publish(next *snapshot) {
+	prev := t.snap.Swap(next)
+	close(prev.next)
+}
+
+// ready returns the first snapshot with a map, waiting for it within ctx.
+func (t *topology) ready(ctx context.Context) (*snapshot, error) {
+	for {
+		s := t.snap.Load()
+		if s.ready {
+			return s, nil
+		}
+		select {
+		case <-s.next:
+		case <-ctx.Done():
+			if s.err != nil {
+				return nil, errors.Join(ctx.Err(), s.err)
+			}
+			return nil, ctx.Err()
+		case <-t.stop:
+			return nil, ErrClosed
+		}
+	}
+}
