@@ -348,6 +348,8 @@ func (c *Client) waitChange(ctx context.Context, snap *snapshot, until time.Time
 		return fmt.Errorf("the cluster named no master within %v", c.opts.WriteHoldTimeout)
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.topo.stop:
+		return ErrClosed
 	}
 }
 
@@ -362,6 +364,8 @@ func (c *Client) pause(ctx context.Context, snap *snapshot, attempt int) error {
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.topo.stop:
+		return ErrClosed
 	}
 	return nil
 }
@@ -408,16 +412,37 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	wg.Wait()
 	var first error
 	for _, q := range cmds {
-		err := q.Err()
-		if err != nil && failure.NotExecuted(err) && !failure.CallerEnded(ctx) {
-			q.SetErr(nil)
-			err = c.run(ctx, slots[q], !c.classifier.ReadOnly(q), q)
-		}
+		err := c.afterPipeline(ctx, snap, q, slots[q])
 		if err != nil && !failure.IsNil(err) && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// afterPipeline judges one command of a pipeline by its own result: one
+// that provably did not run (a redirect, a refusal, a dial failure), and a
+// read that got no answer, run again alone; a write that got no answer
+// keeps a *NodeError saying it may have executed.
+func (c *Client) afterPipeline(ctx context.Context, snap *snapshot, q redis.Cmder, slot int) error {
+	err := q.Err()
+	if err == nil || !failure.Signal(err) || failure.CallerEnded(ctx) {
+		return err
+	}
+	write := !c.classifier.ReadOnly(q)
+	if failure.NotExecuted(err) || !write {
+		if !failure.NotExecuted(err) {
+			c.stats.readsRetried.Add(1)
+		}
+		q.SetErr(nil)
+		return c.run(ctx, slot, write, q)
+	}
+	n := snap.master(slot)
+	if n == nil {
+		n = c.nodes.get(c.opts.Addrs[0])
+	}
+	c.topo.failed(n)
+	return c.nodeError(n, slot, true, q, err)
 }
 
 // processTx runs a transaction on the master of its one slot.

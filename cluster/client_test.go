@@ -418,3 +418,37 @@ func TestForEach(t *testing.T) {
 		t.Fatalf("ForEachMaster ran on %d nodes, ForEachShard on %d; want 2 and 4", masters.Load(), all.Load())
 	}
 }
+
+// TestCloseEndsHeldWrites: a write held for a master that is gone (a
+// one-shard cluster cannot fail over) returns soon after Close, not at the
+// end of its hold.
+func TestCloseEndsHeldWrites(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Cluster(1, 1))
+	c, err := NewClient(Options{Addrs: l.ClusterAddrs(), ReadTimeout: time.Second, FailoverPollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ShardNodes(0)[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Set(ctx, "k", "w", 0).Err() }()
+	time.Sleep(500 * time.Millisecond) // the write is sent, fails, and waits
+	closed := time.Now()
+	if err := c.Close(); err != nil {
+		t.Logf("Close: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Logf("the held write returned %v after Close: %v", time.Since(closed), err)
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("the held write after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(DefaultWriteHoldTimeout / 2):
+		t.Fatalf("the held write still waits %v after Close (hold %v)", DefaultWriteHoldTimeout/2, DefaultWriteHoldTimeout)
+	}
+}
