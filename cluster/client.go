@@ -160,6 +160,9 @@ func (c *Client) forEach(ctx context.Context, replicas bool, fn func(context.Con
 	return errors.Join(errs...)
 }
 
+// seed is the first seed's node (made at start, so within maxNodes).
+func (c *Client) seed() *node { return c.nodes.get(c.opts.Addrs[0]) }
+
 // slotOf is the slot of the command's first key, -1 for a command without
 // one.
 func (c *Client) slotOf(cmd redis.Cmder) int {
@@ -255,6 +258,9 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 			return false, err
 		}
 		a.direct = c.nodes.get(r.Addr)
+		if a.direct == nil {
+			return false, fmt.Errorf("cluster: %s names %s, past the %d nodes a client keeps: %w", n.addr, r.Addr, maxNodes, err)
+		}
 		if r.Ask {
 			a.asking = true
 			c.stats.ask.Add(1)
@@ -396,7 +402,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		slots[q] = s
 		n := snap.master(s)
 		if n == nil {
-			n = c.nodes.get(c.opts.Addrs[0]) // answers MOVED, or CLUSTERDOWN
+			n = c.seed() // answers MOVED, or CLUSTERDOWN
 		}
 		if _, ok := groups[n]; !ok {
 			order = append(order, n)
@@ -439,7 +445,7 @@ func (c *Client) afterPipeline(ctx context.Context, snap *snapshot, q redis.Cmde
 	}
 	n := snap.master(slot)
 	if n == nil {
-		n = c.nodes.get(c.opts.Addrs[0])
+		n = c.seed()
 	}
 	c.topo.failed(n)
 	return c.nodeError(n, slot, true, q, err)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -76,4 +77,19 @@ func FuzzParseNodes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNodeSetBounded: past maxNodes addresses, no more clients are made.
+func TestNodeSetBounded(t *testing.T) {
+	ns := &nodeSet{opts: &Options{}, live: map[string]*node{}}
+	defer func() { _ = ns.close() }()
+	for i := range maxNodes + 10 {
+		n := ns.get(fmt.Sprintf("127.0.0.1:%d", 10000+i))
+		if (n == nil) != (i >= maxNodes) {
+			t.Fatalf("address %d: node %v", i, n)
+		}
+	}
+	if n := ns.get("127.0.0.1:10000"); n == nil {
+		t.Fatal("a known address past the bound: no node")
+	}
 }

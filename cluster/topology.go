@@ -64,11 +64,21 @@ type nodeSet struct {
 	closed bool
 }
 
+// maxNodes bounds the node clients a client makes: a cluster has at most
+// a few hundred nodes, and a server naming ever new addresses (in MOVED,
+// ASK or CLUSTER NODES) must not make the client allocate without bound.
+const maxNodes = 1000
+
+// get returns the client of addr, made on first use; nil when maxNodes
+// clients exist already.
 func (ns *nodeSet) get(addr string) *node {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
 	if n, ok := ns.live[addr]; ok {
 		return n
+	}
+	if len(ns.live) >= maxNodes {
+		return nil
 	}
 	n := &node{addr: addr, client: redis.NewClient(ns.opts.nodeOptions(addr))}
 	if ns.closed {
@@ -232,7 +242,7 @@ func (t *topology) run() {
 		case m := <-t.movedCh:
 			cur := t.snap.Load()
 			target := t.nodes.get(m.addr)
-			if cur.slots[m.slot] == nil || cur.slots[m.slot].master != target {
+			if target != nil && (cur.slots[m.slot] == nil || cur.slots[m.slot].master != target) {
 				t.publish(cur.with(func(s *snapshot) { s.move(m.slot, target) }))
 			}
 			refresh()
@@ -318,9 +328,15 @@ func (t *topology) apply(r refreshResult) {
 		}
 		sh := shards[id]
 		if sh == nil {
-			sh = &shard{id: id, master: t.nodes.get(m.addr[id])}
+			master := t.nodes.get(m.addr[id])
+			if master == nil {
+				continue // past maxNodes: the slot stays unserved
+			}
+			sh = &shard{id: id, master: master}
 			for _, ra := range m.replicas[id] {
-				sh.replicas = append(sh.replicas, t.nodes.get(ra))
+				if r := t.nodes.get(ra); r != nil {
+					sh.replicas = append(sh.replicas, r)
+				}
 			}
 			shards[id] = sh
 			next.masters = append(next.masters, sh)
