@@ -386,6 +386,9 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		routing.SetErrs(nil, cmds, ErrClosed)
 		return ErrClosed
 	}
+	if len(cmds) == 0 {
+		return nil
+	}
 	if routing.IsTx(cmds) {
 		return c.processTx(ctx, cmds)
 	}
@@ -394,31 +397,39 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		routing.SetErrs(nil, cmds, err)
 		return err
 	}
-	groups := map[*node][]redis.Cmder{}
-	var order []*node
-	slots := make(map[redis.Cmder]int, len(cmds))
-	for _, q := range cmds {
+	type group struct {
+		n    *node
+		cmds []redis.Cmder
+	}
+	var groups []group // one per master: a handful, searched in order
+	slots := make([]int, len(cmds))
+	for i, q := range cmds {
 		s := c.slotOf(q)
-		slots[q] = s
+		slots[i] = s
 		n := snap.master(s)
 		if n == nil {
 			n = c.seed() // answers MOVED, or CLUSTERDOWN
 		}
-		if _, ok := groups[n]; !ok {
-			order = append(order, n)
+		gi := slices.IndexFunc(groups, func(g group) bool { return g.n == n })
+		if gi < 0 {
+			groups = append(groups, group{n: n, cmds: make([]redis.Cmder, 0, len(cmds))})
+			gi = len(groups) - 1
 		}
-		groups[n] = append(groups[n], q)
+		groups[gi].cmds = append(groups[gi].cmds, q)
 	}
 	var wg sync.WaitGroup
-	for _, n := range order {
-		safe.Go(&wg, func(err error) { routing.SetErrs(nil, groups[n], err) }, func() {
-			_ = routing.Run(ctx, n.client, nil, groups[n])
+	for _, g := range groups[1:] {
+		safe.Go(&wg, func(err error) { routing.SetErrs(nil, g.cmds, err) }, func() {
+			_ = routing.Run(ctx, g.n.client, nil, g.cmds)
 		})
+	}
+	if err := safe.Call(func() { _ = routing.Run(ctx, groups[0].n.client, nil, groups[0].cmds) }); err != nil {
+		routing.SetErrs(nil, groups[0].cmds, err)
 	}
 	wg.Wait()
 	var first error
-	for _, q := range cmds {
-		err := c.afterPipeline(ctx, snap, q, slots[q])
+	for i, q := range cmds {
+		err := c.afterPipeline(ctx, snap, q, slots[i])
 		if err != nil && !failure.IsNil(err) && first == nil {
 			first = err
 		}
