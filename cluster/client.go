@@ -29,6 +29,9 @@ type front = redis.Client
 // package documentation. Create it with NewClient and Close it when done.
 type Client struct {
 	*front
+	// autos are the auto-pipeliners (AutoPipeline, AsyncAutoPipeline),
+	// made on first use.
+	autos routing.AutoFronts
 
 	opts       Options
 	nodes      *nodeSet
@@ -70,6 +73,12 @@ func NewClient(opts Options) (*Client, error) {
 	c.topo = newTopology(&c.opts, c.nodes)
 	fo := c.opts.nodeOptions("cluster")
 	c.front = routing.NewFront(fo, c.process, c.processPipeline)
+	c.autos.Make = func() *redis.Client {
+		return routing.NewAutoFront(c.front.Options(), c.process, c.processPipeline,
+			func(ctx context.Context, cmds []redis.Cmder) error {
+				return routing.RunIndependent(ctx, cmds, c.process)
+			})
+	}
 	return c, nil
 }
 
@@ -109,6 +118,7 @@ func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	c.autos.Close() // first: closing them drains their batches
 	c.topo.close()
 	return errors.Join(c.nodes.close(), c.front.Close())
 }
@@ -327,9 +337,14 @@ func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err e
 	return ne
 }
 
-// send runs cmd on n, after ASKING on the same connection when asking.
+// send runs cmd on n, after ASKING on the same connection when asking;
+// auto-pipelined (n's Batcher) with Options.AutoPipeline or from one of
+// the client's auto-pipeliners.
 func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, asking bool) error {
 	if !asking {
+		if c.opts.AutoPipeline || routing.Batching(ctx) {
+			return n.batch.Do(ctx, cmd)
+		}
 		return n.client.Process(ctx, cmd)
 	}
 	_, _ = n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -550,4 +565,16 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		return &NoMasterError{Slot: slot}
 	}
 	return n.client.Watch(ctx, fn, keys...)
+}
+
+// AutoPipeline returns go-redis's blocking auto-pipeliner over the client:
+// its batches are taken apart and each command routed, redirected, held
+// and judged as alone, each node's share sent in the batch's order as one
+// pipeline (see Options.AutoPipeline for ordinary calls).
+func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return c.autos.AutoPipeline(nil) }
+
+// AsyncAutoPipeline is AutoPipeline's deferred face: the commands one
+// goroutine submits without waiting run in submit order on each node.
+func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
+	return c.autos.AsyncAutoPipeline(nil)
 }

@@ -480,3 +480,70 @@ func TestCloseEndsHeldWrites(t *testing.T) {
 		t.Fatalf("the held write still waits %v after Close (hold %v)", DefaultWriteHoldTimeout/2, DefaultWriteHoldTimeout)
 	}
 }
+
+// TestAutoPipeline: with Options.AutoPipeline, concurrent commands to the
+// three masters share round trips and each gets its own reply; through
+// AsyncAutoPipeline, one goroutine's commands run in submit order on each
+// master.
+func TestAutoPipeline(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Cluster(3, 0))
+	c := newTestClient(t, l, func(o *Options) { o.AutoPipeline = true })
+	const goroutines, each = 32, 100
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		go func() {
+			key := fmt.Sprint("n", g)
+			for i := range each {
+				if v, err := c.Incr(ctx, key).Result(); err != nil || v != int64(i+1) {
+					errs <- fmt.Errorf("INCR %s #%d: %d, %v", key, i+1, v, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var batches, batched uint64
+	for _, n := range c.nodes.all() {
+		st := n.batch.Stats()
+		batches, batched = batches+st.Batches, batched+st.Commands
+	}
+	t.Logf("%d commands in %d round trips", batched, batches)
+	if batched != goroutines*each || batches*2 > batched {
+		t.Errorf("%d commands in %d round trips; want %d in at most half as many", batched, batches, goroutines*each)
+	}
+
+	plain := newTestClient(t, l, nil)
+	ap, err := plain.AsyncAutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Close()
+	const n = 2000
+	incrs := make([]*redis.IntCmd, n)
+	for i := range n {
+		_ = ap.RPush(ctx, fmt.Sprintf("{l%d}list", i%3), i)
+		incrs[i] = ap.Incr(ctx, fmt.Sprintf("{l%d}count", i%3))
+	}
+	for i, cmd := range incrs {
+		if v, err := cmd.Result(); err != nil || v != int64(i/3+1) {
+			t.Fatalf("INCR %d: %d, %v; want %d (out of submit order)", i, v, err, i/3+1)
+		}
+	}
+	for k := range 3 {
+		got, err := plain.LRange(ctx, fmt.Sprintf("{l%d}list", k), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range got {
+			if v != fmt.Sprint(j*3+k) {
+				t.Fatalf("{l%d}list[%d] = %s, want %d", k, j, v, j*3+k)
+			}
+		}
+	}
+}

@@ -54,9 +54,20 @@
 // it into one MULTI/EXEC per slot, silently losing its atomicity). A
 // multi-key command across slots gets the server's CROSSSLOT reply.
 //
+// # Auto-pipelining
+//
+// With Options.AutoPipeline, commands that concurrent callers send to the
+// same node while a batch is on the wire share the next round trip, each
+// still routed, redirected, held and judged on its own (internal/routing's
+// Batcher, one per node, as in package sentinel). AutoPipeline and
+// AsyncAutoPipeline return go-redis's auto-pipeliners over the client:
+// their batches are taken apart per command, and each node's share is sent
+// in the batch's order, so what one goroutine submits without waiting runs
+// in submit order on each node.
+//
 // # Not yet
 //
 // This first version reads from masters only, and does not yet offer
-// pub/sub, SCAN across nodes, auto-pipelining, events or metrics; see the
-// issues that follow.
+// pub/sub, SCAN across nodes, events or metrics; see the issues that
+// follow.
 package cluster

@@ -50,6 +50,17 @@ type Options struct {
 	// Default DefaultMaxRedirects.
 	MaxRedirects int
 
+	// AutoPipeline makes the client auto-pipeline its single commands:
+	// those that concurrent callers send to the same node while a batch
+	// is on the wire share the next round trip (internal/routing's
+	// Batcher, as in package sentinel). Each command is still routed,
+	// redirected, held and judged on its own.
+	AutoPipeline bool
+	// AutoPipelineMaxBatch and AutoPipelineInflight bound a node's
+	// batches (commands in one, and on the wire at once). Defaults:
+	// routing.DefaultMaxBatch (256) and routing.DefaultMaxInflight (2).
+	AutoPipelineMaxBatch, AutoPipelineInflight int
+
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
 }
@@ -105,6 +116,9 @@ func (o Options) withDefaults() (Options, error) {
 		if d < 0 {
 			return o, fmt.Errorf("cluster: Options.%s is negative (%v)", name, d)
 		}
+	}
+	if o.AutoPipelineMaxBatch < 0 || o.AutoPipelineInflight < 0 {
+		return o, fmt.Errorf("cluster: Options.AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight)
 	}
 	if o.MaxRedirects < 0 {
 		return o, fmt.Errorf("cluster: Options.MaxRedirects is negative (%d)", o.MaxRedirects)

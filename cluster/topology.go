@@ -11,13 +11,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
-// node is one cluster node's client.
+// node is one cluster node's client, and its auto-pipelining Batcher.
 type node struct {
 	addr   string
 	client *redis.Client
+	batch  *routing.Batcher
 }
 
 // shard is a master and its replicas as a snapshot has them.
@@ -81,6 +83,7 @@ func (ns *nodeSet) get(addr string) *node {
 		return nil
 	}
 	n := &node{addr: addr, client: redis.NewClient(ns.opts.nodeOptions(addr))}
+	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight})
 	if ns.closed {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
 	}
