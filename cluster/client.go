@@ -230,8 +230,12 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 		}
 		err = c.send(ctx, n, cmd, a.asking)
 		a.direct, a.asking = nil, false
-		if err == nil || !failure.Signal(err) || failure.CallerEnded(ctx) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
+		if err == nil || !failure.Signal(err) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
 			return err
+		}
+		if failure.CallerEnded(ctx) {
+			// The caller's deadline: no retry, but say whether it ran.
+			return c.nodeError(n, a.slot, a.write, cmd, err)
 		}
 		a.failures++
 		again, err := c.judge(ctx, snap, n, cmd, err, a)

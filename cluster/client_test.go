@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -545,5 +546,107 @@ func TestAutoPipeline(t *testing.T) {
 				t.Fatalf("{l%d}list[%d] = %s, want %d", k, j, v, j*3+k)
 			}
 		}
+	}
+}
+
+// TestStalledMaster: a master's traffic (clients and cluster bus) is held
+// for 2 s and then delivered, while writers with 500 ms deadlines keep
+// writing unique ids to its shard: no id is written twice, every call
+// returns by its deadline (with a margin from the calls' own latency
+// before the stall), and every failed write says whether it may have
+// executed.
+func TestStalledMaster(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Cluster(3, 1))
+	c := newTestClient(t, l, nil)
+	const list = "{stall}ops"
+	owner, err := l.SlotOwner(ctx, Slot(list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The calls' own latency before the stall sets the margin.
+	var slowest time.Duration
+	for i := range 200 {
+		began := time.Now()
+		if err := c.RPush(ctx, "{stall}warm", i).Err(); err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(began))
+	}
+	const deadline = 500 * time.Millisecond
+	margin := max(100*time.Millisecond, 10*slowest)
+	var (
+		wg                sync.WaitGroup
+		stop              atomic.Bool
+		mu                sync.Mutex
+		acked, ran, notRn int
+		late              []time.Duration
+		untyped           []error
+	)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				wctx, cancel := context.WithTimeout(ctx, deadline)
+				began := time.Now()
+				err := c.RPush(wctx, list, fmt.Sprintf("%d:%d", g, i)).Err()
+				took := time.Since(began)
+				cancel()
+				var ne *NodeError
+				var mce *MasterChangedError
+				mu.Lock()
+				if took > deadline+margin {
+					late = append(late, took)
+				}
+				switch {
+				case err == nil:
+					acked++
+				case errors.As(err, &mce):
+					ran++
+				case errors.As(err, &ne):
+					if ne.MayHaveExecuted {
+						ran++
+					} else {
+						notRn++
+					}
+				default:
+					untyped = append(untyped, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	owner.SetLatency(4 * time.Second) // 2 s each way: held, then delivered
+	time.Sleep(2 * time.Second)
+	owner.SetLatency(0)
+	time.Sleep(2 * time.Second)
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("acknowledged %d, failed and may have run %d, failed before running %d; margin %v (slowest call before %v)",
+		acked, ran, notRn, margin, slowest)
+	if len(late) > 0 {
+		t.Errorf("%d calls returned past their %v deadline + %v: the slowest took %v", len(late), deadline, margin, slices.Max(late))
+	}
+	for _, err := range untyped {
+		t.Errorf("a failed write says nothing of whether it ran: %v", err)
+	}
+	if err := l.ClusterReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := c.LRange(ctx, list, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Errorf("id %s written twice", id)
+		}
+		seen[id] = true
+	}
+	if acked == 0 {
+		t.Fatal("no write acknowledged")
 	}
 }
