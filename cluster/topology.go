@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/logdedup"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 )
@@ -132,6 +134,10 @@ type topology struct {
 	log   *slog.Logger
 	snap  atomic.Pointer[snapshot]
 
+	// ctx ends the fetches in flight when the client closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	kickCh   chan struct{}
 	failCh   chan *node
 	movedCh  chan moved
@@ -154,9 +160,10 @@ type refreshResult struct {
 }
 
 func newTopology(opts *Options, nodes *nodeSet) *topology {
-	t := &topology{opts: opts, nodes: nodes, log: opts.Logger,
+	t := &topology{opts: opts, nodes: nodes, log: logdedup.Logger(opts.Logger),
 		kickCh: make(chan struct{}, 1), failCh: make(chan *node, 16), movedCh: make(chan moved, 64),
 		resultCh: make(chan refreshResult, 1), stop: make(chan struct{})}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.snap.Store(&snapshot{next: make(chan struct{}), suspect: map[*node]bool{}})
 	for _, a := range opts.Addrs {
 		nodes.get(a)
@@ -173,6 +180,7 @@ func newTopology(opts *Options, nodes *nodeSet) *topology {
 
 func (t *topology) close() {
 	close(t.stop)
+	t.cancel()
 	t.wg.Wait()
 }
 
@@ -268,7 +276,15 @@ func (t *topology) run() {
 	}
 }
 
-// fetch reads CLUSTER NODES from every node at once, each bounded.
+// fetchStragglers is how long a refresh waits for the nodes still silent
+// once one has answered: a black-holed node (a stalled master) must not
+// hold the refresh that finds its replacement for its whole timeout.
+const fetchStragglers = 200 * time.Millisecond
+
+// fetch reads CLUSTER NODES from every node at once, each bounded by the
+// dial and read timeouts, and returns once all have answered, or
+// fetchStragglers after the first answer. The calls still running finish
+// on their own (counted in t.wg, ended by Close).
 func (t *topology) fetch(nodes []*node) refreshResult {
 	timeout := t.opts.DialTimeout + t.opts.ReadTimeout
 	type reply struct {
@@ -276,36 +292,47 @@ func (t *topology) fetch(nodes []*node) refreshResult {
 		text string
 		err  error
 	}
-	replies := make([]reply, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		safe.Go(&wg, nil, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	replies := make(chan reply, len(nodes))
+	for _, n := range nodes {
+		safe.Go(&t.wg, func(err error) { replies <- reply{n: n, err: err} }, func() {
+			ctx, cancel := context.WithTimeout(t.ctx, timeout)
 			defer cancel()
 			text, err := n.client.ClusterNodes(ctx).Result()
-			replies[i] = reply{n, text, err}
+			replies <- reply{n, text, err}
 		})
 	}
-	wg.Wait()
 	r := refreshResult{answered: map[*node]bool{}}
 	var errs []error
-	for _, rep := range replies {
+	overall := time.NewTimer(timeout)
+	defer overall.Stop()
+	var straggle <-chan time.Time
+	for range nodes {
+		var rep reply
+		select {
+		case rep = <-replies:
+		case <-straggle:
+		case <-overall.C:
+		case <-t.ctx.Done():
+		}
 		if rep.n == nil {
-			continue
+			break // the wait is over
 		}
 		if rep.err != nil {
-			errs = append(errs, rep.err)
+			errs = append(errs, fmt.Errorf("%s: %w", rep.n.addr, rep.err))
 			continue
 		}
 		if v := parseNodes(rep.text); len(v) > 0 {
 			r.views = append(r.views, v)
 			r.answered[rep.n] = true
+			if straggle == nil {
+				straggle = time.After(fetchStragglers)
+			}
 		}
 	}
 	if len(r.views) == 0 {
 		r.err = errors.Join(errs...)
 		if r.err == nil {
-			r.err = errors.New("no node answered CLUSTER NODES")
+			r.err = errors.New("no node answered CLUSTER NODES in time")
 		}
 	}
 	return r
