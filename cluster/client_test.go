@@ -650,3 +650,76 @@ func TestStalledMaster(t *testing.T) {
 		t.Fatal("no write acknowledged")
 	}
 }
+
+// TestBlackHoledMaster: a master that swallows everything (clients and
+// bus) is replaced by the cluster; writes held meanwhile go to the new
+// master soon after the promotion, without waiting for the silent node's
+// dial and read timeouts in every refresh.
+func TestBlackHoledMaster(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Config{Shards: 3, Replicas: 1, Partitions: true})
+	c := newTestClient(t, l, nil)
+	const key = "{hole}k"
+	old, err := l.SlotOwner(ctx, Slot(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, key, "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Silent to the client (its proxy swallows everything) and to the
+	// other nodes (a partition: the node's own bus traffic, which its
+	// proxy does not carry, must not reach them either).
+	old.BlackHole()
+	var rest []lab.Endpoint
+	for _, n := range l.Nodes() {
+		if n != old {
+			rest = append(rest, n)
+		}
+	}
+	if err := l.Partition(lab.Drop, []lab.Endpoint{old}, rest); err != nil {
+		t.Fatal(err)
+	}
+	holed := time.Now()
+	done := make(chan time.Time, 1)
+	go func() {
+		// The first write times out on the silent master (ReadTimeout),
+		// marks it failing; this one is held until the promotion.
+		_ = c.Set(ctx, key, "probe", 0).Err()
+		for ctx.Err() == nil {
+			if c.Set(ctx, key, "after", 0).Err() == nil {
+				done <- time.Now()
+				return
+			}
+		}
+	}()
+	next, err := l.WaitPromotion(ctx, old.Shard(), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Now()
+	var acked time.Time
+	select {
+	case acked = <-done:
+	case <-ctx.Done():
+		t.Fatal("no write acknowledged after the promotion")
+	}
+	gap := max(0, acked.Sub(promoted))
+	t.Logf("black-holed %s; %s promoted %v later; a held write acknowledged %v after the promotion agreed",
+		old.Name(), next.Name(), promoted.Sub(holed), gap)
+	// A refresh that waited for the silent node would take its dial and
+	// read timeouts.
+	if bound := (c.opts.DialTimeout + c.opts.ReadTimeout) / 2; gap > bound {
+		t.Errorf("the write waited %v after the promotion, more than %v", gap, bound)
+	}
+	old.Restore()
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ClusterReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, key).Result(); err != nil || v != "after" {
+		t.Fatalf("GET after: %q, %v", v, err)
+	}
+}

@@ -132,7 +132,10 @@
 // -bus-port): CLUSTER SHARDS, CLUSTER SLOTS, MOVED and ASK hand clients the
 // proxies' addresses, and the nodes' own bus traffic crosses the bus
 // proxies, so Node.SetLatency, BlackHole, ResetConnections, Kill and
-// Partition reach the bus as they reach clients. The lab builds the
+// Partition reach the bus as they reach clients. A node's proxies carry
+// what others send to it, not what it sends: a black-holed node's own bus
+// messages still reach the others, which then never mark it failed; cut
+// it off with Partition (Config.Partitions) for that. The lab builds the
 // cluster itself (CLUSTER SET-CONFIG-EPOCH, ADDSLOTSRANGE, MEET between
 // every pair of nodes, REPLICATE), not with redis-cli, and Start returns
 // once every node reports cluster_state:ok and all agree on the slot map,
