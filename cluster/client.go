@@ -521,7 +521,11 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		if err == nil || attempt >= c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
 			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
 			if err != nil && !failure.Reply(err) && !failure.NotExecuted(err) {
+				// No answer to the EXEC: it may have run.
 				c.topo.failed(n)
+				ne := &NodeError{Addr: n.addr, Slot: slot, Write: true, MayHaveExecuted: true, Err: err}
+				routing.SetErrs(nil, cmds, ne)
+				return ne
 			}
 			return err
 		}
