@@ -42,22 +42,51 @@ type Client struct {
 }
 
 type counters struct {
-	moved, ask, retries, readsRetried, writesRefused atomic.Uint64
+	moved, ask, retries, readsRetried, writesRefused, writesRerun, writesHeld atomic.Uint64
 }
 
-// Stats are a client's counters since it was made.
+// Stats are a client's counters since it was made, and its current map.
 type Stats struct {
-	// Refreshes are the slot-map reads completed.
-	Refreshes uint64
+	// Refreshes are the slot-map reads started, all causes together;
+	// RefreshesByCause counts them by why they were started (every cause
+	// is present, 0 or not); RefreshFailures those no node answered.
+	Refreshes        uint64
+	RefreshesByCause map[RefreshCause]uint64
+	RefreshFailures  uint64
 	// Moved and Ask are the MOVED and ASK redirects followed; Retries the
 	// commands sent again after a refusal that proved they had not run
 	// (TRYAGAIN, CLUSTERDOWN, LOADING, a dial failure, ...).
 	Moved, Ask, Retries uint64
-	// ReadsRetried are reads run again after a failure; WritesRefused
-	// writes failed with a *MasterChangedError rather than run again.
-	ReadsRetried, WritesRefused uint64
-	// Masters are the masters of the current map, by address.
-	Masters []string
+	// ReadsRetried are reads run again after a failure without an answer;
+	// WritesRerun writes sent again after a refusal that proved they had
+	// not run (once per call); WritesRefused writes failed with a
+	// *MasterChangedError rather than run again; WritesHeld writes that
+	// waited for a failing master's shard to name a master.
+	ReadsRetried, WritesRerun, WritesRefused, WritesHeld uint64
+	// MasterChanges are the times a refresh found a shard's slots on a new
+	// master, the old one no master any more (EventMasterChanged);
+	// SlotMoves the times it found slots moved between two masters
+	// (EventSlotsMoved); MasterRecoveries the failing masters that
+	// answered again and kept their slots.
+	MasterChanges, SlotMoves, MasterRecoveries uint64
+	// EventsDropped are the events a slow Observer missed (see
+	// Options.Observer).
+	EventsDropped uint64
+	// Masters are the masters of the current map, by address; Failing
+	// those whose writes are held because they stopped answering.
+	Masters, Failing []string
+	// Nodes counts the commands sent to each node the client has talked
+	// to, sorted by address.
+	Nodes []NodeStats
+}
+
+// NodeStats counts the commands a client sent to one node.
+type NodeStats struct {
+	Addr          string
+	Reads, Writes uint64 // commands sent, pipelined or not
+	// Batched commands were auto-pipelined (Options.AutoPipeline, or an
+	// auto-pipeliner's) in Batches round trips.
+	Batches, Batched uint64
 }
 
 // NewClient returns a client of the cluster the seeds in opts.Addrs
@@ -125,10 +154,28 @@ func (c *Client) Close() error {
 
 // Stats returns the client's counters.
 func (c *Client) Stats() Stats {
-	st := Stats{Refreshes: c.topo.refreshes.Load(), Moved: c.stats.moved.Load(), Ask: c.stats.ask.Load(),
-		Retries: c.stats.retries.Load(), ReadsRetried: c.stats.readsRetried.Load(), WritesRefused: c.stats.writesRefused.Load()}
-	for _, m := range c.topo.snap.Load().masters {
+	t := c.topo
+	st := Stats{RefreshesByCause: make(map[RefreshCause]uint64, numRefreshCauses), RefreshFailures: t.refreshFailures.Load(),
+		Moved: c.stats.moved.Load(), Ask: c.stats.ask.Load(), Retries: c.stats.retries.Load(),
+		ReadsRetried: c.stats.readsRetried.Load(), WritesRerun: c.stats.writesRerun.Load(),
+		WritesRefused: c.stats.writesRefused.Load(), WritesHeld: c.stats.writesHeld.Load(),
+		MasterChanges: t.masterChanges.Load(), SlotMoves: t.slotsMoved.Load(), MasterRecoveries: t.recoveries.Load(),
+		EventsDropped: t.events.Dropped()}
+	for cause := range numRefreshCauses {
+		n := t.refreshes[cause].Load()
+		st.RefreshesByCause[cause] = n
+		st.Refreshes += n
+	}
+	snap := t.snap.Load()
+	for _, m := range snap.masters {
 		st.Masters = append(st.Masters, m.master.addr)
+		if snap.suspect[m.master] {
+			st.Failing = append(st.Failing, m.master.addr)
+		}
+	}
+	for _, n := range c.nodes.all() {
+		b := n.batch.Stats()
+		st.Nodes = append(st.Nodes, NodeStats{Addr: n.addr, Reads: n.reads.Load(), Writes: n.writes.Load(), Batches: b.Batches, Batched: b.Commands})
 	}
 	return st
 }
@@ -203,6 +250,8 @@ type attempt struct {
 	direct    *node // the next send's node, named by MOVED or ASK
 	asking    bool  // the next send follows ASK
 	reran     bool  // a read was already run again
+	rerun     bool  // a write was sent again after a refusal (reported once)
+	held      bool  // a write waited for its shard's master (counted once)
 	failures  int   // sends that failed
 	redirects int
 	holdEnd   time.Time
@@ -228,7 +277,7 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 		if n == nil {
 			continue // the map changed: look again
 		}
-		err = c.send(ctx, n, cmd, a.asking)
+		err = c.send(ctx, n, cmd, a.asking, a.write)
 		a.direct, a.asking = nil, false
 		if err == nil || !failure.Signal(err) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
 			return err
@@ -256,6 +305,10 @@ func (c *Client) pick(ctx context.Context, snap *snapshot, a *attempt) (*node, e
 	n := snap.master(a.slot)
 	if n != nil && (!a.write || !snap.suspect[n]) {
 		return n, nil
+	}
+	if a.write && !a.held {
+		a.held = true
+		c.stats.writesHeld.Add(1)
 	}
 	if err := c.waitChange(ctx, snap, a.holdEnd); err != nil {
 		return nil, &NoMasterError{Slot: a.slot, Cause: err}
@@ -290,18 +343,23 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 		// over: the same node may serve it soon), until the hold ends.
 		// Redirects alone count against MaxRedirects.
 		if failure.IsDial(err) {
-			c.topo.failed(n)
+			c.topo.failed(n, err)
 		} else {
-			c.topo.kick()
+			c.topo.kick(RefreshRefused)
 		}
 		if time.Now().After(a.holdEnd) || c.pause(ctx, snap, a.failures) != nil {
 			return false, c.nodeError(n, a.slot, a.write, cmd, err)
 		}
 		c.stats.retries.Add(1)
+		if a.write && !a.rerun {
+			a.rerun = true
+			c.stats.writesRerun.Add(1)
+			c.topo.emit(Event{Kind: EventWriteRerun, Master: n.addr, Slot: a.slot, Err: err})
+		}
 		return true, nil
 	}
 	// No answer: the command may have run.
-	c.topo.failed(n)
+	c.topo.failed(n, err)
 	if a.write {
 		return false, c.writeUnknown(ctx, snap, n, a.slot, cmd, err, a.holdEnd)
 	}
@@ -310,6 +368,7 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 	}
 	a.reran = true
 	c.stats.readsRetried.Add(1)
+	c.topo.emit(Event{Kind: EventReadRetried, Master: n.addr, Slot: a.slot, Err: err})
 	_ = c.waitChange(ctx, snap, time.Now().Add(c.opts.FailoverPollInterval*3))
 	return true, nil
 }
@@ -322,6 +381,7 @@ func (c *Client) writeUnknown(ctx context.Context, snap *snapshot, old *node, sl
 		if m := snap.master(slot); m != nil && m != old && slot >= 0 {
 			c.stats.writesRefused.Add(1)
 			err := &MasterChangedError{Slot: slot, OldMaster: old.addr, NewMaster: m.addr, MayHaveExecuted: true, Cause: cause}
+			c.topo.emit(Event{Kind: EventWriteRefused, Master: m.addr, OldMaster: old.addr, Slot: slot, Err: err})
 			cmd.SetErr(err)
 			return err
 		}
@@ -344,7 +404,8 @@ func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err e
 // send runs cmd on n, after ASKING on the same connection when asking;
 // auto-pipelined (n's Batcher) with Options.AutoPipeline or from one of
 // the client's auto-pipeliners.
-func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, asking bool) error {
+func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, asking, write bool) error {
+	n.count(write)
 	if !asking {
 		if c.opts.AutoPipeline || routing.Batching(ctx) {
 			return n.batch.Do(ctx, cmd)
@@ -435,6 +496,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			gi = len(groups) - 1
 		}
 		groups[gi].cmds = append(groups[gi].cmds, q)
+		n.count(!c.classifier.ReadOnly(q))
 	}
 	var wg sync.WaitGroup
 	for _, g := range groups[1:] {
@@ -469,6 +531,7 @@ func (c *Client) afterPipeline(ctx context.Context, snap *snapshot, q redis.Cmde
 	if failure.NotExecuted(err) || !write {
 		if !failure.NotExecuted(err) {
 			c.stats.readsRetried.Add(1)
+			c.topo.emit(Event{Kind: EventReadRetried, Slot: slot, Err: err})
 		}
 		q.SetErr(nil)
 		return c.run(ctx, slot, write, q)
@@ -477,7 +540,7 @@ func (c *Client) afterPipeline(ctx context.Context, snap *snapshot, q redis.Cmde
 	if n == nil {
 		n = c.seed()
 	}
-	c.topo.failed(n)
+	c.topo.failed(n, err)
 	return c.nodeError(n, slot, true, q, err)
 }
 
@@ -517,12 +580,13 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 			continue
 		}
+		n.writes.Add(1) // a transaction counts as one write
 		err = routing.Run(ctx, n.client, nil, cmds)
 		if err == nil || attempt >= c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
 			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
 			if err != nil && !failure.Reply(err) && !failure.NotExecuted(err) {
 				// No answer to the EXEC: it may have run.
-				c.topo.failed(n)
+				c.topo.failed(n, err)
 				ne := &NodeError{Addr: n.addr, Slot: slot, Write: true, MayHaveExecuted: true, Err: err}
 				routing.SetErrs(nil, cmds, ne)
 				return ne
@@ -534,7 +598,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		if r, ok := failure.ParseRedirect(firstRedirect(cmds, err)); ok && !r.Ask {
 			c.topo.moved(r.Slot, r.Addr)
 		} else {
-			c.topo.kick()
+			c.topo.kick(RefreshRefused)
 		}
 		if err := c.pause(ctx, snap, attempt+1); err != nil {
 			return err

@@ -63,6 +63,17 @@ type Options struct {
 
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
+
+	// Observer, when set, receives every Event (masters changed, slots
+	// moved, a master failing and recovering, refreshes failed, reads
+	// retried, writes re-run and refused), in order, one call at a time,
+	// from a goroutine of the client's own: a slow Observer holds up
+	// neither a failover nor a call; past eventq.DefaultCapacity (1,024)
+	// waiting events new ones are dropped and counted
+	// (Stats.EventsDropped). Close waits at most eventq.DefaultDrainTimeout
+	// (1 s) for a stuck Observer. See "The Observer contract" in
+	// internal/eventq's package documentation.
+	Observer func(Event)
 }
 
 // Defaults of Options.

@@ -12,23 +12,50 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/eventq"
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/logdedup"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
-// node is one cluster node's client, and its auto-pipelining Batcher.
+// node is one cluster node's clients and its auto-pipelining Batcher.
 type node struct {
 	addr   string
-	client *redis.Client
-	batch  *routing.Batcher
+	client *redis.Client // the callers' commands
+	// ctl reads the slot map: its own small pool, so that callers who
+	// hold every connection of client do not hold up the refresh that
+	// finds a failover, and its replies bounded (respguard), as the
+	// callers' are not (a LRANGE may rightly return millions of elements).
+	ctl   *redis.Client
+	batch *routing.Batcher
+	// reads and writes count the commands sent to the node.
+	reads, writes atomic.Uint64
 }
+
+// count counts a command sent to the node.
+func (n *node) count(write bool) {
+	if write {
+		n.writes.Add(1)
+	} else {
+		n.reads.Add(1)
+	}
+}
+
+// ctlPoolSize is the connections of a node's ctl client: one refresh at a
+// time reads from it, and one more lets a refresh start while the last
+// one's straggling call ends.
+const ctlPoolSize = 2
 
 // shard is a master and its replicas as a snapshot has them.
 type shard struct {
 	id       string // the master's node ID
 	master   *node
-	replicas []*node
+	replicas []*node // the healthy ones: not failed, not loading
+	// offsets are the replication offsets CLUSTER SHARDS reported for the
+	// master and its replicas (absent: not reported).
+	offsets map[*node]int64
 }
 
 // snapshot is the immutable slot map calls are routed on. A new one
@@ -84,10 +111,13 @@ func (ns *nodeSet) get(addr string) *node {
 	if len(ns.live) >= maxNodes {
 		return nil
 	}
-	n := &node{addr: addr, client: redis.NewClient(ns.opts.nodeOptions(addr))}
+	ctl := ns.opts.nodeOptions(addr)
+	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = ctlPoolSize, 0, ctlPoolSize
+	n := &node{addr: addr, client: redis.NewClient(ns.opts.nodeOptions(addr)), ctl: redis.NewClient(respguard.Guard(ctl))}
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight})
 	if ns.closed {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
+		_ = n.ctl.Close()
 	}
 	ns.live[addr] = n
 	return n
@@ -110,7 +140,7 @@ func (ns *nodeSet) close() error {
 	ns.closed = true
 	var errs []error
 	for _, n := range ns.live {
-		errs = append(errs, n.client.Close())
+		errs = append(errs, n.client.Close(), n.ctl.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -138,14 +168,30 @@ type topology struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	kickCh   chan struct{}
-	failCh   chan *node
+	kickCh   chan RefreshCause
+	failCh   chan failedNode
 	movedCh  chan moved
 	resultCh chan refreshResult
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
-	refreshes atomic.Uint64
+	// events delivers to Options.Observer (nil without one).
+	events *eventq.Queue[Event]
+
+	// Owned by run: the owners of the last refreshed map (nil before the
+	// first), which the next one is compared with for events, and when
+	// each suspect master was first seen failing.
+	lastOwners   *[Slots]*node
+	suspectSince map[*node]time.Time
+
+	refreshes                   [numRefreshCauses]atomic.Uint64
+	masterChanges, slotsMoved   atomic.Uint64
+	refreshFailures, recoveries atomic.Uint64
+}
+
+type failedNode struct {
+	n   *node
+	err error
 }
 
 type moved struct {
@@ -161,8 +207,9 @@ type refreshResult struct {
 
 func newTopology(opts *Options, nodes *nodeSet) *topology {
 	t := &topology{opts: opts, nodes: nodes, log: logdedup.Logger(opts.Logger),
-		kickCh: make(chan struct{}, 1), failCh: make(chan *node, 16), movedCh: make(chan moved, 64),
-		resultCh: make(chan refreshResult, 1), stop: make(chan struct{})}
+		kickCh: make(chan RefreshCause, 1), failCh: make(chan failedNode, 16), movedCh: make(chan moved, 64),
+		resultCh: make(chan refreshResult, 1), stop: make(chan struct{}), suspectSince: map[*node]time.Time{}}
+	t.events = eventq.New(eventq.Config[Event]{Deliver: opts.Observer, Logger: opts.Logger, Name: "cluster"})
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.snap.Store(&snapshot{next: make(chan struct{}), suspect: map[*node]bool{}})
 	for _, a := range opts.Addrs {
@@ -182,22 +229,23 @@ func (t *topology) close() {
 	close(t.stop)
 	t.cancel()
 	t.wg.Wait()
+	t.events.Close() // after the owner goroutine: nothing emits any more
 }
 
-// kick asks for a refresh now.
-func (t *topology) kick() {
+// kick asks for a refresh now, for cause.
+func (t *topology) kick(cause RefreshCause) {
 	select {
-	case t.kickCh <- struct{}{}:
-	default:
+	case t.kickCh <- cause:
+	default: // one is asked for already
 	}
 }
 
-// failed reports a master that did not answer.
-func (t *topology) failed(n *node) {
+// failed reports a node that did not answer (err).
+func (t *topology) failed(n *node, err error) {
 	select {
-	case t.failCh <- n:
+	case t.failCh <- failedNode{n, err}:
 	default:
-		t.kick()
+		t.kick(RefreshNodeFailed)
 	}
 }
 
@@ -206,17 +254,30 @@ func (t *topology) moved(slot int, addr string) {
 	select {
 	case t.movedCh <- moved{slot, addr}:
 	default:
-		t.kick()
+		t.kick(RefreshMoved)
 	}
 }
 
 func (t *topology) run() {
 	inflight := false
-	refresh := func() {
-		if inflight {
+	// again is a cause asked for while a refresh was in flight: that
+	// refresh may have read the nodes before what prompted it (a MOVED, a
+	// failure), so another follows it.
+	again := RefreshCause(-1)
+	var lastStart time.Time
+	refresh := func(cause RefreshCause) {
+		if cause == RefreshRefused && time.Since(lastStart) < t.opts.FailoverPollInterval {
+			// Refusals (TRYAGAIN, CLUSTERDOWN while another shard fails
+			// over) come from every retrying call: at most one read of
+			// the map per poll interval for them.
 			return
 		}
-		inflight = true
+		if inflight {
+			again = cause
+			return
+		}
+		inflight, lastStart = true, time.Now()
+		t.refreshes[cause].Add(1)
 		nodes := t.nodes.all()
 		t.wg.Add(1)
 		go func() {
@@ -231,36 +292,44 @@ func (t *topology) run() {
 			}
 		}()
 	}
-	refresh()
+	refresh(RefreshStart)
 	timer := time.NewTimer(t.opts.RefreshInterval)
 	defer timer.Stop()
 	for {
 		select {
 		case <-t.stop:
 			return
-		case <-t.kickCh:
-			refresh()
+		case cause := <-t.kickCh:
+			refresh(cause)
 		case <-timer.C:
-			refresh()
-		case n := <-t.failCh:
-			cur := t.snap.Load()
-			if !cur.suspect[n] && slices.ContainsFunc(cur.masters, func(s *shard) bool { return s.master == n }) {
-				next := cur.with(func(s *snapshot) { s.suspect[n] = true })
-				t.publish(next)
-				t.log.Warn("cluster: master failing; holding its writes until the cluster names another", "addr", n.addr)
+			if len(t.snap.Load().suspect) > 0 {
+				refresh(RefreshFailoverPoll)
+			} else {
+				refresh(RefreshPeriodic)
 			}
-			refresh()
+		case f := <-t.failCh:
+			cur := t.snap.Load()
+			if n := f.n; !cur.suspect[n] && slices.ContainsFunc(cur.masters, func(s *shard) bool { return s.master == n }) {
+				t.publish(cur.with(func(s *snapshot) { s.suspect[n] = true }))
+				t.suspectSince[n] = time.Now()
+				t.log.Warn("cluster: master failing; holding its writes until the cluster names another", "addr", n.addr, "err", f.err)
+				t.emit(Event{Kind: EventMasterFailing, Master: n.addr, Slot: -1, Err: f.err})
+			}
+			refresh(RefreshNodeFailed)
 		case m := <-t.movedCh:
 			cur := t.snap.Load()
 			target := t.nodes.get(m.addr)
 			if target != nil && (cur.slots[m.slot] == nil || cur.slots[m.slot].master != target) {
 				t.publish(cur.with(func(s *snapshot) { s.move(m.slot, target) }))
 			}
-			refresh()
+			refresh(RefreshMoved)
 		case r := <-t.resultCh:
 			inflight = false
-			t.refreshes.Add(1)
 			t.apply(r)
+			if again >= 0 {
+				refresh(again)
+				again = -1
+			}
 		}
 		wait := t.opts.RefreshInterval
 		if len(t.snap.Load().suspect) > 0 {
@@ -281,24 +350,24 @@ func (t *topology) run() {
 // hold the refresh that finds its replacement for its whole timeout.
 const fetchStragglers = 200 * time.Millisecond
 
-// fetch reads CLUSTER NODES from every node at once, each bounded by the
-// dial and read timeouts, and returns once all have answered, or
+// fetch reads the map from every node at once, each bounded by the dial
+// and read timeouts, and returns once all have answered, or
 // fetchStragglers after the first answer. The calls still running finish
 // on their own (counted in t.wg, ended by Close).
 func (t *topology) fetch(nodes []*node) refreshResult {
 	timeout := t.opts.DialTimeout + t.opts.ReadTimeout
 	type reply struct {
-		n    *node
-		text string
-		err  error
+		n     *node
+		lines []nodeLine
+		err   error
 	}
 	replies := make(chan reply, len(nodes))
 	for _, n := range nodes {
 		safe.Go(&t.wg, func(err error) { replies <- reply{n: n, err: err} }, func() {
 			ctx, cancel := context.WithTimeout(t.ctx, timeout)
 			defer cancel()
-			text, err := n.client.ClusterNodes(ctx).Result()
-			replies <- reply{n, text, err}
+			lines, err := readMap(ctx, n.ctl, t.opts.TLSConfig != nil)
+			replies <- reply{n, lines, err}
 		})
 	}
 	r := refreshResult{answered: map[*node]bool{}}
@@ -321,8 +390,8 @@ func (t *topology) fetch(nodes []*node) refreshResult {
 			errs = append(errs, fmt.Errorf("%s: %w", rep.n.addr, rep.err))
 			continue
 		}
-		if v := parseNodes(rep.text); len(v) > 0 {
-			r.views = append(r.views, v)
+		if len(rep.lines) > 0 {
+			r.views = append(r.views, rep.lines)
 			r.answered[rep.n] = true
 			if straggle == nil {
 				straggle = time.After(fetchStragglers)
@@ -332,10 +401,45 @@ func (t *topology) fetch(nodes []*node) refreshResult {
 	if len(r.views) == 0 {
 		r.err = errors.Join(errs...)
 		if r.err == nil {
-			r.err = errors.New("no node answered CLUSTER NODES in time")
+			r.err = errors.New("no node answered CLUSTER SHARDS, NODES or SLOTS in time")
 		}
 	}
 	return r
+}
+
+// readMap reads one node's view of the cluster in one round trip: CLUSTER
+// NODES for the slots, roles and config epochs (the epochs settle two
+// nodes' disagreement; neither CLUSTER SHARDS nor CLUSTER SLOTS has them),
+// with CLUSTER SHARDS for each node's health and replication offset. A
+// server that refuses CLUSTER NODES is read from CLUSTER SHARDS alone (no
+// epochs), one that refuses both (before Redis 7, and without CLUSTER
+// NODES) from CLUSTER SLOTS.
+func readMap(ctx context.Context, c *redis.Client, tls bool) ([]nodeLine, error) {
+	var shards *redis.ClusterShardsCmd
+	var nodes *redis.StringCmd
+	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		shards = p.ClusterShards(ctx)
+		nodes = p.ClusterNodes(ctx)
+		return nil
+	})
+	nerr, serr := nodes.Err(), shards.Err()
+	switch {
+	case nerr == nil:
+		lines := parseNodes(nodes.Val())
+		if serr == nil {
+			annotate(lines, shards.Val())
+		}
+		return lines, nil
+	case !failure.Reply(nerr):
+		return nil, nerr // no answer
+	case serr == nil:
+		return fromShards(shards.Val(), tls), nil
+	}
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER NODES: %w; CLUSTER SHARDS: %w; CLUSTER SLOTS: %w", nerr, serr, err)
+	}
+	return fromSlots(slots), nil
 }
 
 // apply builds and publishes the snapshot of a refresh.
@@ -345,7 +449,9 @@ func (t *topology) apply(r refreshResult) {
 		if !cur.ready {
 			t.publish(cur.with(func(s *snapshot) { s.err = r.err }))
 		}
+		t.refreshFailures.Add(1)
 		t.log.Warn("cluster: refresh failed", "err", r.err)
+		t.emit(Event{Kind: EventRefreshFailed, Slot: -1, Err: r.err})
 		return
 	}
 	m := mergeViews(r.views)
@@ -362,10 +468,16 @@ func (t *topology) apply(r refreshResult) {
 			if master == nil {
 				continue // past maxNodes: the slot stays unserved
 			}
-			sh = &shard{id: id, master: master}
-			for _, ra := range m.replicas[id] {
-				if r := t.nodes.get(ra); r != nil {
+			sh = &shard{id: id, master: master, offsets: map[*node]int64{}}
+			if off, ok := m.offset[id]; ok {
+				sh.offsets[master] = off
+			}
+			for _, rid := range m.replicas[id] {
+				if r := t.nodes.get(m.addr[rid]); r != nil {
 					sh.replicas = append(sh.replicas, r)
+					if off, ok := m.offset[rid]; ok {
+						sh.offsets[r] = off
+					}
 				}
 			}
 			shards[id] = sh
@@ -376,11 +488,44 @@ func (t *topology) apply(r refreshResult) {
 	slices.SortFunc(next.masters, func(a, b *shard) int { return compareStrings(a.master.addr, b.master.addr) })
 	// A suspect master stays suspect while it still serves its slots and
 	// did not answer this refresh.
+	isMaster := make(map[*node]bool, len(next.masters))
+	for _, sh := range next.masters {
+		isMaster[sh.master] = true
+	}
 	for n := range cur.suspect {
-		if !r.answered[n] && slices.ContainsFunc(next.masters, func(s *shard) bool { return s.master == n }) {
+		switch {
+		case !isMaster[n]:
+			delete(t.suspectSince, n) // replaced: EventMasterChanged says so
+		case !r.answered[n]:
 			next.suspect[n] = true
+		default:
+			t.recoveries.Add(1)
+			held := time.Since(t.suspectSince[n])
+			delete(t.suspectSince, n)
+			t.log.Info("cluster: failing master answers again; its writes resume", "addr", n.addr, "held", held)
+			t.emit(Event{Kind: EventMasterRecovered, Master: n.addr, Slot: -1, Duration: held})
 		}
 	}
+	var owners [Slots]*node
+	for s, sh := range next.slots {
+		if sh != nil {
+			owners[s] = sh.master
+		}
+	}
+	for _, ev := range mapChanges(t.lastOwners, &owners, isMaster) {
+		if ev.Kind == EventMasterChanged {
+			t.masterChanges.Add(1)
+			t.log.Info("cluster: master changed", "old", ev.OldMaster, "new", ev.Master, "slots", ev.Slots)
+		} else {
+			t.slotsMoved.Add(1)
+			t.log.Info("cluster: slots moved", "from", ev.OldMaster, "to", ev.Master, "slots", ev.Slots)
+		}
+		t.emit(ev)
+	}
+	if t.lastOwners == nil {
+		t.log.Info("cluster: slot map read", "masters", len(next.masters))
+	}
+	t.lastOwners = &owners
 	t.publish(next)
 }
 
