@@ -128,18 +128,11 @@ func fromShards(shards []redis.ClusterShard, tls bool) []nodeLine {
 			}
 		}
 		for _, n := range sh.Nodes {
-			port := n.Port
-			if tls && n.TLSPort > 0 || port <= 0 {
-				port = n.TLSPort
-			}
-			host := n.Endpoint
-			if host == "" || host == "?" {
-				host = n.IP
-			}
-			if n.ID == "" || host == "" || host == "?" || port <= 0 || port > 65535 {
+			addr, ok := shardNodeAddr(n, tls)
+			if !ok {
 				continue
 			}
-			l := nodeLine{id: n.ID, addr: net.JoinHostPort(host, strconv.FormatInt(port, 10)),
+			l := nodeLine{id: n.ID, addr: addr,
 				master: n.Role == "master", fail: failedHealth(n.Health), masterID: "-", offset: n.ReplicationOffset}
 			if l.master {
 				l.slots = ranges
@@ -150,6 +143,24 @@ func fromShards(shards []redis.ClusterShard, tls bool) []nodeLine {
 		}
 	}
 	return out
+}
+
+// shardNodeAddr is the address clients reach a CLUSTER SHARDS node at: its
+// preferred endpoint (its IP when it has none) and its port, the TLS one
+// with tls; false for a node without an ID, an endpoint or a port.
+func shardNodeAddr(n redis.Node, tls bool) (string, bool) {
+	port := n.Port
+	if tls && n.TLSPort > 0 || port <= 0 {
+		port = n.TLSPort
+	}
+	host := n.Endpoint
+	if host == "" || host == "?" {
+		host = n.IP
+	}
+	if n.ID == "" || host == "" || host == "?" || port <= 0 || port > 65535 {
+		return "", false
+	}
+	return net.JoinHostPort(host, strconv.FormatInt(port, 10)), true
 }
 
 // fromSlots reads a CLUSTER SLOTS reply, the last resort (a server with

@@ -308,20 +308,10 @@ func (t *topology) run() {
 				refresh(RefreshPeriodic)
 			}
 		case f := <-t.failCh:
-			cur := t.snap.Load()
-			if n := f.n; !cur.suspect[n] && slices.ContainsFunc(cur.masters, func(s *shard) bool { return s.master == n }) {
-				t.publish(cur.with(func(s *snapshot) { s.suspect[n] = true }))
-				t.suspectSince[n] = time.Now()
-				t.log.Warn("cluster: master failing; holding its writes until the cluster names another", "addr", n.addr, "err", f.err)
-				t.emit(Event{Kind: EventMasterFailing, Master: n.addr, Slot: -1, Err: f.err})
-			}
+			t.onFailed(f)
 			refresh(RefreshNodeFailed)
 		case m := <-t.movedCh:
-			cur := t.snap.Load()
-			target := t.nodes.get(m.addr)
-			if target != nil && (cur.slots[m.slot] == nil || cur.slots[m.slot].master != target) {
-				t.publish(cur.with(func(s *snapshot) { s.move(m.slot, target) }))
-			}
+			t.onMoved(m)
 			refresh(RefreshMoved)
 		case r := <-t.resultCh:
 			inflight = false
@@ -342,6 +332,30 @@ func (t *topology) run() {
 			}
 		}
 		timer.Reset(wait)
+	}
+}
+
+// onFailed marks a master that did not answer as failing: its writes are
+// held.
+func (t *topology) onFailed(f failedNode) {
+	cur := t.snap.Load()
+	n := f.n
+	if cur.suspect[n] || !slices.ContainsFunc(cur.masters, func(s *shard) bool { return s.master == n }) {
+		return
+	}
+	t.publish(cur.with(func(s *snapshot) { s.suspect[n] = true }))
+	t.suspectSince[n] = time.Now()
+	t.log.Warn("cluster: master failing; holding its writes until the cluster names another", "addr", n.addr, "err", f.err)
+	t.emit(Event{Kind: EventMasterFailing, Master: n.addr, Slot: -1, Err: f.err})
+}
+
+// onMoved points a slot at the master a MOVED named, before the refresh
+// that follows confirms the whole map.
+func (t *topology) onMoved(m moved) {
+	cur := t.snap.Load()
+	target := t.nodes.get(m.addr)
+	if target != nil && (cur.slots[m.slot] == nil || cur.slots[m.slot].master != target) {
+		t.publish(cur.with(func(s *snapshot) { s.move(m.slot, target) }))
 	}
 }
 
@@ -435,7 +449,7 @@ func readMap(ctx context.Context, c *redis.Client, tls bool) ([]nodeLine, error)
 	case serr == nil:
 		return fromShards(shards.Val(), tls), nil
 	}
-	slots, err := c.ClusterSlots(ctx).Result()
+	slots, err := c.ClusterSlots(ctx).Result() //nolint:staticcheck // the fallback for servers without CLUSTER SHARDS
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER NODES: %w; CLUSTER SHARDS: %w; CLUSTER SLOTS: %w", nerr, serr, err)
 	}
@@ -454,7 +468,59 @@ func (t *topology) apply(r refreshResult) {
 		t.emit(Event{Kind: EventRefreshFailed, Slot: -1, Err: r.err})
 		return
 	}
-	m := mergeViews(r.views)
+	next := t.build(mergeViews(r.views))
+	// A suspect master stays suspect while it still serves its slots and
+	// did not answer this refresh.
+	isMaster := make(map[*node]bool, len(next.masters))
+	for _, sh := range next.masters {
+		isMaster[sh.master] = true
+	}
+	for n := range cur.suspect {
+		switch {
+		case !isMaster[n]:
+			delete(t.suspectSince, n) // replaced: EventMasterChanged says so
+		case !r.answered[n]:
+			next.suspect[n] = true
+		default:
+			t.recoveries.Add(1)
+			held := time.Since(t.suspectSince[n])
+			delete(t.suspectSince, n)
+			t.log.Info("cluster: failing master answers again; its writes resume", "addr", n.addr, "held", held)
+			t.emit(Event{Kind: EventMasterRecovered, Master: n.addr, Slot: -1, Duration: held})
+		}
+	}
+	t.reportMoves(next, isMaster)
+	t.publish(next)
+}
+
+// reportMoves emits and logs how the slots moved since the last refreshed
+// map, and remembers next's owners for the next comparison.
+func (t *topology) reportMoves(next *snapshot, isMaster map[*node]bool) {
+	var owners [Slots]*node
+	for s, sh := range &next.slots {
+		if sh != nil {
+			owners[s] = sh.master
+		}
+	}
+	for _, ev := range mapChanges(t.lastOwners, &owners, isMaster) {
+		if ev.Kind == EventMasterChanged {
+			t.masterChanges.Add(1)
+			t.log.Info("cluster: master changed", "old", ev.OldMaster, "new", ev.Master, "slots", ev.Slots)
+		} else {
+			t.slotsMoved.Add(1)
+			t.log.Info("cluster: slots moved", "from", ev.OldMaster, "to", ev.Master, "slots", ev.Slots)
+		}
+		t.emit(ev)
+	}
+	if t.lastOwners == nil {
+		t.log.Info("cluster: slot map read", "masters", len(next.masters))
+	}
+	t.lastOwners = &owners
+}
+
+// build makes the snapshot of a merged map: a shard per master, with its
+// healthy replicas and their offsets, the masters in address order.
+func (t *topology) build(m slotMap) *snapshot {
 	next := &snapshot{ready: true, suspect: map[*node]bool{}, next: make(chan struct{})}
 	shards := map[string]*shard{}
 	for s := range Slots {
@@ -486,47 +552,7 @@ func (t *topology) apply(r refreshResult) {
 		next.slots[s] = sh
 	}
 	slices.SortFunc(next.masters, func(a, b *shard) int { return compareStrings(a.master.addr, b.master.addr) })
-	// A suspect master stays suspect while it still serves its slots and
-	// did not answer this refresh.
-	isMaster := make(map[*node]bool, len(next.masters))
-	for _, sh := range next.masters {
-		isMaster[sh.master] = true
-	}
-	for n := range cur.suspect {
-		switch {
-		case !isMaster[n]:
-			delete(t.suspectSince, n) // replaced: EventMasterChanged says so
-		case !r.answered[n]:
-			next.suspect[n] = true
-		default:
-			t.recoveries.Add(1)
-			held := time.Since(t.suspectSince[n])
-			delete(t.suspectSince, n)
-			t.log.Info("cluster: failing master answers again; its writes resume", "addr", n.addr, "held", held)
-			t.emit(Event{Kind: EventMasterRecovered, Master: n.addr, Slot: -1, Duration: held})
-		}
-	}
-	var owners [Slots]*node
-	for s, sh := range next.slots {
-		if sh != nil {
-			owners[s] = sh.master
-		}
-	}
-	for _, ev := range mapChanges(t.lastOwners, &owners, isMaster) {
-		if ev.Kind == EventMasterChanged {
-			t.masterChanges.Add(1)
-			t.log.Info("cluster: master changed", "old", ev.OldMaster, "new", ev.Master, "slots", ev.Slots)
-		} else {
-			t.slotsMoved.Add(1)
-			t.log.Info("cluster: slots moved", "from", ev.OldMaster, "to", ev.Master, "slots", ev.Slots)
-		}
-		t.emit(ev)
-	}
-	if t.lastOwners == nil {
-		t.log.Info("cluster: slot map read", "masters", len(next.masters))
-	}
-	t.lastOwners = &owners
-	t.publish(next)
+	return next
 }
 
 // with returns a copy of s changed by f (s itself is never changed).
