@@ -37,8 +37,10 @@ type Client struct {
 	nodes      *nodeSet
 	topo       *topology
 	classifier *classify.Classifier
-	stats      counters
-	closed     atomic.Bool
+	// cursors are the SCAN cursors that could not be tagged (see scan.go).
+	cursors routing.UntaggedCursors
+	stats   counters
+	closed  atomic.Bool
 }
 
 type counters struct {
@@ -239,6 +241,9 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	if c.closed.Load() {
 		cmd.SetErr(ErrClosed)
 		return ErrClosed
+	}
+	if sc, ok := routing.FindScan(cmd); ok {
+		return c.scan(ctx, sc)
 	}
 	return c.run(ctx, c.slotOf(cmd), !c.classifier.ReadOnly(cmd), cmd)
 }
@@ -477,16 +482,24 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		routing.SetErrs(nil, cmds, err)
 		return err
 	}
-	type group struct {
-		n    *node
-		cmds []redis.Cmder
-	}
 	var groups []group // one per master: a handful, searched in order
+	var pages []scanPage
 	slots := make([]int, len(cmds))
 	for i, q := range cmds {
 		s := c.slotOf(q)
 		slots[i] = s
 		n := snap.master(s)
+		if sc, ok := routing.FindScan(q); ok {
+			// A SCAN-family page runs where its cursor was issued.
+			p, err := c.scanTarget(snap, sc)
+			if err != nil {
+				q.SetErr(err)
+				continue
+			}
+			sc.SetCursor(p.nodeCur)
+			pages = append(pages, p)
+			n = p.n
+		}
 		if n == nil {
 			n = c.seed() // answers MOVED, or CLUSTERDOWN
 		}
@@ -498,16 +511,10 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		groups[gi].cmds = append(groups[gi].cmds, q)
 		n.count(!c.classifier.ReadOnly(q))
 	}
-	var wg sync.WaitGroup
-	for _, g := range groups[1:] {
-		safe.Go(&wg, func(err error) { routing.SetErrs(nil, g.cmds, err) }, func() {
-			_ = routing.Run(ctx, g.n.client, nil, g.cmds)
-		})
+	c.runGroups(ctx, groups)
+	for _, p := range pages {
+		c.scanDone(snap, p)
 	}
-	if err := safe.Call(func() { _ = routing.Run(ctx, groups[0].n.client, nil, groups[0].cmds) }); err != nil {
-		routing.SetErrs(nil, groups[0].cmds, err)
-	}
-	wg.Wait()
 	var first error
 	for i, q := range cmds {
 		err := c.afterPipeline(ctx, snap, q, slots[i])
@@ -516,6 +523,29 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 		}
 	}
 	return first
+}
+
+// group is a pipeline's commands for one node, in the pipeline's order.
+type group struct {
+	n    *node
+	cmds []redis.Cmder
+}
+
+// runGroups sends each group to its node, all at once, and returns when
+// every one has its results.
+func (c *Client) runGroups(ctx context.Context, groups []group) {
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		run := func() { _ = routing.Run(ctx, g.n.client, nil, g.cmds) }
+		if i == len(groups)-1 {
+			if err := safe.Call(run); err != nil { // the last on this goroutine
+				routing.SetErrs(nil, g.cmds, err)
+			}
+			continue
+		}
+		safe.Go(&wg, func(err error) { routing.SetErrs(nil, g.cmds, err) }, run)
+	}
+	wg.Wait()
 }
 
 // afterPipeline judges one command of a pipeline by its own result: one
@@ -534,6 +564,9 @@ func (c *Client) afterPipeline(ctx context.Context, snap *snapshot, q redis.Cmde
 			c.topo.emit(Event{Kind: EventReadRetried, Slot: slot, Err: err})
 		}
 		q.SetErr(nil)
+		if sc, ok := routing.FindScan(q); ok {
+			return c.scan(ctx, sc)
+		}
 		return c.run(ctx, slot, write, q)
 	}
 	n := snap.master(slot)
@@ -546,21 +579,8 @@ func (c *Client) afterPipeline(ctx context.Context, snap *snapshot, q redis.Cmde
 
 // processTx runs a transaction on the master of its one slot.
 func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
-	slot := -1
-	var seen []int
-	for _, q := range cmds[1 : len(cmds)-1] {
-		s := c.slotOf(q)
-		if s < 0 {
-			continue
-		}
-		if !slices.Contains(seen, s) {
-			seen = append(seen, s)
-		}
-		slot = s
-	}
-	if len(seen) > 1 {
-		slices.Sort(seen)
-		err := &CrossSlotError{Slots: seen}
+	slot, err := c.txSlot(cmds)
+	if err != nil {
 		routing.SetErrs(nil, cmds, err)
 		return err
 	}
@@ -580,8 +600,16 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 			continue
 		}
+		pages, err := c.txScanPages(snap, n, cmds)
+		if err != nil {
+			routing.SetErrs(nil, cmds, err)
+			return err
+		}
 		n.writes.Add(1) // a transaction counts as one write
 		err = routing.Run(ctx, n.client, nil, cmds)
+		for _, p := range pages {
+			c.scanDone(snap, p)
+		}
 		if err == nil || attempt >= c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
 			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
 			if err != nil && !failure.Reply(err) && !failure.NotExecuted(err) {
@@ -605,6 +633,28 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		}
 		routing.SetErrs(nil, cmds, nil)
 	}
+}
+
+// txSlot is the one slot of a transaction's keys (-1: none), or a
+// *CrossSlotError naming its slots.
+func (c *Client) txSlot(cmds []redis.Cmder) (int, error) {
+	slot := -1
+	var seen []int
+	for _, q := range cmds[1 : len(cmds)-1] {
+		s := c.slotOf(q)
+		if s < 0 {
+			continue
+		}
+		if !slices.Contains(seen, s) {
+			seen = append(seen, s)
+		}
+		slot = s
+	}
+	if len(seen) > 1 {
+		slices.Sort(seen)
+		return -1, &CrossSlotError{Slots: seen}
+	}
+	return slot, nil
 }
 
 func firstRedirect(cmds []redis.Cmder, err error) error {

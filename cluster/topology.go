@@ -23,6 +23,7 @@ import (
 // node is one cluster node's clients and its auto-pipelining Batcher.
 type node struct {
 	addr   string
+	id     uint64        // 1, 2, ... in the order the client met the nodes: SCAN cursors carry it
 	client *redis.Client // the callers' commands
 	// ctl reads the slot map: its own small pool, so that callers who
 	// hold every connection of client do not hold up the refresh that
@@ -92,6 +93,7 @@ type nodeSet struct {
 	opts   *Options
 	mu     sync.Mutex
 	live   map[string]*node
+	byID   []*node // by id - 1
 	closed bool
 }
 
@@ -113,14 +115,26 @@ func (ns *nodeSet) get(addr string) *node {
 	}
 	ctl := ns.opts.nodeOptions(addr)
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = ctlPoolSize, 0, ctlPoolSize
-	n := &node{addr: addr, client: redis.NewClient(ns.opts.nodeOptions(addr)), ctl: redis.NewClient(respguard.Guard(ctl))}
+	n := &node{addr: addr, id: uint64(len(ns.byID) + 1),
+		client: redis.NewClient(ns.opts.nodeOptions(addr)), ctl: redis.NewClient(respguard.Guard(ctl))}
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight})
 	if ns.closed {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
 		_ = n.ctl.Close()
 	}
 	ns.live[addr] = n
+	ns.byID = append(ns.byID, n)
 	return n
+}
+
+// byNumber returns the node numbered id, nil when there is none.
+func (ns *nodeSet) byNumber(id uint64) *node {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	if id == 0 || id > uint64(len(ns.byID)) {
+		return nil
+	}
+	return ns.byID[id-1]
 }
 
 func (ns *nodeSet) all() []*node {
