@@ -6,17 +6,27 @@
 //
 // # The slot map
 //
-// The client reads CLUSTER NODES from every node it knows (the seeds of
-// Options.Addrs first) at once, and builds an immutable map of the 16384
-// slots to their masters, swapped atomically: a command hashes its first
-// key (Slot, with hash tags: "{user:1}:cart" and "{user:1}:orders" share a
-// slot; the key's position comes from package classify) and loads the map,
-// nothing else. When two nodes disagree about a slot (one has not heard of
-// a failover yet), the master with the higher config epoch wins, not
-// whoever answered last. The map is read again every RefreshInterval (5 s),
-// at once after a MOVED (the moved slot is pointed at its new master
-// first), after a node failure, and every FailoverPollInterval (100 ms)
-// while a master is failing.
+// The client reads each known node's view (the seeds of Options.Addrs
+// first) at once, in one round trip per node on a small control pool of
+// its own (so callers holding every connection do not hold up the read
+// that finds a failover; its replies bounded by internal/respguard):
+// CLUSTER NODES for the slots, roles and config epochs, with CLUSTER
+// SHARDS for each node's health and replication offset (a node's own word
+// on its offset beats what others heard by gossip; a replica that says it
+// is loading, and a failed one, serve no read). A server that refuses
+// CLUSTER NODES is read from CLUSTER SHARDS alone, one that refuses both
+// from CLUSTER SLOTS: neither carries epochs. From the views it builds an
+// immutable map of the 16384 slots to their masters, swapped atomically: a
+// command hashes its first key (Slot, with hash tags: "{user:1}:cart" and
+// "{user:1}:orders" share a slot; the key's position comes from package
+// classify) and loads the map, nothing else. When two nodes disagree
+// about a slot (one has not heard of a failover yet), the master with the
+// higher config epoch wins, not whoever answered last. The map is read
+// again every RefreshInterval (5 s), at once after a MOVED (the moved slot
+// is pointed at its new master first), after a node failure, every
+// FailoverPollInterval (100 ms) while a master is failing, and after
+// refusals (TRYAGAIN, CLUSTERDOWN) at most once per FailoverPollInterval;
+// Stats.RefreshesByCause counts them.
 //
 // # Redirects and refusals
 //
@@ -65,9 +75,32 @@
 // in the batch's order, so what one goroutine submits without waiting runs
 // in submit order on each node.
 //
+// # SCAN
+//
+// A SCAN-family cursor is valid only on the node that issued it. The
+// client tags the cursors it hands out with that node and continues them
+// only there: SSCAN, HSCAN and ZSCAN while the node still masters the
+// key's slot; SCAN, which has no key, walks every master in address
+// order, a master's last page returning the start of the next one's, so
+// go-redis's ScanIterator covers the whole cluster (go-redis's
+// ClusterClient scans one node). When the node no longer serves the
+// iteration (a failover, a migration), the call fails with a
+// *CursorError (errors.Is ErrCursorLost) before anything is sent: start
+// again from cursor 0. See scan.go for the details.
+//
+// # Events and stats
+//
+// Options.Observer receives an Event for each master change (the old
+// master no longer masters anything: a failover), each move of slots
+// between masters (a migration), a master failing and recovering, a failed
+// map read, and per call a read retried, a write re-run after a refusal
+// that proved it had not run, and a write refused (*MasterChangedError),
+// with the Observer contract of internal/eventq. The same are logged
+// through Options.Logger. Stats counts them, the refreshes by cause, the
+// writes held, and the commands sent to each node.
+//
 // # Not yet
 //
-// This first version reads from masters only, and does not yet offer
-// pub/sub, SCAN across nodes, events or metrics; see the issues that
-// follow.
+// This version reads from masters only, and does not yet offer pub/sub;
+// see the issues that follow.
 package cluster

@@ -45,3 +45,72 @@ func Example() {
 	// <nil> true
 	// Ada <nil> 3
 }
+
+// SCAN through the client iterates every master, one after another: the
+// ScanIterator sees the whole cluster's keys.
+func Example_scan() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := lab.Start(ctx, lab.Cluster(3, 0))
+	if err != nil {
+		fmt.Println("lab:", err)
+		return
+	}
+	defer l.Close()
+	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs()[:1]})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	for i := range 100 {
+		c.Set(ctx, fmt.Sprint("item:", i), i, 0)
+	}
+	keys := 0
+	it := c.Scan(ctx, 0, "item:*", 20).Iterator()
+	for it.Next(ctx) {
+		keys++
+	}
+	fmt.Println(keys, it.Err())
+	// Output:
+	// 100 <nil>
+}
+
+// An Observer sees a shard fail over: the cluster moved its slots to the
+// promoted replica.
+func ExampleOptions_observer() {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l, err := lab.Start(ctx, lab.Cluster(3, 1))
+	if err != nil {
+		fmt.Println("lab:", err)
+		return
+	}
+	defer l.Close()
+	changed := make(chan cluster.Event, 16)
+	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs()[:1], Observer: func(ev cluster.Event) {
+		if ev.Kind == cluster.EventMasterChanged {
+			changed <- ev
+		}
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	c.Ping(ctx) // the first map
+	old, _ := l.ShardMaster(ctx, 0)
+	promoted, err := l.ClusterFailover(ctx, 0, lab.FailoverGraceful)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	select {
+	case ev := <-changed:
+		fmt.Println(ev.Kind, ev.OldMaster == old.Addr(), ev.Master == promoted.Addr(), ev.Slots > 0)
+	case <-ctx.Done():
+		fmt.Println("no event")
+	}
+	// Output:
+	// master changed true true true
+}
