@@ -700,3 +700,7 @@ func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return c.autos.A
 func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
 	return c.autos.AsyncAutoPipeline(nil)
 }
+
+// The client is a go-redis UniversalClient: code written against one
+// (instrumentation, libraries taking a UniversalClient) takes it.
+var _ redis.UniversalClient = (*Client)(nil)
