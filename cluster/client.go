@@ -322,7 +322,9 @@ func (c *Client) writeUnknown(ctx context.Context, snap *snapshot, old *node, sl
 		if m := snap.master(slot); m != nil && m != old && slot >= 0 {
 			c.stats.writesRefused.Add(1)
 			err := &MasterChangedError{Slot: slot, OldMaster: old.addr, NewMaster: m.addr, MayHaveExecuted: true, Cause: cause}
-			cmd.SetErr(err)
+			if cmd != nil {
+				cmd.SetErr(err)
+			}
 			return err
 		}
 		if c.waitChange(ctx, snap, holdEnd) != nil {
@@ -332,12 +334,18 @@ func (c *Client) writeUnknown(ctx context.Context, snap *snapshot, old *node, sl
 	}
 }
 
+// nodeError is err (on n, for slot) as the caller gets it: a reply as it
+// is, except a refusal that proves the work did not run (TRYAGAIN,
+// CLUSTERDOWN, ... until the hold ended), which is a *NodeError saying so,
+// as a failure without an answer is. cmd, when not nil, gets it too.
 func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err error) error {
-	if failure.Reply(err) {
+	if failure.Reply(err) && !failure.NotExecuted(err) {
 		return err
 	}
 	ne := &NodeError{Addr: n.addr, Slot: slot, Write: write, MayHaveExecuted: !failure.NotExecuted(err), Err: err}
-	cmd.SetErr(ne)
+	if cmd != nil {
+		cmd.SetErr(ne)
+	}
 	return ne
 }
 
@@ -554,7 +562,13 @@ func firstRedirect(cmds []redis.Cmder, err error) error {
 
 // Watch runs fn in a transaction watching keys, on the master of their
 // slot: the keys (and the transaction's) must share one slot, or a
-// *CrossSlotError is returned before anything is sent.
+// *CrossSlotError is returned before anything is sent. While the slot's
+// master is failing, Watch waits (within WriteHoldTimeout) as writes do;
+// when WATCH, fn's commands or the EXEC are refused in a way that proves
+// nothing ran (MOVED, a dial failure, CLUSTERDOWN, EXECABORT, ...), fn is
+// run again from the start on the slot's master of a fresh map. A failure
+// without an answer is never run again: the EXEC may have been sent, so it
+// is a *MasterChangedError or *NodeError saying it may have executed.
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	slot := -1
 	for _, k := range keys {
@@ -564,15 +578,44 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		}
 		slot = s
 	}
-	snap, err := c.topo.ready(ctx)
-	if err != nil {
-		return err
+	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
+	for attempt := 1; ; attempt++ {
+		snap, err := c.topo.ready(ctx)
+		if err != nil {
+			return err
+		}
+		n := snap.master(slot)
+		if n == nil || snap.suspect[n] {
+			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
+				return &NoMasterError{Slot: slot, Cause: err}
+			}
+			continue
+		}
+		err = n.client.Watch(ctx, fn, keys...)
+		if err == nil || !failure.Signal(err) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
+			return err
+		}
+		if !failure.NotExecuted(err) {
+			// No answer, perhaps to the EXEC: it may have run.
+			c.topo.failed(n)
+			if failure.CallerEnded(ctx) {
+				return c.nodeError(n, slot, true, nil, err)
+			}
+			return c.writeUnknown(ctx, snap, n, slot, nil, err, holdEnd)
+		}
+		if r, ok := failure.ParseRedirect(err); ok && !r.Ask {
+			c.stats.moved.Add(1)
+			c.topo.moved(r.Slot, r.Addr)
+		} else if failure.IsDial(err) {
+			c.topo.failed(n)
+		} else {
+			c.topo.kick()
+		}
+		if failure.CallerEnded(ctx) || time.Now().After(holdEnd) || c.pause(ctx, snap, attempt) != nil {
+			return c.nodeError(n, slot, true, nil, err)
+		}
+		c.stats.retries.Add(1)
 	}
-	n := snap.master(slot)
-	if n == nil {
-		return &NoMasterError{Slot: slot}
-	}
-	return n.client.Watch(ctx, fn, keys...)
 }
 
 // AutoPipeline returns go-redis's blocking auto-pipeliner over the client:
