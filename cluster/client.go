@@ -352,7 +352,7 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 		} else {
 			c.topo.kick(RefreshRefused)
 		}
-		if time.Now().After(a.holdEnd) || c.pause(ctx, snap, a.failures) != nil {
+		if time.Now().After(a.holdEnd) || c.pause(ctx, snap, a.slot, a.failures) != nil {
 			return false, c.nodeError(n, a.slot, a.write, cmd, err)
 		}
 		c.stats.retries.Add(1)
@@ -387,7 +387,9 @@ func (c *Client) writeUnknown(ctx context.Context, snap *snapshot, old *node, sl
 			c.stats.writesRefused.Add(1)
 			err := &MasterChangedError{Slot: slot, OldMaster: old.addr, NewMaster: m.addr, MayHaveExecuted: true, Cause: cause}
 			c.topo.emit(Event{Kind: EventWriteRefused, Master: m.addr, OldMaster: old.addr, Slot: slot, Err: err})
-			cmd.SetErr(err)
+			if cmd != nil {
+				cmd.SetErr(err)
+			}
 			return err
 		}
 		if c.waitChange(ctx, snap, holdEnd) != nil {
@@ -397,12 +399,18 @@ func (c *Client) writeUnknown(ctx context.Context, snap *snapshot, old *node, sl
 	}
 }
 
+// nodeError is err (on n, for slot) as the caller gets it: a reply as it
+// is, except a refusal that proves the work did not run (TRYAGAIN,
+// CLUSTERDOWN, ... until the hold ended), which is a *NodeError saying so,
+// as a failure without an answer is. cmd, when not nil, gets it too.
 func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err error) error {
-	if failure.Reply(err) {
+	if failure.Reply(err) && !failure.NotExecuted(err) {
 		return err
 	}
 	ne := &NodeError{Addr: n.addr, Slot: slot, Write: write, MayHaveExecuted: !failure.NotExecuted(err), Err: err}
-	cmd.SetErr(ne)
+	if cmd != nil {
+		cmd.SetErr(ne)
+	}
 	return ne
 }
 
@@ -444,21 +452,31 @@ func (c *Client) waitChange(ctx context.Context, snap *snapshot, until time.Time
 	}
 }
 
-// pause waits before a retry after a refusal: until the map changes, or
-// a backoff of 10 ms doubling per attempt, at most 200 ms.
-func (c *Client) pause(ctx context.Context, snap *snapshot, attempt int) error {
+// pause waits before a retry after a refusal: a backoff of 10 ms doubling
+// per attempt, at most 200 ms, cut short when the map names another master
+// for slot, or marks its master failing (a map re-read that changed
+// nothing for the slot does not count: the refusals themselves ask for
+// those).
+func (c *Client) pause(ctx context.Context, snap *snapshot, slot, attempt int) error {
 	d := min(10*time.Millisecond<<min(attempt-1, 5), 200*time.Millisecond)
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-snap.next:
-	case <-t.C:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.topo.stop:
-		return ErrClosed
+	was := snap.master(slot)
+	for {
+		select {
+		case <-snap.next:
+			snap = c.topo.snap.Load()
+			if m := snap.master(slot); m != was || m != nil && snap.suspect[m] {
+				return nil
+			}
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.topo.stop:
+			return ErrClosed
+		}
 	}
-	return nil
 }
 
 // processPipeline runs a transaction on its slot's master, refusing one
@@ -628,7 +646,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		} else {
 			c.topo.kick(RefreshRefused)
 		}
-		if err := c.pause(ctx, snap, attempt+1); err != nil {
+		if err := c.pause(ctx, snap, slot, attempt+1); err != nil {
 			return err
 		}
 		routing.SetErrs(nil, cmds, nil)
@@ -668,7 +686,13 @@ func firstRedirect(cmds []redis.Cmder, err error) error {
 
 // Watch runs fn in a transaction watching keys, on the master of their
 // slot: the keys (and the transaction's) must share one slot, or a
-// *CrossSlotError is returned before anything is sent.
+// *CrossSlotError is returned before anything is sent. While the slot's
+// master is failing, Watch waits (within WriteHoldTimeout) as writes do;
+// when WATCH, fn's commands or the EXEC are refused in a way that proves
+// nothing ran (MOVED, a dial failure, CLUSTERDOWN, EXECABORT, ...), fn is
+// run again from the start on the slot's master of a fresh map. A failure
+// without an answer is never run again: the EXEC may have been sent, so it
+// is a *MasterChangedError or *NodeError saying it may have executed.
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	slot := -1
 	for _, k := range keys {
@@ -678,15 +702,44 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		}
 		slot = s
 	}
-	snap, err := c.topo.ready(ctx)
-	if err != nil {
-		return err
+	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
+	for attempt := 1; ; attempt++ {
+		snap, err := c.topo.ready(ctx)
+		if err != nil {
+			return err
+		}
+		n := snap.master(slot)
+		if n == nil || snap.suspect[n] {
+			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
+				return &NoMasterError{Slot: slot, Cause: err}
+			}
+			continue
+		}
+		err = n.client.Watch(ctx, fn, keys...)
+		if err == nil || !failure.Signal(err) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
+			return err
+		}
+		if !failure.NotExecuted(err) {
+			// No answer, perhaps to the EXEC: it may have run.
+			c.topo.failed(n, err)
+			if failure.CallerEnded(ctx) {
+				return c.nodeError(n, slot, true, nil, err)
+			}
+			return c.writeUnknown(ctx, snap, n, slot, nil, err, holdEnd)
+		}
+		if r, ok := failure.ParseRedirect(err); ok && !r.Ask {
+			c.stats.moved.Add(1)
+			c.topo.moved(r.Slot, r.Addr)
+		} else if failure.IsDial(err) {
+			c.topo.failed(n, err)
+		} else {
+			c.topo.kick(RefreshRefused)
+		}
+		if failure.CallerEnded(ctx) || time.Now().After(holdEnd) || c.pause(ctx, snap, slot, attempt) != nil {
+			return c.nodeError(n, slot, true, nil, err)
+		}
+		c.stats.retries.Add(1)
 	}
-	n := snap.master(slot)
-	if n == nil {
-		return &NoMasterError{Slot: slot}
-	}
-	return n.client.Watch(ctx, fn, keys...)
 }
 
 // AutoPipeline returns go-redis's blocking auto-pipeliner over the client:

@@ -671,15 +671,7 @@ func TestBlackHoledMaster(t *testing.T) {
 	// other nodes (a partition: the node's own bus traffic, which its
 	// proxy does not carry, must not reach them either).
 	old.BlackHole()
-	var rest []lab.Endpoint
-	for _, n := range l.Nodes() {
-		if n != old {
-			rest = append(rest, n)
-		}
-	}
-	if err := l.Partition(lab.Drop, []lab.Endpoint{old}, rest); err != nil {
-		t.Fatal(err)
-	}
+	isolate(t, l, old)
 	holed := time.Now()
 	done := make(chan time.Time, 1)
 	go func() {

@@ -61,7 +61,10 @@
 // keep their results. A transaction (TxPipeline, Watch) runs on one node,
 // so it must stay in one slot: one whose keys span slots is refused before
 // anything is sent with a *CrossSlotError (go-redis's ClusterClient splits
-// it into one MULTI/EXEC per slot, silently losing its atomicity). A
+// it into one MULTI/EXEC per slot, silently losing its atomicity). Watch
+// is held while its slot's master fails, as a write is, and runs its
+// function again only when a refusal proves nothing ran; after a failure
+// without an answer it fails saying the EXEC may have run. A
 // multi-key command across slots gets the server's CROSSSLOT reply.
 //
 // # Auto-pipelining

@@ -35,7 +35,9 @@ func (e *MasterChangedError) Unwrap() error { return e.Cause }
 
 // NodeError is work that failed on a node without an answer from it (no
 // connection, a connection lost, a timeout), when no other node took its
-// slot.
+// slot, or that the node kept refusing, until WriteHoldTimeout, with a
+// reply that proves it did not run (TRYAGAIN, CLUSTERDOWN, LOADING, ...;
+// Err is that reply, MayHaveExecuted false).
 type NodeError struct {
 	Addr            string
 	Slot            int // -1 for a command without a key

@@ -1,0 +1,632 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
+)
+
+// typedOutcome is what a failed call of this client says of itself: the
+// kind of its typed error and whether the work may have run. ok is false
+// for an error of no type of the package.
+func typedOutcome(err error) (kind string, mayHaveRun, ok bool) {
+	var (
+		mce *MasterChangedError
+		ne  *NodeError
+		nme *NoMasterError
+	)
+	switch {
+	case errors.As(err, &mce):
+		return "MasterChangedError", mce.MayHaveExecuted, true
+	case errors.As(err, &ne):
+		return "NodeError", ne.MayHaveExecuted, true
+	case errors.As(err, &nme):
+		return "NoMasterError", false, true // nothing was sent
+	}
+	return "", true, false
+}
+
+// errorKind names err for a report: this package's typed errors with
+// whether they say the work may have run, else the failure class.
+func errorKind(err error) string {
+	if kind, ran, ok := typedOutcome(err); ok {
+		if ran {
+			return kind + "(may have run)"
+		}
+		return kind + "(did not run)"
+	}
+	switch {
+	case failure.ClusterDown(err):
+		return "CLUSTERDOWN"
+	case failure.TryAgain(err):
+		return "TRYAGAIN"
+	case redis.IsReadOnlyError(err):
+		return "READONLY"
+	case failure.NotExecuted(err):
+		if _, ok := failure.ParseRedirect(err); ok {
+			return "redirect"
+		}
+		return "other refusal"
+	case failure.ContextError(err):
+		return "context"
+	case failure.Timeout(err):
+		return "timeout"
+	case failure.Network(err):
+		return "network"
+	}
+	return "other"
+}
+
+// kindsLine is a count of error kinds in a stable order.
+func kindsLine(kinds map[string]int) string {
+	if len(kinds) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// slowestPing is the slowest of a few PINGs of n: the loopback's latency on
+// this machine now, from which a test derives its margins.
+func slowestPing(ctx context.Context, t *testing.T, n *lab.Node) time.Duration {
+	t.Helper()
+	var slowest time.Duration
+	for range 20 {
+		began := time.Now()
+		if err := n.Do(ctx, "PING").Err(); err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(began))
+	}
+	return slowest
+}
+
+// TestTryAgainMidMigration: RPOPLPUSH between two keys of one slot, one
+// of them moved to the target and the other not, is answered TRYAGAIN;
+// the client retries it until the migration completes, and it then runs
+// once, with no error to the caller. With a migration that does not
+// complete within WriteHoldTimeout, the call fails with a typed error that
+// says it did not run, and it did not.
+func TestTryAgainMidMigration(t *testing.T) {
+	ctx := testkit.Context(t, 90*time.Second)
+	l := lab.New(t, lab.Cluster(3, 0))
+	const hold = time.Second
+	c := newTestClient(t, l, func(o *Options) { o.WriteHoldTimeout = hold })
+	long := newTestClient(t, l, nil)
+
+	// split begins a migration of tag's slot with its two lists on
+	// different nodes: src holds 1..5, dst holds x.
+	split := func(tag string) (*lab.SlotMigration, string, string) {
+		src, dst := tag+"src", tag+"dst"
+		if err := c.RPush(ctx, src, 1, 2, 3, 4, 5).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.RPush(ctx, dst, "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+		owner, err := l.SlotOwner(ctx, Slot(tag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := l.BeginSlotMigration(ctx, (owner.Shard()+1)%3, Slot(tag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved, err := m.MoveKeys(ctx, 1); err != nil || moved != 1 {
+			t.Fatalf("MoveKeys: %d, %v", moved, err)
+		}
+		// The server's own answer to a multi-key command now (MGET: a
+		// read, harmless): TRYAGAIN, which the test relies on.
+		if err := m.Source().Do(ctx, "MGET", src, dst).Err(); !failure.TryAgain(err) {
+			t.Fatalf("MGET %s %s mid-migration on the source: %v, want TRYAGAIN", src, dst, err)
+		}
+		return m, src, dst
+	}
+	checkLists := func(src, dst string, wantSrc, wantDst []string) {
+		t.Helper()
+		for key, want := range map[string][]string{src: wantSrc, dst: wantDst} {
+			got, err := long.LRange(ctx, key, 0, -1).Result()
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("%s = %v (%v), want %v", key, got, err, want)
+			}
+		}
+	}
+	slowest := slowestPing(ctx, t, l.ShardNodes(0)[0])
+	// After the migration, the next retry comes within the longest backoff
+	// (200 ms) and costs a MOVED and a send: a few round trips.
+	margin := 200*time.Millisecond + max(100*time.Millisecond, 20*slowest)
+
+	m, src, dst := split("{try}")
+	retriesBefore := long.Stats().Retries
+	type result struct {
+		v   string
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	began := time.Now()
+	go func() {
+		v, err := long.RPopLPush(ctx, src, dst).Result()
+		done <- result{v, err, time.Now()}
+	}()
+	const wait = 300 * time.Millisecond
+	time.Sleep(wait)
+	select {
+	case r := <-done:
+		t.Fatalf("RPOPLPUSH returned mid-migration after %v: %q, %v", r.at.Sub(began), r.v, r.err)
+	default:
+	}
+	if err := m.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	finished := time.Now()
+	r := <-done
+	retries := long.Stats().Retries - retriesBefore
+	t.Logf("RPOPLPUSH mid-migration: %q, %v after %v (%d retries); the migration finished %v after the call began; margin %v (slowest PING %v)",
+		r.v, r.err, r.at.Sub(began).Round(time.Millisecond), retries, finished.Sub(began).Round(time.Millisecond), margin, slowest)
+	if r.err != nil || r.v != "5" {
+		t.Fatalf("RPOPLPUSH across the migration: %q, %v; want 5 and no error", r.v, r.err)
+	}
+	if retries == 0 {
+		t.Errorf("no retry counted: the TRYAGAIN was not seen")
+	}
+	if late := r.at.Sub(finished); late > margin {
+		t.Errorf("RPOPLPUSH returned %v after the migration finished, more than %v", late, margin)
+	}
+	checkLists(src, dst, []string{"1", "2", "3", "4"}, []string{"5", "x"})
+
+	// A migration that outlasts the hold: the call fails, typed, saying it
+	// did not run.
+	m, src, dst = split("{held}")
+	began = time.Now()
+	v, err := c.RPopLPush(ctx, src, dst).Result()
+	took := time.Since(began)
+	kind, ran, typed := typedOutcome(err)
+	t.Logf("RPOPLPUSH with a migration that outlasts the %v hold: %q after %v: %s (may have run: %v): %v",
+		hold, v, took.Round(time.Millisecond), kind, ran, err)
+	if !typed || ran {
+		t.Errorf("RPOPLPUSH past the hold: %v; want a typed error that says it did not run", err)
+	}
+	if !failure.TryAgain(err) {
+		t.Errorf("the error does not wrap the server's TRYAGAIN: %v", err)
+	}
+	if took < hold || took > hold+margin {
+		t.Errorf("RPOPLPUSH failed after %v; want the %v hold, within %v", took, hold, margin)
+	}
+	if err := m.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkLists(src, dst, []string{"1", "2", "3", "4", "5"}, []string{"x"})
+}
+
+// watchRun counts the outcomes of Watch calls.
+type watchRun struct {
+	commits, conflicts, mayHaveRun, notRun int
+	// late are the commits of calls begun after the shard's new master was
+	// agreed, by the ID of the node that ran them.
+	late    map[string]int
+	untyped []error
+}
+
+// watchIncrements runs optimistic increments of key (WATCH, GET, MULTI SET
+// EXEC) from 4 goroutines through c until stop, retrying conflicts, and
+// sorts each call's outcome; a commit of a call begun after *after (once
+// it is set) is counted by the node that ran it (CLUSTER MYID on the
+// transaction's connection).
+func watchIncrements(ctx context.Context, c *Client, key string, stop *atomic.Bool, after *atomic.Pointer[time.Time]) *watchRun {
+	run := &watchRun{late: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				began := time.Now()
+				var ranOn string
+				cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				err := c.Watch(cctx, func(tx *redis.Tx) error {
+					id, err := tx.ClusterMyID(cctx).Result()
+					if err != nil {
+						return err
+					}
+					v, err := tx.Get(cctx, key).Int()
+					if err != nil && !failure.IsNil(err) {
+						return err
+					}
+					_, err = tx.TxPipelined(cctx, func(p redis.Pipeliner) error {
+						p.Set(cctx, key, v+1, 0)
+						return nil
+					})
+					ranOn = id
+					return err
+				}, key)
+				cancel()
+				mu.Lock()
+				switch _, ran, typed := typedOutcome(err); {
+				case err == nil:
+					run.commits++
+					if a := after.Load(); a != nil && began.After(*a) {
+						run.late[ranOn]++
+					}
+				case errors.Is(err, redis.TxFailedErr):
+					run.conflicts++
+				case typed && ran:
+					run.mayHaveRun++
+				case typed:
+					run.notRun++
+				default:
+					run.untyped = append(run.untyped, err)
+				}
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	return run
+}
+
+// TestWatchAcrossFailover: optimistic increments through Watch on one
+// slot go on while its shard fails over, by CLUSTER FAILOVER and then by a
+// SIGKILL of its master: each call commits once or fails; the counter
+// ends equal to the commits (plus at most the calls that say they may
+// have run); calls begun after the promotion commit on the new master.
+func TestWatchAcrossFailover(t *testing.T) {
+	ctx := testkit.Context(t, 120*time.Second)
+	l := lab.New(t, lab.Cluster(3, 1))
+	c := newTestClient(t, l, nil)
+	const key = "{watch}n"
+	if err := c.Set(ctx, key, 0, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := l.SlotOwner(ctx, Slot(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := func() int {
+		v, err := c.Get(ctx, key).Int()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	phase := func(name string, fault func() (*lab.Node, time.Time)) (*watchRun, int) {
+		var stop atomic.Bool
+		var after atomic.Pointer[time.Time]
+		before := counter()
+		done := make(chan *watchRun, 1)
+		go func() { done <- watchIncrements(ctx, c, key, &stop, &after) }()
+		time.Sleep(300 * time.Millisecond)
+		next, agreed := fault()
+		after.Store(&agreed)
+		time.Sleep(time.Second)
+		stop.Store(true)
+		run := <-done
+		got := counter() - before
+		t.Logf("Watch across %s (%s → %s): commits %d, conflicts retried %d, failed may have run %d, failed did not run %d, untyped %d; counter +%d; commits begun after the promotion on %d nodes: %v",
+			name, old.Name(), next.Name(), run.commits, run.conflicts, run.mayHaveRun, run.notRun, len(run.untyped), got, len(run.late), run.late)
+		if len(run.untyped) > 0 {
+			t.Errorf("%s: %d Watch calls failed with an error of no type of the package, the first: %v", name, len(run.untyped), run.untyped[0])
+		}
+		if got < run.commits || got > run.commits+run.mayHaveRun {
+			t.Errorf("%s: the counter rose by %d for %d commits and %d calls that may have run: a commit was lost or doubled",
+				name, got, run.commits, run.mayHaveRun)
+		}
+		if len(run.late) != 1 || run.late[next.ClusterID()] == 0 {
+			t.Errorf("%s: commits begun after the promotion ran on %v, want on %s (%s) only", name, run.late, next.Name(), next.ClusterID())
+		}
+		old = next
+		return run, got
+	}
+	phase("CLUSTER FAILOVER", func() (*lab.Node, time.Time) {
+		next, err := l.ClusterFailover(ctx, old.Shard(), lab.FailoverGraceful)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next, time.Now()
+	})
+	if err := l.ClusterReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	run, _ := phase("SIGKILL of the master", func() (*lab.Node, time.Time) {
+		victim := old
+		if err := victim.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		next, err := l.WaitPromotion(ctx, victim.Shard(), victim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next, time.Now()
+	})
+	if run.commits == 0 {
+		t.Errorf("no commit across the kill")
+	}
+}
+
+// isolate cuts n off from every other node of l (a Drop partition: its
+// bus and replication traffic swallowed both ways); clients of no
+// endpoint still reach it.
+func isolate(t *testing.T, l *lab.Lab, n *lab.Node) {
+	t.Helper()
+	var rest []lab.Endpoint
+	for _, o := range l.Nodes() {
+		if o != n {
+			rest = append(rest, o)
+		}
+	}
+	if err := l.Partition(lab.Drop, []lab.Endpoint{n}, rest); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeOp is one write of a partition workload: its id, its list, when it
+// began and ended, and its error.
+type writeOp struct {
+	id, list   string
+	began, end time.Time
+	err        error
+}
+
+// partitionWriters runs 4 writers through cl until stop, each pushing
+// unique ids (prefix:goroutine:n) to the lists in turn, every write
+// bounded by 12 s (past the 10 s hold); it returns every write, once the
+// writers have stopped, on done.
+func partitionWriters(ctx context.Context, cl redis.UniversalClient, prefix string, lists []string, stop *atomic.Bool) <-chan []writeOp {
+	done := make(chan []writeOp, 1)
+	var mu sync.Mutex
+	var ops []writeOp
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				op := writeOp{id: fmt.Sprintf("%s:%d:%d", prefix, g, i), list: lists[(g+i)%len(lists)]}
+				wctx, cancel := context.WithTimeout(ctx, 12*time.Second)
+				op.began = time.Now()
+				op.err = cl.RPush(wctx, op.list, op.id).Err()
+				op.end = time.Now()
+				cancel()
+				mu.Lock()
+				ops = append(ops, op)
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		done <- ops
+	}()
+	return done
+}
+
+// partitionTally is what a partition workload's writes came to, read back
+// from the final masters.
+type partitionTally struct {
+	acked, lost, dups int
+	// lostAfterRefusal are the acknowledged and lost writes begun after
+	// the minority master was seen refusing writes; lostElsewhere those of
+	// the shards that kept their master.
+	lostAfterRefusal, lostElsewhere int
+	kinds                           map[string]int
+	// ranButSaidNot are writes whose error said they did not run, found in
+	// the lists.
+	ranButSaidNot []string
+	untyped       []error
+}
+
+// tallyPartition sorts ops by what became of them, seen being how many
+// times each id is in the lists at the end; cutTags are the hash tags of
+// the cut shard.
+func tallyPartition(ops []writeOp, seen map[string]int, refused time.Time, cutTags []string) partitionTally {
+	tl := partitionTally{kinds: map[string]int{}}
+	for _, op := range ops {
+		if op.err == nil {
+			tl.acked++
+			if seen[op.id] == 0 {
+				tl.lost++
+				if op.began.After(refused) {
+					tl.lostAfterRefusal++
+				}
+				if !slices.ContainsFunc(cutTags, func(tag string) bool { return strings.HasPrefix(op.list, tag) }) {
+					tl.lostElsewhere++
+				}
+			}
+			continue
+		}
+		tl.kinds[errorKind(op.err)]++
+		_, ran, typed := typedOutcome(op.err)
+		if !typed {
+			tl.untyped = append(tl.untyped, op.err)
+		} else if !ran && seen[op.id] > 0 {
+			tl.ranButSaidNot = append(tl.ranButSaidNot, op.id)
+		}
+	}
+	for _, n := range seen {
+		if n > 1 {
+			tl.dups++
+		}
+	}
+	return tl
+}
+
+// TestMinorityPartition cuts one master off from every other node (its
+// replica included) while the clients still reach it, until the majority
+// promotes its replica, then heals the partition. Writers run through this
+// client and through go-redis's NewClusterClient side by side, into lists
+// of the cut shard and of the others. The minority master acknowledges
+// writes until it sees it lost the majority (cluster-node-timeout): those
+// are lost when it rejoins as a replica, for both clients, and reported.
+// Asserted for this client: no id written twice, every error typed and
+// honest about whether the write ran, nothing acknowledged on the
+// minority master after it refused writes, and writes on the new master
+// after the heal.
+func TestMinorityPartition(t *testing.T) {
+	ctx := testkit.Context(t, 180*time.Second)
+	l := lab.New(t, lab.Config{Shards: 3, Replicas: 1, Partitions: true})
+	cut := l.ShardNodes(0)[0]
+	// Two hash tags on each shard.
+	var tags, cutTags []string
+	perShard := map[int]int{}
+	for i := 0; len(tags) < 6; i++ {
+		tag := fmt.Sprintf("{p%d}", i)
+		owner, err := l.SlotOwner(ctx, Slot(tag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perShard[owner.Shard()] == 2 {
+			continue
+		}
+		perShard[owner.Shard()]++
+		tags = append(tags, tag)
+		if owner == cut {
+			cutTags = append(cutTags, tag)
+		}
+	}
+	listsOf := func(suffix string) []string {
+		out := make([]string, len(tags))
+		for i, tag := range tags {
+			out[i] = tag + suffix
+		}
+		return out
+	}
+	ours := newTestClient(t, l, nil)
+	theirs := redis.NewClusterClient(&redis.ClusterOptions{Addrs: l.ClusterAddrs(), Username: l.Config().Username,
+		Password: l.Config().Password, TLSConfig: l.TLSConfig(), ReadTimeout: time.Second})
+	defer theirs.Close()
+	var stop atomic.Bool
+	oursDone := partitionWriters(ctx, ours, "rk", listsOf("rk"), &stop)
+	theirsDone := partitionWriters(ctx, theirs, "gr", listsOf("gr"), &stop)
+	time.Sleep(500 * time.Millisecond)
+
+	isolate(t, l, cut)
+	parted := time.Now()
+	// The lab's own clients (127.0.0.1) still reach the cut master: the
+	// first moment it is seen refusing writes (cluster_state fail).
+	var refused time.Time
+	for refused.IsZero() {
+		if ctx.Err() != nil {
+			t.Fatal("the minority master never stopped accepting writes")
+		}
+		text, err := cut.Do(ctx, "CLUSTER", "INFO").Text()
+		if err == nil && lab.ParseInfo(text)["cluster_state"] == "fail" {
+			refused = time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	next, err := l.WaitPromotion(ctx, 0, cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Now()
+	time.Sleep(500 * time.Millisecond)
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	if err := l.ClusterReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Now()
+	t.Logf("%s cut off; refusing writes %v later; %s promoted %v after the cut; healed after %v; the cluster agreed %v after the heal",
+		cut.Name(), refused.Sub(parted).Round(time.Millisecond), next.Name(), promoted.Sub(parted).Round(time.Millisecond),
+		healed.Sub(parted).Round(time.Millisecond), ready.Sub(healed).Round(time.Millisecond))
+
+	// This client's map names the new master for the cut shard, and its
+	// writes land there.
+	slot := Slot(cutTags[0])
+	testkit.WaitFor(t, 20*time.Second, "this client to write on the new master", func() bool {
+		m := ours.topo.snap.Load().master(slot)
+		return m != nil && m.addr == next.Addr()
+	})
+	probe := cutTags[0] + "rk"
+	probeID := "rk:after-heal"
+	if err := ours.RPush(ctx, probe, probeID).Err(); err != nil {
+		t.Errorf("a write after the heal: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	oursOps, theirsOps := <-oursDone, <-theirsDone
+
+	onNew := map[string]bool{}
+	for _, tag := range cutTags {
+		ids, err := next.Do(ctx, "LRANGE", tag+"rk", 0, -1).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			onNew[id] = true
+		}
+	}
+	if !onNew[probeID] {
+		t.Errorf("the write after the heal is not on the new master %s", next.Name())
+	}
+	afterReady := 0
+	for _, op := range oursOps {
+		if op.err == nil && op.began.After(ready) && onNew[op.id] {
+			afterReady++
+		}
+	}
+	if afterReady == 0 {
+		t.Errorf("no write of the workload begun after the heal was acknowledged on the new master %s", next.Name())
+	}
+
+	// Every list from its final master.
+	rc := redis.NewClusterClient(l.ClusterOptions())
+	defer rc.Close()
+	seen := map[string]int{}
+	for _, list := range append(listsOf("rk"), listsOf("gr")...) {
+		ids, err := rc.LRange(ctx, list, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			seen[id]++
+		}
+	}
+	ourTally, theirTally := tallyPartition(oursOps, seen, refused, cutTags), tallyPartition(theirsOps, seen, refused, cutTags)
+	for _, r := range []struct {
+		name string
+		tl   partitionTally
+	}{{"rediskit cluster.Client", ourTally}, {"go-redis NewClusterClient (defaults)", theirTally}} {
+		t.Logf("%s: acknowledged %d, acknowledged but lost %d (begun after the minority master refused writes: %d; on the other shards: %d), duplicates %d, errors: %s",
+			r.name, r.tl.acked, r.tl.lost, r.tl.lostAfterRefusal, r.tl.lostElsewhere, r.tl.dups, kindsLine(r.tl.kinds))
+	}
+	if ourTally.dups != 0 {
+		t.Errorf("%d ids written twice", ourTally.dups)
+	}
+	if len(ourTally.untyped) > 0 {
+		t.Errorf("%d errors of no type of the package, the first: %v", len(ourTally.untyped), ourTally.untyped[0])
+	}
+	for _, id := range ourTally.ranButSaidNot {
+		t.Errorf("write %s failed saying it did not run, and it is in its list", id)
+	}
+	if ourTally.lostAfterRefusal != 0 {
+		t.Errorf("%d writes begun after the minority master refused writes were acknowledged and lost", ourTally.lostAfterRefusal)
+	}
+	if ourTally.lostElsewhere != 0 {
+		t.Errorf("%d writes acknowledged on the shards that kept their master are lost", ourTally.lostElsewhere)
+	}
+	if ourTally.acked == 0 {
+		t.Error("no write acknowledged")
+	}
+}
