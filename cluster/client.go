@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +17,8 @@ import (
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
+	"github.com/rediskit/rediskit/internal/zero"
+	"github.com/rediskit/rediskit/redisurl"
 )
 
 // front is the go-redis client whose command methods Client exposes. It
@@ -113,29 +115,57 @@ func NewClient(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// NewClientFromURL parses go-redis's cluster URL form
-// (redis://user:pass@host1:port?addr=host2:port&addr=host3:port; rediss://
-// for TLS with the system's roots) and returns a client for it; opts
-// supplies the other options (its Addrs, Username and Password are
-// replaced by the URL's).
+// NewClientFromURL returns a client for the cluster a URL names, read by
+// redisurl.Parse: redis+cluster://[user:password@]host1[:port],host2[:port],…
+// (rediss+cluster:// for TLS), or go-redis's cluster form
+// redis://user:password@host1:port?addr=host2:port&addr=… (rediss://). A
+// redis:// or rediss:// URL without addr is taken as a cluster whose one
+// host is the only seed: any node will do, the client learns the others
+// from it.
+//
+// The URL's seeds and credentials replace opts.Addrs, Username and
+// Password; its TLS (rediss, with caFile, certFile, keyFile, serverName,
+// insecureSkipVerify; the system's roots without caFile) is used when
+// opts.TLSConfig is nil; its dialTimeout, readTimeout and writeTimeout
+// apply where opts leaves them zero. opts supplies the rest.
+//
+// A sentinel or unix:// URL is refused, and so is a database other than
+// 0, and a parameter the client does not honour yet: clientName, and
+// readFrom other than master (the client reads from masters). Errors wrap
+// a *redisurl.Error (errors.As) and never show a password.
 func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
-	co, err := redis.ParseClusterURL(rawURL)
+	u, err := redisurl.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %s: %w", redactURL(rawURL), err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	opts.Addrs, opts.Username, opts.Password = co.Addrs, co.Username, co.Password
-	if co.TLSConfig != nil && opts.TLSConfig == nil {
-		opts.TLSConfig = co.TLSConfig
+	refuse := func(field, value, reason, hint string) (*Client, error) {
+		return nil, fmt.Errorf("cluster: %s: %w", u.Redacted(), &redisurl.Error{Field: field, Value: value, Reason: reason, Hint: hint})
 	}
+	switch {
+	case u.Kind == redisurl.Standalone:
+		u.Addrs = []string{u.Addr}
+	case u.Kind != redisurl.Cluster:
+		return refuse("scheme", "", "a "+string(u.Kind)+" URL, not a cluster URL",
+			"want redis+cluster://host1,host2, rediss+cluster:// for TLS, or redis://host1?addr=host2")
+	case u.ReadFrom != redisurl.Master:
+		return refuse("readFrom", string(u.ReadFrom), "not supported by cluster.Client yet", "it reads from the masters only: remove readFrom")
+	}
+	switch {
+	case u.DB != 0:
+		return refuse("db", strconv.Itoa(u.DB), "Redis Cluster has only database 0", "remove the database from the URL")
+	case u.ClientName != "":
+		return refuse("clientName", u.ClientName, "not supported by cluster.Client yet", "remove clientName")
+	}
+	opts.Addrs, opts.Username, opts.Password = u.Addrs, u.Username, u.Password
+	if opts.TLSConfig == nil {
+		if opts.TLSConfig, err = u.TLSConfig(); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	zero.Default(&opts.DialTimeout, u.DialTimeout)
+	zero.Default(&opts.ReadTimeout, u.ReadTimeout)
+	zero.Default(&opts.WriteTimeout, u.WriteTimeout)
 	return NewClient(opts)
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(a URL that does not parse)"
-	}
-	return u.Redacted()
 }
 
 // String names the client by its seeds, without credentials.

@@ -22,9 +22,13 @@ const (
 	Standalone Kind = "standalone" // redis://, rediss://
 	Unix       Kind = "unix"       // unix://
 	Sentinel   Kind = "sentinel"   // redis+sentinel://, rediss+sentinel://
+	// Cluster is a Redis Cluster, named by seed nodes: redis+cluster://,
+	// rediss+cluster://, or go-redis's redis://host1?addr=host2 form.
+	Cluster Kind = "cluster"
 )
 
-// ReadFrom says where a Sentinel client sends read-only commands.
+// ReadFrom says where a Sentinel client sends read-only commands, and
+// where a cluster client sends them within each shard.
 type ReadFrom string
 
 // The ReadFrom values, as written in the readFrom parameter.
@@ -59,11 +63,12 @@ func ParseReadFrom(s string) (ReadFrom, error) {
 // Durations left zero mean go-redis's defaults. Passwords are tagged
 // json:"-".
 type Config struct {
-	// Kind is Standalone, Unix or Sentinel (a zero Kind formats and
-	// connects as Standalone).
+	// Kind is Standalone, Unix, Sentinel or Cluster (a zero Kind formats
+	// and connects as Standalone).
 	Kind Kind
-	// TLS is set by rediss:// and rediss+sentinel://: TLS to the server,
-	// or to the sentinels and to every data node.
+	// TLS is set by rediss://, rediss+sentinel:// and rediss+cluster://:
+	// TLS to the server, to the sentinels and to every data node, or to
+	// every cluster node.
 	TLS bool
 
 	// Addr is the server's host:port (Standalone), always with a port
@@ -76,7 +81,13 @@ type Config struct {
 	Sentinels []string
 	// MasterName is the name the sentinels monitor the master under.
 	MasterName string
+	// Addrs are a cluster's seed nodes (Cluster), host:port in URL order,
+	// always with a port (default 6379), without repeats; IPv6 addresses
+	// are in brackets. Any node of the cluster will do as a seed: the
+	// client learns the others from it.
+	Addrs []string
 	// DB is the database number (the path /db, /masterName/db, or ?db=).
+	// Always 0 for a Cluster: Redis Cluster has only database 0.
 	DB int
 
 	// Username and Password authenticate to the data nodes (the URL's
@@ -134,6 +145,10 @@ func (c Config) scheme() string {
 		return "rediss+sentinel"
 	case c.kind() == Sentinel:
 		return "redis+sentinel"
+	case c.kind() == Cluster && c.TLS:
+		return "rediss+cluster"
+	case c.kind() == Cluster:
+		return "redis+cluster"
 	case c.TLS:
 		return "rediss"
 	}
@@ -143,6 +158,13 @@ func (c Config) scheme() string {
 // URL formats the Config as a URL, with its passwords. Parse(c.URL())
 // returns a Config equal to c for every c that Parse returned. Keep it out
 // of logs; use Redacted.
+//
+// A Cluster is always written redis+cluster:// (rediss+cluster://), even
+// when it was parsed from go-redis's redis://host1?addr=host2 form: in that
+// form a cluster of one seed would read back as a single server, and the
+// seeds would be split between the host and the query; the host list
+// holds any number of seeds, in order, the way a sentinel URL lists its
+// sentinels.
 func (c Config) URL() string { return c.format(false) }
 
 // Redacted is URL with every password replaced by "xxxxx": safe to log and
@@ -185,15 +207,15 @@ func (c Config) format(redact bool) string {
 			q.add("db", strconv.Itoa(c.DB))
 		}
 	case Sentinel:
-		for i, s := range c.Sentinels {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(formatAddr(s))
-		}
+		writeAddrs(&b, c.Sentinels)
 		b.WriteString("/")
 		b.WriteString(escape(c.MasterName, false))
 		if c.DB != 0 {
+			b.WriteString("/" + strconv.Itoa(c.DB))
+		}
+	case Cluster:
+		writeAddrs(&b, c.Addrs)
+		if c.DB != 0 { // Parse refuses it, and says why
 			b.WriteString("/" + strconv.Itoa(c.DB))
 		}
 	default:
@@ -270,6 +292,16 @@ func isUnreserved(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
+// writeAddrs writes a comma-separated host list.
+func writeAddrs(b *strings.Builder, addrs []string) {
+	for i, a := range addrs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(formatAddr(a))
+	}
+}
+
 // formatAddr writes an address for a URL: an IPv6 zone's '%' as %25.
 func formatAddr(addr string) string {
 	return strings.ReplaceAll(addr, "%", "%25")
@@ -332,7 +364,8 @@ func (c *Config) TLSConfig() (*tls.Config, error) {
 // notifications on connect. So guard.New(redis.NewClient(o)) accepts the
 // client. A sentinel URL names a master to discover rather than a server,
 // so Options returns an error for it: the Sentinel client reads the Config
-// itself.
+// itself. So does a cluster URL: use ClusterOptions, or give the Config's
+// URL to cluster.NewClientFromURL.
 func (c *Config) Options() (*redis.Options, error) {
 	o := redisopt.Inner(&redis.Options{
 		Username:     c.Username,
@@ -357,8 +390,76 @@ func (c *Config) Options() (*redis.Options, error) {
 	case Sentinel:
 		return nil, &Error{Field: "scheme", Value: c.scheme(), Reason: "Options needs a single server",
 			Hint: "a sentinel URL names a master to discover: give the Config to the Sentinel client"}
+	case Cluster:
+		return nil, &Error{Field: "scheme", Value: c.scheme(), Reason: "Options needs a single server",
+			Hint: "a cluster URL names seed nodes: use ClusterOptions for go-redis's ClusterClient, or cluster.NewClientFromURL"}
 	default:
 		return nil, &Error{Field: "Kind", Value: string(c.Kind), Reason: ReasonUnknown}
+	}
+	tlsConfig, err := c.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	o.TLSConfig = tlsConfig
+	return o, nil
+}
+
+// ClusterOptions returns go-redis options for a cluster URL
+// (redis+cluster://, rediss+cluster:// or go-redis's
+// redis://host1?addr=host2 form), for go-redis's own ClusterClient: the
+// seeds, credentials, client name, timeouts and TLS (TLSConfig, so caFile
+// and the rest apply), under rediskit's client policy as in Options: no
+// command re-sent by go-redis (MaxRetries -1), one dial attempt
+// (DialerRetries 1), context deadlines honoured on the socket, no CLIENT
+// SETINFO or maintenance notifications.
+//
+// MaxRedirects is -1 too: go-redis's ClusterClient counts redirects and
+// retries in the one MaxRedirects, and re-sends a command after a network
+// error within it (a write that may already have run). With -1 a MOVED or
+// ASK is returned to the caller, and the MOVED makes the client reload the
+// slot map, so the caller's next attempt goes to the right node. Set
+// MaxRedirects yourself to have go-redis follow redirects, knowing that it
+// then re-sends on network errors too; cluster.Client follows redirects
+// without re-sending what may have run.
+//
+// readFrom maps to go-redis's routing: master to neither ReadOnly nor
+// RouteByLatency, replicaPreferred to ReadOnly (go-redis falls back to the
+// master when a shard has no usable replica), nearest to RouteByLatency.
+// replica is refused: go-redis always falls back to the master, and cannot
+// fail a read when no replica is healthy. A URL that is not a cluster URL
+// gets an *Error.
+func (c *Config) ClusterOptions() (*redis.ClusterOptions, error) {
+	if c.kind() != Cluster {
+		return nil, &Error{Field: "scheme", Value: c.scheme(), Reason: "ClusterOptions needs a cluster URL",
+			Hint: "redis+cluster://host1,host2, or redis://host1?addr=host2; use Options for a single server"}
+	}
+	if len(c.Addrs) == 0 {
+		return nil, &Error{Field: "address", Reason: ReasonMissing}
+	}
+	if c.DB != 0 {
+		return nil, &Error{Field: "db", Value: strconv.Itoa(c.DB), Reason: "Redis Cluster has only database 0"}
+	}
+	o := redisopt.InnerCluster(&redis.ClusterOptions{
+		Addrs:        append([]string(nil), c.Addrs...),
+		Username:     c.Username,
+		Password:     c.Password,
+		ClientName:   c.ClientName,
+		DialTimeout:  c.DialTimeout,
+		ReadTimeout:  c.ReadTimeout,
+		WriteTimeout: c.WriteTimeout,
+		MaxRedirects: -1,
+	})
+	switch c.ReadFrom {
+	case "", Master:
+	case ReplicaPreferred:
+		o.ReadOnly = true
+	case Nearest:
+		o.RouteByLatency = true
+	case Replica:
+		return nil, &Error{Field: "readFrom", Value: string(Replica), Reason: "go-redis's ClusterClient cannot read from replicas only",
+			Hint: "it falls back to the master when a shard has no usable replica: write readFrom=replicaPreferred to accept that"}
+	default:
+		return nil, &Error{Field: "readFrom", Value: string(c.ReadFrom), Reason: ReasonUnknown}
 	}
 	tlsConfig, err := c.TLSConfig()
 	if err != nil {

@@ -14,6 +14,20 @@
 //	unix://[user:password@]/path/to/redis.sock[?db=N&params]
 //	redis+sentinel://[user:password@]host1[:port],host2[:port],…/masterName[/db][?params]
 //	rediss+sentinel://…                                            TLS to the sentinels and every data node
+//	redis+cluster://[user:password@]host1[:port],host2[:port],…[?params]   a Redis Cluster's seed nodes, port 6379
+//	rediss+cluster://…                                             TLS to every cluster node
+//	redis://[user:password@]host[:port]?addr=host2:port[&addr=…][&params]  go-redis's cluster form (rediss:// for TLS)
+//
+// A redis:// or rediss:// URL with one addr parameter or more is a
+// cluster URL in go-redis's form (what redis.ParseClusterURL reads): the
+// host and then every addr, in order, are the seeds (Config.Addrs); without
+// addr it is a single server, as always. Both forms give the same Config,
+// which URL and String write as redis+cluster:// (rediss+cluster://): in
+// go-redis's form a cluster of one seed would read back as a single
+// server, and the host list holds every seed in one place, the way a
+// sentinel URL lists its sentinels. Seeds, like sentinels, may not repeat;
+// any node of the cluster will do as one. Redis Cluster has only database
+// 0: a cluster URL takes no path but /0, and db only as 0.
 //
 // Sentinels without a port use 26379. IPv6 addresses go in brackets
 // ([::1]:26379; a zone is written %25, as in [fe80::1%25eth0]). The scheme
@@ -33,19 +47,23 @@
 //
 // Names are case-sensitive; an unknown name is an error (with a "did you
 // mean" hint for typos and go-redis's snake_case names), and so is a
-// parameter given twice or without a value.
+// parameter given twice (but addr) or without a value, and a parameter on
+// a kind of URL it does not apply to (the error says which it applies to).
+// The kinds: S standalone (redis://, rediss://), U unix://, SE sentinel,
+// C cluster (both forms).
 //
-//	sentinelUser, sentinelPassword  the sentinels' own credentials, separate from the data nodes' (sentinel URLs only)
-//	readFrom                        master (default), replica, replicaPreferred or nearest (sentinel URLs only)
-//	preferReplica=true              the same as readFrom=replicaPreferred; false leaves master (not with readFrom)
+//	sentinelUser, sentinelPassword  SE     the sentinels' own credentials, separate from the data nodes'
+//	readFrom                        SE C   master (default), replica, replicaPreferred or nearest; in a cluster, per shard
+//	preferReplica=true              SE     the same as readFrom=replicaPreferred; false leaves master (not with readFrom)
 //	dialTimeout, readTimeout,
-//	writeTimeout                    positive Go durations: 500ms, 2s, 1m30s; unset means go-redis's default
-//	clientName                      CLIENT SETNAME on every connection (printable ASCII without spaces, as Redis requires)
-//	caFile                          PEM certificates to trust instead of the system's (TLS only)
-//	certFile, keyFile               a client certificate and its key, together (TLS only)
-//	serverName                      the name to verify the server's certificate against (TLS only)
-//	insecureSkipVerify              true turns verification off; it is only ever set by an explicit true (TLS only)
-//	db                              the database, instead of the path
+//	writeTimeout                    all    positive Go durations: 500ms, 2s, 1m30s; unset means go-redis's default
+//	clientName                      all    CLIENT SETNAME on every connection (printable ASCII without spaces, as Redis requires)
+//	caFile                          TLS    PEM certificates to trust instead of the system's (rediss://, rediss+sentinel://, rediss+cluster://)
+//	certFile, keyFile               TLS    a client certificate and its key, together
+//	serverName                      TLS    the name to verify the server's certificate against
+//	insecureSkipVerify              TLS    true turns verification off; it is only ever set by an explicit true
+//	db                              all    the database, instead of the path (only 0 on a cluster URL)
+//	addr                            S      another cluster seed, host[:port] (go-redis's cluster form); repeat for more
 //
 // There is no password or username parameter: the data nodes' credentials
 // go in the userinfo, so each secret has exactly one place. Booleans are
@@ -93,7 +111,10 @@
 // with rediskit's retry policy: MaxRetries -1 (no command is retried) and
 // DialerRetries 1 (one dial attempt; go-redis's 0 means five). A sentinel
 // URL names a master to discover rather than a server: give the Config to
-// the Sentinel client. TLSConfig builds the TLS configuration (TLS 1.2 or
+// the Sentinel client. A cluster URL names seed nodes: ClusterOptions
+// returns options for go-redis's ClusterClient under the same policy (and
+// MaxRedirects -1: see its documentation), and cluster.NewClientFromURL
+// returns rediskit's cluster client. TLSConfig builds the TLS configuration (TLS 1.2 or
 // newer; it reads the files at each call, so rotated certificates are
 // picked up by new clients).
 package redisurl

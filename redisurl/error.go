@@ -14,10 +14,11 @@ import (
 // It never holds a password: Value is only set from parts of the URL that
 // cannot contain one (see the package documentation, "Secrets").
 type Error struct {
-	// Field is the part of the URL at fault: "scheme", "address",
-	// "sentinel address", "socket path", "master name", "db", "path",
-	// "userinfo", "URL", "parameter" (an unknown one), or a parameter's
-	// name ("readFrom", "dialTimeout", "caFile", …).
+	// Field is the part of the URL at fault: "scheme", "address" (a
+	// server's, or a cluster seed's in the host list), "sentinel address",
+	// "socket path", "master name", "db", "path", "userinfo", "URL",
+	// "parameter" (an unknown one), or a parameter's name ("readFrom",
+	// "dialTimeout", "caFile", "addr", …).
 	Field string
 	// Value is the offending text as written in the URL, or empty when it
 	// is missing or could hold a secret.

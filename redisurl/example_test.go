@@ -68,3 +68,35 @@ func ExampleConfig_URL() {
 	// redis://app:xxxxx@10.0.0.5:6379/3
 	// p@ss/word
 }
+
+// A cluster URL lists seed nodes; go-redis's form (addr parameters) reads
+// the same and is written in rediskit's.
+func ExampleParse_cluster() {
+	for _, u := range []string{
+		"redis+cluster://app:s3cret@10.0.0.1:7000,10.0.0.2:7001,10.0.0.3?readFrom=replicaPreferred",
+		"redis://app:s3cret@10.0.0.1:7000?addr=10.0.0.2:7001&addr=10.0.0.3:6379&readFrom=replicaPreferred",
+		"redis+cluster://10.0.0.1/2",
+	} {
+		c, err := redisurl.Parse(u)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(c.Kind, c.Addrs, c.ReadFrom)
+		fmt.Println(c)
+	}
+	c, _ := redisurl.Parse("rediss+cluster://:s3cret@10.0.0.1,10.0.0.2?dialTimeout=1s")
+	o, err := c.ClusterOptions() // for go-redis's ClusterClient
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(o.Addrs, o.DialTimeout, o.MaxRetries, o.MaxRedirects, o.TLSConfig != nil)
+	// Output:
+	// cluster [10.0.0.1:7000 10.0.0.2:7001 10.0.0.3:6379] replicaPreferred
+	// redis+cluster://app:xxxxx@10.0.0.1:7000,10.0.0.2:7001,10.0.0.3:6379?readFrom=replicaPreferred
+	// cluster [10.0.0.1:7000 10.0.0.2:7001 10.0.0.3:6379] replicaPreferred
+	// redis+cluster://app:xxxxx@10.0.0.1:7000,10.0.0.2:7001,10.0.0.3:6379?readFrom=replicaPreferred
+	// redisurl: db "2": Redis Cluster has only database 0 (remove the database from the URL)
+	// [10.0.0.1:6379 10.0.0.2:6379] 1s -1 -1 true
+}

@@ -32,6 +32,11 @@ func FuzzParse(f *testing.F) {
 		{"redis+sentinal://app:{pw}@h/m", "s3cret"},
 		{"redis://h?password={pw}&x=1", "s3cret"},
 		{"redis://:{pw}@h/x", "s3cret"},
+		{"redis+cluster://app:{pw}@10.0.0.1:7000,10.0.0.2,[fe80::1%25eth0]:7002?readFrom=replica&dialTimeout=1s&clientName=api", "s3cret"},
+		{"rediss+cluster://:{pw}@h1,h2/0?caFile=/ca.pem&certFile=/c.pem&keyFile=/k.pem&serverName=x&insecureSkipVerify=true&readFrom=nearest", "p@ss/w:rd%#?&"},
+		{"redis://user:{pw}@h1:7000?addr=h2:7001&addr=%5B::1%5D:7002&readFrom=replicaPreferred", "s3cret"},
+		{"rediss://h1?addr=h2&addr=h1:6379&caFile=/ca.pem", ""},
+		{"redis+cluster://:{pw}@h1,h2/3", "s3cret"},
 	} {
 		f.Add(seed.raw, seed.secret)
 	}

@@ -297,3 +297,122 @@ func TestSentinelURLAgainstSentinels(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterOptions checks what ClusterOptions builds from a URL, the
+// readFrom mapping, and the Configs it refuses, without a server.
+func TestClusterOptions(t *testing.T) {
+	c, err := Parse("redis+cluster://app:pw@h1,h2:7001?clientName=api&dialTimeout=1s&readTimeout=2s&writeTimeout=3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.ClusterOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(o.Addrs, []string{"h1:6379", "h2:7001"}) || o.Username != "app" || o.Password != "pw" || o.ClientName != "api" ||
+		o.DialTimeout != time.Second || o.ReadTimeout != 2*time.Second || o.WriteTimeout != 3*time.Second || o.TLSConfig != nil {
+		t.Errorf("ClusterOptions() = %+v", o)
+	}
+	// rediskit's policy, as Inner sets it on redis.Options, and no
+	// redirect loop (in which go-redis also re-sends after network errors).
+	want := redisopt.Inner(&redis.Options{})
+	if o.MaxRetries != want.MaxRetries || o.DialerRetries != want.DialerRetries || !o.ContextTimeoutEnabled || !o.DisableIdentity ||
+		o.MaintNotificationsConfig == nil || o.MaintNotificationsConfig.Mode != want.MaintNotificationsConfig.Mode || o.MaxRedirects != -1 {
+		t.Errorf("ClusterOptions() = %+v: want rediskit's client policy and MaxRedirects -1", o)
+	}
+	c.Addrs[0] = "changed:1"
+	if o.Addrs[0] != "h1:6379" {
+		t.Error("ClusterOptions shares the Config's Addrs")
+	}
+
+	for _, tt := range []struct {
+		readFrom           string
+		readOnly, byLatncy bool
+	}{{"master", false, false}, {"replicaPreferred", true, false}, {"nearest", false, true}} {
+		c, err := Parse("redis+cluster://h?readFrom=" + tt.readFrom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.ClusterOptions()
+		if err != nil || o.ReadOnly != tt.readOnly || o.RouteByLatency != tt.byLatncy {
+			t.Errorf("readFrom=%s: ReadOnly %v RouteByLatency %v, %v; want %v %v", tt.readFrom, o.ReadOnly, o.RouteByLatency, err, tt.readOnly, tt.byLatncy)
+		}
+	}
+
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name  string
+		c     Config
+		field string
+	}{
+		{"readFrom=replica", Config{Kind: Cluster, Addrs: []string{"h:1"}, ReadFrom: Replica}, "readFrom"},
+		{"a standalone URL", Config{Kind: Standalone, Addr: "h:1"}, "scheme"},
+		{"a sentinel URL", Config{Kind: Sentinel, Sentinels: []string{"h:1"}, MasterName: "m"}, "scheme"},
+		{"no seeds", Config{Kind: Cluster}, "address"},
+		{"a database", Config{Kind: Cluster, Addrs: []string{"h:1"}, DB: 2}, "db"},
+		{"an unreadable CA file", Config{Kind: Cluster, Addrs: []string{"h:1"}, TLS: true, CAFile: filepath.Join(dir, "nope.pem")}, "caFile"},
+	} {
+		var e *Error
+		if _, err := tt.c.ClusterOptions(); !errors.As(err, &e) || e.Field != tt.field {
+			t.Errorf("%s: ClusterOptions: %v, want an *Error on %s", tt.name, err, tt.field)
+		}
+	}
+	var e *Error
+	if _, err := (&Config{Kind: Cluster, Addrs: []string{"h:1"}}).Options(); !errors.As(err, &e) || !strings.Contains(err.Error(), "ClusterOptions") {
+		t.Errorf("Options on a cluster Config: %v, want an *Error pointing to ClusterOptions", err)
+	}
+}
+
+// TestClusterURLAgainstCluster parses the URL the lab gives for a TLS
+// cluster (go-redis's form, with caFile) and its redis+cluster:// form,
+// and talks to the cluster through go-redis's ClusterClient built from
+// ClusterOptions: the seeds, the password and the CA file all work.
+func TestClusterURLAgainstCluster(t *testing.T) {
+	ctx := testContext(t)
+	cfg := lab.Cluster(2, 0)
+	cfg.TLS, cfg.Password = true, "cluster-pw"
+	l := lab.New(t, cfg)
+	c, err := Parse(l.URL())
+	if err != nil {
+		t.Fatalf("Parse(lab URL %s): %v", l.Redacted(), err)
+	}
+	want := Config{Kind: Cluster, TLS: true, Addrs: l.ClusterAddrs(), Password: "cluster-pw", CAFile: l.TLS().CAFile, ReadFrom: Master}
+	if !reflect.DeepEqual(*c, want) {
+		t.Fatalf("Parse(lab URL) = %#v\nwant %#v", fields(*c), fields(want))
+	}
+	again, err := Parse(c.URL())
+	if err != nil || !reflect.DeepEqual(again, c) || !strings.HasPrefix(c.URL(), "rediss+cluster://") {
+		t.Fatalf("Parse(%s) = %v, %v", c.Redacted(), again, err)
+	}
+	for _, u := range []string{l.URL(), c.URL()} {
+		c, _ := Parse(u)
+		o, err := c.ClusterOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.MaxRedirects = 3 // the keys go to both shards from the first seed
+		rdb := redis.NewClusterClient(o)
+		for i := range 20 {
+			key := "k" + string(rune('a'+i))
+			if err := rdb.Set(ctx, key, i, 0).Err(); err != nil {
+				t.Errorf("%s: SET %s: %v", c, key, err)
+			}
+		}
+		// go-redis's ClusterClient sums DBSIZE over the masters.
+		if n, err := rdb.DBSize(ctx).Result(); err != nil || n != 20 {
+			t.Errorf("%s: DBSIZE over the masters = %d, %v; want the 20 keys", c, n, err)
+		}
+		_ = rdb.Close()
+	}
+	// Without the CA file the servers' certificates are not trusted.
+	c.CAFile = ""
+	o, err := c.ClusterOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClusterClient(o)
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err == nil {
+		t.Error("PING without the lab's CA file succeeded")
+	}
+}

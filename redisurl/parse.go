@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-const schemeHint = "want redis://, rediss://, unix://, redis+sentinel:// or rediss+sentinel://"
+const schemeHint = "want redis://, rediss://, unix://, redis+sentinel://, rediss+sentinel://, redis+cluster:// or rediss+cluster://"
 
 // paramNames are the query parameters Parse knows.
 func paramNames() []string {
 	return []string{
 		"sentinelUser", "sentinelPassword", "readFrom", "preferReplica",
 		"dialTimeout", "readTimeout", "writeTimeout", "clientName",
-		"caFile", "certFile", "keyFile", "serverName", "insecureSkipVerify", "db",
+		"caFile", "certFile", "keyFile", "serverName", "insecureSkipVerify", "db", "addr",
 	}
 }
 
@@ -28,6 +28,10 @@ func isParam(name string) bool { return slices.Contains(paramNames(), name) }
 //	unix://[user:password@]/path/to/redis.sock[?db=N&params]
 //	redis+sentinel://[user:password@]host1[:port],host2[:port]/masterName[/db][?params]
 //	rediss+sentinel://…                                 (TLS to sentinels and data nodes)
+//	redis+cluster://[user:password@]host1[:port],host2[:port][?params]
+//	rediss+cluster://…                                  (TLS to every cluster node)
+//	redis://[user:password@]host[:port]?addr=host2:port[&addr=…][&params]
+//	                                                    (go-redis's cluster form: a Cluster)
 //
 // Leading and trailing white space is ignored. The package documentation
 // lists the parameters and the rules; every error is an *Error and never
@@ -51,6 +55,8 @@ type parser struct {
 	secrets []span
 	seen    map[string]span // parameters given, by name, with their value's span
 	dbSet   bool
+	db      span   // where the database number was written, when dbSet
+	addrs   []span // the values of the addr parameters (go-redis's cluster form), in order
 }
 
 func (p *parser) text(s span) string { return p.raw[s.start:s.end] }
@@ -121,9 +127,13 @@ func (p *parser) parse() (*Config, error) {
 		c.Kind = Sentinel
 	case "rediss+sentinel":
 		c.Kind, c.TLS = Sentinel, true
+	case "redis+cluster":
+		c.Kind = Cluster
+	case "rediss+cluster":
+		c.Kind, c.TLS = Cluster, true
 	default:
 		hint := schemeHint
-		if m := closest(raw[:sep], "redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel"); m != "" {
+		if m := closest(raw[:sep], "redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster"); m != "" {
 			hint = "did you mean " + m + "://?"
 		}
 		return nil, p.fail("scheme", span{0, sep}, ReasonUnknown, hint)
@@ -158,12 +168,19 @@ func (p *parser) parse() (*Config, error) {
 		err = p.unix(c, hosts, path)
 	case Sentinel:
 		err = p.sentinel(c, hosts, path)
+	case Cluster:
+		err = p.cluster(c, hosts, path)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if queryAt < len(raw) {
 		if err := p.query(c, span{queryAt + 1, len(raw)}); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.addrs) > 0 {
+		if err := p.goRedisCluster(c); err != nil {
 			return nil, err
 		}
 	}
@@ -208,9 +225,9 @@ func (p *parser) standalone(c *Config, hosts, path span) error {
 		return p.fail("address", hosts, ReasonMissing, "redis://host:port")
 	}
 	if strings.IndexByte(p.text(hosts), ',') >= 0 {
-		return p.fail("address", hosts, "several addresses", "only redis+sentinel:// and rediss+sentinel:// list several servers")
+		return p.fail("address", hosts, "several addresses", "only redis+sentinel:// and redis+cluster:// (and their rediss+ forms) list several servers")
 	}
-	addr, err := p.hostPort("address", hosts, "6379")
+	addr, err := p.hostPort("address", hosts, p.text(hosts), "6379")
 	if err != nil {
 		return err
 	}
@@ -238,46 +255,11 @@ func (p *parser) unix(c *Config, hosts, path span) error {
 }
 
 func (p *parser) sentinel(c *Config, hosts, path span) error {
-	if hosts.start == hosts.end {
-		return p.fail("sentinel address", hosts, ReasonMissing, "redis+sentinel://host1:26379,host2:26379/mymaster")
+	sentinels, err := p.hostList("sentinel address", hosts, "26379", "redis+sentinel://host1:26379,host2:26379/mymaster")
+	if err != nil {
+		return err
 	}
-	pos := hosts.start
-	list := p.text(hosts)
-	n := strings.Count(list, ",") + 1
-	// A set of the addresses so far finds a repeated one in constant time:
-	// comparing each address with every earlier one made Parse quadratic in
-	// the number of sentinels (16,000 took 0.3 s to over a second). Short
-	// lists, the usual case, are still compared directly, without building
-	// the set.
-	var seen map[string]struct{}
-	if n > smallSentinelList {
-		seen = make(map[string]struct{}, n)
-	}
-	c.Sentinels = make([]string, 0, n)
-	for rest, more := list, true; more; {
-		var piece string
-		piece, rest, more = strings.Cut(rest, ",")
-		s := span{pos, pos + len(piece)}
-		pos = s.end + 1
-		if piece == "" {
-			return p.fail("sentinel address", hosts, "empty address in the list", "")
-		}
-		addr, err := p.hostPort("sentinel address", s, "26379")
-		if err != nil {
-			return err
-		}
-		dup := false
-		if seen != nil {
-			_, dup = seen[addr]
-			seen[addr] = struct{}{}
-		} else {
-			dup = slices.Contains(c.Sentinels, addr)
-		}
-		if dup {
-			return p.fail("sentinel address", s, "listed twice", "")
-		}
-		c.Sentinels = append(c.Sentinels, addr)
-	}
+	c.Sentinels = sentinels
 	segs, err := p.segments(path, 2, "want /masterName or /masterName/db")
 	if err != nil {
 		return err
@@ -296,10 +278,124 @@ func (p *parser) sentinel(c *Config, hosts, path span) error {
 	return nil
 }
 
-// smallSentinelList is the longest sentinel list whose addresses are
-// checked for repeats by comparing each with the earlier ones (at most 28
-// comparisons) rather than through a map, which would cost an allocation
-// for the three or five sentinels of a usual URL.
+// cluster reads a redis+cluster:// URL's seed nodes and its optional
+// database, which can only be 0 (check refuses another).
+func (p *parser) cluster(c *Config, hosts, path span) error {
+	addrs, err := p.hostList("address", hosts, "6379", "redis+cluster://host1:6379,host2:6379")
+	if err != nil {
+		return err
+	}
+	c.Addrs = addrs
+	segs, err := p.segments(path, 1, "a cluster URL has no path but an optional /0: Redis Cluster has only database 0")
+	if err != nil || len(segs) == 0 {
+		return err
+	}
+	return p.setDB(c, segs[0])
+}
+
+// goRedisCluster turns a redis:// or rediss:// URL with addr parameters
+// (go-redis's cluster form) into a Cluster whose seeds are the host, then
+// every addr in order.
+func (p *parser) goRedisCluster(c *Config) error {
+	if c.Kind != Standalone {
+		hint := "the seeds of a redis+cluster:// URL all go in its host list: redis+cluster://host1,host2"
+		switch c.Kind {
+		case Sentinel:
+			hint = "the sentinels go in the host list; go-redis's failover URL (master_name, addr) is read with ParseFailoverURL"
+		case Unix:
+			hint = "a unix:// URL names one server; a cluster URL is redis+cluster://host1,host2"
+		}
+		return &Error{Field: "addr", Reason: "only in go-redis's cluster URL form, redis://host1?addr=host2", Hint: hint}
+	}
+	var seeds addrSet
+	seeds.init(1 + len(p.addrs))
+	seeds.add(c.Addr)
+	for _, vs := range p.addrs {
+		v, ok := unescape(p.text(vs))
+		if !ok {
+			return p.fail("addr", vs, "invalid percent-encoding", "write '%' as %25")
+		}
+		// hostPort reads an IPv6 zone written %25, as in the host list:
+		// the decoded value has a bare '%' there.
+		addr, err := p.hostPort("addr", vs, strings.ReplaceAll(v, "%", "%25"), "6379")
+		if err != nil {
+			return err
+		}
+		if !seeds.add(addr) {
+			return p.fail("addr", vs, "listed twice", "")
+		}
+	}
+	c.Kind, c.Addr, c.Addrs = Cluster, "", seeds.addrs
+	return nil
+}
+
+// hostList reads a comma-separated list of host[:port] addresses, with
+// defaultPort where none is given, refusing an empty list (with
+// missingHint), empty entries and repeated ones.
+func (p *parser) hostList(field string, hosts span, defaultPort, missingHint string) ([]string, error) {
+	if hosts.start == hosts.end {
+		return nil, p.fail(field, hosts, ReasonMissing, missingHint)
+	}
+	pos := hosts.start
+	list := p.text(hosts)
+	var set addrSet
+	set.init(strings.Count(list, ",") + 1)
+	for rest, more := list, true; more; {
+		var piece string
+		piece, rest, more = strings.Cut(rest, ",")
+		s := span{pos, pos + len(piece)}
+		pos = s.end + 1
+		if piece == "" {
+			return nil, p.fail(field, hosts, "empty address in the list", "")
+		}
+		addr, err := p.hostPort(field, s, piece, defaultPort)
+		if err != nil {
+			return nil, err
+		}
+		if !set.add(addr) {
+			return nil, p.fail(field, s, "listed twice", "")
+		}
+	}
+	return set.addrs, nil
+}
+
+// addrSet is a list of addresses in order that refuses repeats. A set of
+// the addresses so far finds a repeated one in constant time: comparing
+// each address with every earlier one made Parse quadratic in the number
+// of sentinels (16,000 took 0.3 s to over a second). Short lists, the
+// usual case, are still compared directly, without building the set.
+type addrSet struct {
+	addrs []string
+	seen  map[string]struct{}
+}
+
+// init sizes the set for n addresses.
+func (s *addrSet) init(n int) {
+	s.addrs = make([]string, 0, n)
+	if n > smallSentinelList {
+		s.seen = make(map[string]struct{}, n)
+	}
+}
+
+// add appends addr, or reports false if it is already there.
+func (s *addrSet) add(addr string) bool {
+	if s.seen != nil {
+		if _, dup := s.seen[addr]; dup {
+			return false
+		}
+		s.seen[addr] = struct{}{}
+	} else if slices.Contains(s.addrs, addr) {
+		return false
+	}
+	s.addrs = append(s.addrs, addr)
+	return true
+}
+
+// smallSentinelList is the longest address list (sentinels or cluster
+// seeds) whose addresses are checked for repeats by comparing each with
+// the earlier ones (at most 28 comparisons) rather than through a map,
+// which would cost an allocation for the three or five addresses of a
+// usual URL.
 const smallSentinelList = 8
 
 // segments splits a path ("/a/b") into at most max segments; one trailing
@@ -329,7 +425,7 @@ func (p *parser) setDB(c *Config, s span) error {
 	if p.dbSet {
 		return p.fail("db", s, "given twice", "in the path and as ?db=")
 	}
-	p.dbSet = true
+	p.dbSet, p.db = true, s
 	t := p.text(s)
 	n, err := strconv.ParseUint(t, 10, 31)
 	if err != nil || t == "" || t[0] == '+' {
@@ -339,9 +435,10 @@ func (p *parser) setDB(c *Config, s span) error {
 	return nil
 }
 
-// hostPort reads "host[:port]" or "[ipv6][:port]" and returns host:port.
-func (p *parser) hostPort(field string, s span, defaultPort string) (string, error) {
-	text := p.text(s)
+// hostPort reads text, "host[:port]" or "[ipv6][:port]" written at s in
+// the URL (text is p.text(s), or its decoded value for a parameter), and
+// returns host:port.
+func (p *parser) hostPort(field string, s span, text, defaultPort string) (string, error) {
 	var host, port string
 	portGiven := false
 	if strings.HasPrefix(text, "[") {
@@ -417,7 +514,7 @@ func (p *parser) query(c *Config, s span) error {
 		if !isParam(name) {
 			return p.fail("parameter", ns, ReasonUnknown, paramHint(name))
 		}
-		if _, dup := p.seen[name]; dup {
+		if _, dup := p.seen[name]; dup && name != "addr" {
 			return p.fail(name, vs, "given twice", "")
 		}
 		if !hasValue || vs.start == vs.end {
@@ -437,8 +534,12 @@ func (p *parser) query(c *Config, s span) error {
 }
 
 func (p *parser) param(c *Config, name string, vs span) error {
-	if name == "db" {
+	switch name {
+	case "db":
 		return p.setDB(c, vs)
+	case "addr": // read once the URL's kind is known (goRedisCluster)
+		p.addrs = append(p.addrs, vs)
+		return nil
 	}
 	v, ok := unescape(p.text(vs))
 	if !ok {
@@ -526,13 +627,24 @@ func (p *parser) boolean(name string, vs span, v string) (bool, error) {
 func (p *parser) check(c *Config) error {
 	for _, name := range []string{"caFile", "certFile", "keyFile", "serverName", "insecureSkipVerify"} {
 		if _, ok := p.seen[name]; ok && !c.TLS {
-			return &Error{Field: name, Reason: "needs TLS", Hint: "use rediss:// or rediss+sentinel://"}
+			return &Error{Field: name, Reason: "needs TLS", Hint: "use rediss://, rediss+sentinel:// or rediss+cluster://"}
 		}
 	}
-	for _, name := range []string{"sentinelUser", "sentinelPassword", "readFrom", "preferReplica"} {
+	for _, name := range []string{"sentinelUser", "sentinelPassword", "preferReplica"} {
 		if _, ok := p.seen[name]; ok && c.Kind != Sentinel {
-			return &Error{Field: name, Reason: "only for sentinel URLs", Hint: "use redis+sentinel:// or rediss+sentinel://"}
+			hint := "use redis+sentinel:// or rediss+sentinel://"
+			if name == "preferReplica" && c.Kind == Cluster {
+				hint = "on a cluster URL write readFrom=replicaPreferred"
+			}
+			return &Error{Field: name, Reason: "only for sentinel URLs", Hint: hint}
 		}
+	}
+	if _, ok := p.seen["readFrom"]; ok && c.Kind != Sentinel && c.Kind != Cluster {
+		return &Error{Field: "readFrom", Reason: "only for sentinel and cluster URLs",
+			Hint: "use redis+sentinel:// or redis+cluster:// (or their rediss+ forms); a single server has no replicas to read from"}
+	}
+	if c.Kind == Cluster && c.DB != 0 {
+		return p.fail("db", p.db, "Redis Cluster has only database 0", "remove the database from the URL")
 	}
 	switch {
 	case c.CertFile != "" && c.KeyFile == "":
@@ -553,8 +665,8 @@ func paramHint(name string) string {
 		return "put the data nodes' credentials in the URL: redis://user:password@host"
 	case "sentinelusername":
 		return "did you mean sentinelUser?"
-	case "mastername", "addr":
-		return "master_name and addr are go-redis's failover URL (read it with ParseFailoverURL); the sentinel URL is redis+sentinel://host1,host2/mymaster"
+	case "mastername":
+		return "master_name is go-redis's failover URL (read it with ParseFailoverURL); the sentinel URL is redis+sentinel://host1,host2/mymaster"
 	}
 	for _, k := range paramNames() {
 		if strings.EqualFold(k, norm) {

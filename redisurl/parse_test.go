@@ -71,6 +71,28 @@ func TestParse(t *testing.T) {
 		{"redis+sentinel://h/m?preferReplica=true", Config{Kind: Sentinel, Sentinels: []string{"h:26379"}, MasterName: "m", ReadFrom: ReplicaPreferred}},
 		{"redis+sentinel://h/m?preferReplica=false", Config{Kind: Sentinel, Sentinels: []string{"h:26379"}, MasterName: "m", ReadFrom: Master}},
 		{"redis+sentinel://h/m?db=7", Config{Kind: Sentinel, Sentinels: []string{"h:26379"}, MasterName: "m", DB: 7, ReadFrom: Master}},
+
+		// Cluster, rediskit's form.
+		{"redis+cluster://10.0.0.1", Config{Kind: Cluster, Addrs: []string{"10.0.0.1:6379"}, ReadFrom: Master}},
+		{"REDIS+CLUSTER://app:s3cret@10.0.0.1:7000,10.0.0.2,[::1]:7002,[fe80::1%25eth0]/", Config{
+			Kind: Cluster, Addrs: []string{"10.0.0.1:7000", "10.0.0.2:6379", "[::1]:7002", "[fe80::1%eth0]:6379"},
+			Username: "app", Password: "s3cret", ReadFrom: Master}},
+		{"redis+cluster://h/0", Config{Kind: Cluster, Addrs: []string{"h:6379"}, ReadFrom: Master}},
+		{"redis+cluster://h?db=0", Config{Kind: Cluster, Addrs: []string{"h:6379"}, ReadFrom: Master}},
+		{"redis+cluster://h1,h2?readFrom=replica&dialTimeout=1s&readTimeout=2s&writeTimeout=3s&clientName=api", Config{
+			Kind: Cluster, Addrs: []string{"h1:6379", "h2:6379"}, ReadFrom: Replica,
+			DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 3 * time.Second, ClientName: "api"}},
+		{"rediss+cluster://:pw@h1,h2:7001?caFile=/ca.pem&certFile=/c.pem&keyFile=/k.pem&serverName=redis.internal&insecureSkipVerify=true&readFrom=nearest", Config{
+			Kind: Cluster, TLS: true, Addrs: []string{"h1:6379", "h2:7001"}, Password: "pw", ReadFrom: Nearest,
+			CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem", ServerName: "redis.internal", InsecureSkipVerify: true}},
+
+		// Cluster, go-redis's form: one addr parameter or more.
+		{"redis://user:pass@h1:7000?addr=h2:7001&addr=h3:7002", Config{
+			Kind: Cluster, Addrs: []string{"h1:7000", "h2:7001", "h3:7002"}, Username: "user", Password: "pass", ReadFrom: Master}},
+		{"redis://h1?addr=h2&readFrom=replicaPreferred", Config{Kind: Cluster, Addrs: []string{"h1:6379", "h2:6379"}, ReadFrom: ReplicaPreferred}},
+		{"redis://h1/0?addr=127.0.0.1%3A7001&addr=%5B::1%5D:7002&addr=[fe80::1%25eth0]:7003", Config{
+			Kind: Cluster, Addrs: []string{"h1:6379", "127.0.0.1:7001", "[::1]:7002", "[fe80::1%eth0]:7003"}, ReadFrom: Master}},
+		{"rediss://h1:7000?addr=h2:7001&caFile=%2Fca.pem", Config{Kind: Cluster, TLS: true, Addrs: []string{"h1:7000", "h2:7001"}, CAFile: "/ca.pem", ReadFrom: Master}},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.url)
@@ -155,6 +177,36 @@ func TestParseErrors(t *testing.T) {
 		{"redis://h?dialTimeout", "dialTimeout", "needs a value", "", "dialTimeout: needs a value"},
 		{"redis://h?dialTimeout=", "dialTimeout", "needs a value", "", "needs a value"},
 		{"redis://h?dialTimeout=1s&dialTimeout=2s", "dialTimeout", "given twice", "2s", "given twice"},
+
+		// Cluster.
+		{"redis+clustr://h", "scheme", ReasonUnknown, "redis+clustr", "did you mean redis+cluster://?"},
+		{"redis+cluster://", "address", ReasonMissing, "", "missing address (redis+cluster://host1:6379,host2:6379)"},
+		{"redis+cluster://h1,,h2", "address", "empty address in the list", "h1,,h2", "empty address"},
+		{"redis+cluster://h1:6379,h2,h1", "address", "listed twice", "h1", `address "h1": listed twice`},
+		{"redis+cluster://h1,h2:x", "address", "invalid port", "h2:x", "invalid port"},
+		{"redis+cluster://h1,::1", "address", "IPv6 address not in brackets", "::1", "not in brackets"},
+		{"redis+cluster://h/3", "db", "Redis Cluster has only database 0", "3", `db "3": Redis Cluster has only database 0`},
+		{"redis+cluster://h?db=1", "db", "Redis Cluster has only database 0", "1", "only database 0"},
+		{"redis+cluster://h/0/1", "path", "too many segments", "/0/1", "Redis Cluster has only database 0"},
+		{"redis+cluster://h/x", "db", "not a database number", "x", "not a database number"},
+		{"redis+cluster://h/m", "db", "not a database number", "m", "not a database number"},
+		{"redis+cluster://h?addr=h2", "addr", "only in go-redis's cluster URL form, redis://host1?addr=host2", "", "all go in its host list"},
+		{"redis+cluster://h?sentinelPassword=x", "sentinelPassword", "only for sentinel URLs", "", "sentinelPassword: only for sentinel URLs"},
+		{"redis+cluster://h?preferReplica=true", "preferReplica", "only for sentinel URLs", "", "on a cluster URL write readFrom=replicaPreferred"},
+		{"redis+cluster://h?caFile=/ca.pem", "caFile", "needs TLS", "", "rediss+cluster://"},
+		{"redis+cluster://h?route_by_latency=true", "parameter", ReasonUnknown, "route_by_latency", `unknown parameter "route_by_latency"`},
+		{"redis+cluster://h?readfrom=replica", "parameter", ReasonUnknown, "readfrom", "did you mean readFrom?"},
+		{"redis://h1:7000?addr=h2:7001&addr=h1:7000", "addr", "listed twice", "h1:7000", `addr "h1:7000": listed twice`},
+		{"redis://h1?addr=h1:6379", "addr", "listed twice", "h1:6379", "listed twice"},
+		{"redis://h1?addr=h2:0", "addr", "invalid port", "h2:0", "invalid port"},
+		{"redis://h1?addr=%zz", "addr", "invalid percent-encoding", "%zz", "invalid percent-encoding"},
+		{"redis://h1?addr=", "addr", "needs a value", "", "needs a value"},
+		{"redis://h1/2?addr=h2", "db", "Redis Cluster has only database 0", "2", "only database 0"},
+		{"redis://h1?addr=h2&dial_timeout=1s", "parameter", ReasonUnknown, "dial_timeout", "did you mean dialTimeout?"},
+		{"redis://h1?addr=h2&preferReplica=true", "preferReplica", "only for sentinel URLs", "", "readFrom=replicaPreferred"},
+		{"redis+sentinel://h/m?addr=h2", "addr", "only in go-redis's cluster URL form, redis://host1?addr=host2", "", "ParseFailoverURL"},
+		{"unix:///s?addr=h2", "addr", "only in go-redis's cluster URL form, redis://host1?addr=host2", "", "names one server"},
+		{"redis://h?readFrom=replica", "readFrom", "only for sentinel and cluster URLs", "", "redis+cluster://"},
 	}
 	for _, tt := range tests {
 		c, err := Parse(tt.url)
@@ -185,6 +237,8 @@ func TestParseErrors(t *testing.T) {
 func TestParameters(t *testing.T) {
 	sentinel := "redis+sentinel://h/m?"
 	tlsSentinel := "rediss+sentinel://h/m?"
+	cluster := "redis+cluster://h1,h2?"
+	tlsCluster := "rediss+cluster://h1,h2?"
 	type bad struct{ url, field string }
 	tests := []struct {
 		param string
@@ -194,17 +248,21 @@ func TestParameters(t *testing.T) {
 		{"sentinelUser", []string{sentinel + "sentinelUser=w&sentinelPassword=p"}, []bad{
 			{"redis://h?sentinelUser=w&sentinelPassword=p", "sentinelUser"},
 			{"unix:///s?sentinelUser=w", "sentinelUser"},
+			{cluster + "sentinelUser=w&sentinelPassword=p", "sentinelUser"},
 			{sentinel + "sentinelUser=a%zz&sentinelPassword=p", "sentinelUser"},
 			{sentinel + "sentinelUser=w", "sentinelPassword"}, // a user needs a password
 		}},
 		{"sentinelPassword", []string{sentinel + "sentinelPassword=p", tlsSentinel + "sentinelPassword=p%26q"}, []bad{
 			{"redis://h?sentinelPassword=p", "sentinelPassword"},
 			{"rediss://h?sentinelPassword=p", "sentinelPassword"},
+			{tlsCluster + "sentinelPassword=p", "sentinelPassword"},
 			{sentinel + "sentinelPassword=%zz", "sentinelPassword"},
 			{sentinel + "sentinelPassword=", "sentinelPassword"},
 		}},
-		{"readFrom", []string{sentinel + "readFrom=master", sentinel + "readFrom=replica", sentinel + "readFrom=replicaPreferred", sentinel + "readFrom=nearest"}, []bad{
+		{"readFrom", []string{sentinel + "readFrom=master", sentinel + "readFrom=replica", sentinel + "readFrom=replicaPreferred", sentinel + "readFrom=nearest",
+			cluster + "readFrom=master", cluster + "readFrom=replica", cluster + "readFrom=replicaPreferred", cluster + "readFrom=nearest", "redis://h?addr=h2&readFrom=replica"}, []bad{
 			{sentinel + "readFrom=fastest", "readFrom"},
+			{cluster + "readFrom=fastest", "readFrom"},
 			{"redis://h?readFrom=replica", "readFrom"},
 			{"unix:///s?readFrom=master", "readFrom"},
 		}},
@@ -214,32 +272,38 @@ func TestParameters(t *testing.T) {
 			{sentinel + "preferReplica=true&readFrom=replicaPreferred", "preferReplica"},
 			{sentinel + "readFrom=master&preferReplica=false", "preferReplica"},
 			{"redis://h?preferReplica=true", "preferReplica"},
+			{cluster + "preferReplica=true", "preferReplica"},
 		}},
-		{"dialTimeout", []string{"redis://h?dialTimeout=250ms", "unix:///s?dialTimeout=1h", sentinel + "dialTimeout=1.5s"}, []bad{
+		{"dialTimeout", []string{"redis://h?dialTimeout=250ms", "unix:///s?dialTimeout=1h", sentinel + "dialTimeout=1.5s", cluster + "dialTimeout=2s"}, []bad{
 			{"redis://h?dialTimeout=5", "dialTimeout"},
 			{"redis://h?dialTimeout=0s", "dialTimeout"},
 			{"redis://h?dialTimeout=-1s", "dialTimeout"},
 			{"redis://h?dialTimeout=soon", "dialTimeout"},
 		}},
-		{"readTimeout", []string{"redis://h?readTimeout=3s", sentinel + "readTimeout=100us"}, []bad{
+		{"readTimeout", []string{"redis://h?readTimeout=3s", sentinel + "readTimeout=100us", cluster + "readTimeout=1s"}, []bad{
+			{cluster + "readTimeout=1", "readTimeout"},
 			{"redis://h?readTimeout=-1", "readTimeout"},
 			{"redis://h?readTimeout=0", "readTimeout"},
 		}},
-		{"writeTimeout", []string{"redis://h?writeTimeout=3s", "unix:///s?writeTimeout=2m"}, []bad{
+		{"writeTimeout", []string{"redis://h?writeTimeout=3s", "unix:///s?writeTimeout=2m", cluster + "writeTimeout=1s"}, []bad{
 			{"redis://h?writeTimeout=3", "writeTimeout"},
 			{"redis://h?writeTimeout=-2s", "writeTimeout"},
 		}},
-		{"clientName", []string{"redis://h?clientName=billing-api", "redis://h?clientName=a%2Fb%21", sentinel + "clientName=x"}, []bad{
+		{"clientName", []string{"redis://h?clientName=billing-api", "redis://h?clientName=a%2Fb%21", sentinel + "clientName=x", cluster + "clientName=x"}, []bad{
+			{cluster + "clientName=a%20b", "clientName"},
 			{"redis://h?clientName=a%20b", "clientName"},
 			{"redis://h?clientName=a%0Ab", "clientName"},
 			{"redis://h?clientName=%C3%A9", "clientName"},
 		}},
-		{"caFile", []string{"rediss://h?caFile=/ca.pem", tlsSentinel + "caFile=/ca.pem"}, []bad{
+		{"caFile", []string{"rediss://h?caFile=/ca.pem", tlsSentinel + "caFile=/ca.pem", tlsCluster + "caFile=/ca.pem", "rediss://h?addr=h2&caFile=/ca.pem"}, []bad{
+			{cluster + "caFile=/ca.pem", "caFile"},
+			{"redis://h?addr=h2&caFile=/ca.pem", "caFile"},
 			{"redis://h?caFile=/ca.pem", "caFile"},
 			{sentinel + "caFile=/ca.pem", "caFile"},
 			{"unix:///s?caFile=/ca.pem", "caFile"},
 		}},
-		{"certFile", []string{"rediss://h?certFile=/c.pem&keyFile=/k.pem"}, []bad{
+		{"certFile", []string{"rediss://h?certFile=/c.pem&keyFile=/k.pem", tlsCluster + "certFile=/c.pem&keyFile=/k.pem"}, []bad{
+			{tlsCluster + "certFile=/c.pem", "keyFile"},
 			{"rediss://h?certFile=/c.pem", "keyFile"},
 			{"redis://h?certFile=/c.pem&keyFile=/k.pem", "certFile"},
 		}},
@@ -247,20 +311,32 @@ func TestParameters(t *testing.T) {
 			{"rediss://h?keyFile=/k.pem", "certFile"},
 			{sentinel + "keyFile=/k.pem&certFile=/c.pem", "certFile"},
 		}},
-		{"serverName", []string{"rediss://10.0.0.1?serverName=redis.internal"}, []bad{
+		{"serverName", []string{"rediss://10.0.0.1?serverName=redis.internal", tlsCluster + "serverName=redis.internal"}, []bad{
+			{cluster + "serverName=redis.internal", "serverName"},
 			{"redis://h?serverName=redis.internal", "serverName"},
 		}},
-		{"insecureSkipVerify", []string{"rediss://h?insecureSkipVerify=true", "rediss://h?insecureSkipVerify=false"}, []bad{
+		{"insecureSkipVerify", []string{"rediss://h?insecureSkipVerify=true", "rediss://h?insecureSkipVerify=false", tlsCluster + "insecureSkipVerify=true"}, []bad{
+			{cluster + "insecureSkipVerify=true", "insecureSkipVerify"},
 			{"rediss://h?insecureSkipVerify=yes", "insecureSkipVerify"},
 			{"rediss://h?insecureSkipVerify=1", "insecureSkipVerify"},
 			{"redis://h?insecureSkipVerify=true", "insecureSkipVerify"},
 			{"redis://h?insecureSkipVerify=false", "insecureSkipVerify"},
 		}},
-		{"db", []string{"redis://h?db=0", "redis://h?db=15", "unix:///s?db=2", sentinel + "db=3"}, []bad{
+		{"db", []string{"redis://h?db=0", "redis://h?db=15", "unix:///s?db=2", sentinel + "db=3", cluster + "db=0"}, []bad{
+			{cluster + "db=1", "db"},
+			{"redis+cluster://h/0?db=0", "db"},
 			{"redis://h?db=x", "db"},
 			{"redis://h?db=%31", "db"},
 			{"redis://h/1?db=2", "db"},
 			{"redis+sentinel://h/m/1?db=1", "db"},
+		}},
+		{"addr", []string{"redis://h?addr=h2", "redis://h?addr=h2:7000&addr=h3&addr=%5B::1%5D", "rediss://h?addr=h2&caFile=/ca.pem"}, []bad{
+			{"redis://h?addr=h", "addr"},
+			{"redis://h?addr=h2:abc", "addr"},
+			{"redis://h?addr=h2,h3", "addr"},
+			{cluster + "addr=h3", "addr"},
+			{sentinel + "addr=h2", "addr"},
+			{"unix:///s?addr=h2", "addr"},
 		}},
 	}
 	seen := map[string]bool{}
@@ -293,6 +369,13 @@ func TestParameters(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("parameter %s is not tested", name)
 		}
+	}
+	// A URL with addr parameters is a Cluster; without one it stays Standalone.
+	if c, err := Parse("redis://h?addr=h2"); err != nil || c.Kind != Cluster {
+		t.Errorf("redis://h?addr=h2: %v, %v; want a Cluster", c, err)
+	}
+	if c, err := Parse("redis://h:7000"); err != nil || c.Kind != Standalone || c.Addrs != nil {
+		t.Errorf("redis://h:7000: %#v, %v; want Standalone", c, err)
 	}
 	// preferReplica=true is readFrom=replicaPreferred.
 	a, _ := Parse(sentinel + "preferReplica=true")
@@ -331,7 +414,21 @@ func TestFormat(t *testing.T) {
 			ClientName: "x", TLS: true, CAFile: "/ca.pem", InsecureSkipVerify: true},
 			"rediss+sentinel://a:26379,[fe80::1%25eth0]:26379/my%2Fmaster/1?sentinelUser=w&sentinelPassword=a%26b%3Dc%2Bd&readFrom=nearest&dialTimeout=1.5s&clientName=x&caFile=%2Fca.pem&insecureSkipVerify=true",
 			"rediss+sentinel://a:26379,[fe80::1%25eth0]:26379/my%2Fmaster/1?sentinelUser=w&sentinelPassword=xxxxx&readFrom=nearest&dialTimeout=1.5s&clientName=x&caFile=%2Fca.pem&insecureSkipVerify=true"},
+		{Config{Kind: Cluster, Addrs: []string{"a:6379", "[fe80::1%eth0]:7000"}, Username: "u", Password: "p&w", ReadFrom: Replica, WriteTimeout: time.Second},
+			"redis+cluster://u:p%26w@a:6379,[fe80::1%25eth0]:7000?readFrom=replica&writeTimeout=1s",
+			"redis+cluster://u:xxxxx@a:6379,[fe80::1%25eth0]:7000?readFrom=replica&writeTimeout=1s"},
+		{Config{Kind: Cluster, TLS: true, Addrs: []string{"h:6379"}, CAFile: "/ca.pem"},
+			"rediss+cluster://h:6379?caFile=%2Fca.pem", "rediss+cluster://h:6379?caFile=%2Fca.pem"},
 	}
+	// go-redis's cluster form is written in rediskit's, which reads back the same.
+	goRedis, err := Parse("redis://app:pw@h1:7000?addr=h2:7001&addr=%5B::1%5D:7002&clientName=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests = append(tests, struct {
+		c             Config
+		url, redacted string
+	}{*goRedis, "redis+cluster://app:pw@h1:7000,h2:7001,[::1]:7002?clientName=x", "redis+cluster://app:xxxxx@h1:7000,h2:7001,[::1]:7002?clientName=x"})
 	for _, tt := range tests {
 		if got := tt.c.URL(); got != tt.url {
 			t.Errorf("URL() = %q\nwant %q", got, tt.url)

@@ -41,6 +41,17 @@ func TestErrorsNeverShowPasswords(t *testing.T) {
 		"redis+sentinal://app:{pw}@h/m",
 		"redis://app:{pw}@h1,h2",
 		"redis+sentinel://h/İİİİİİİİ?sentinelPassword={pw}&readFrom=x",
+		"redis+cluster://app:{pw}@h1,h2:7001",
+		"redis+cluster://app:{pw}@h1,h2:bad",
+		"redis+cluster://app:{pw}@h1,h1",
+		"redis+cluster://:{pw}@h1/3",
+		"rediss+cluster://app:{pw}@h1?readFrom=x",
+		"redis+cluster://app:{pw}@h1?addr=h2",
+		"redis://app:{pw}@h1:7000?addr=h2:7001&addr=h3",
+		"redis://app:{pw}@h1:7000?addr=h2:bad",
+		"redis://app:{pw}@h1:7000?addr=h1:7000",
+		"redis://h1?addr=h2&password={pw}&addr=h2",
+		"redis://app:{pw}@h1,h2?addr=h3",
 	}
 	for _, tmpl := range templates {
 		for _, pw := range passwords {
@@ -68,6 +79,40 @@ func TestConfigNeverPrintsPasswords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkNeverPrinted(t, c)
+	if !strings.Contains(c.Redacted(), "app:xxxxx@") || !strings.Contains(c.Redacted(), "sentinelPassword=xxxxx") {
+		t.Errorf("Redacted() = %q: passwords not marked as set", c.Redacted())
+	}
+	if !strings.Contains(c.URL(), "data-Secret-1") || !strings.Contains(c.URL(), "sentinel-Secret-2") {
+		t.Errorf("URL() = %q lost a password", c.URL())
+	}
+}
+
+// TestClusterConfigNeverPrintsPasswords is TestConfigNeverPrintsPasswords
+// for both forms of a cluster URL.
+func TestClusterConfigNeverPrintsPasswords(t *testing.T) {
+	for _, u := range []string{
+		"rediss+cluster://app:data-Secret-1@h1,h2:7001?caFile=/ca.pem&readFrom=replica",
+		"rediss://app:data-Secret-1@h1?addr=h2:7001&caFile=/ca.pem",
+	} {
+		c, err := Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNeverPrinted(t, c)
+		if want := "rediss+cluster://app:xxxxx@h1:6379,h2:7001?"; !strings.HasPrefix(c.Redacted(), want) {
+			t.Errorf("Redacted() = %q, want it to start %q", c.Redacted(), want)
+		}
+		if !strings.Contains(c.URL(), "data-Secret-1") {
+			t.Errorf("URL() = %q lost the password", c.URL())
+		}
+	}
+}
+
+// checkNeverPrinted formats c every way a program might log it and fails
+// if a password (containing "Secret") shows.
+func checkNeverPrinted(t *testing.T, c *Config) {
+	t.Helper()
 	var logText, logJSON bytes.Buffer
 	slog.New(slog.NewTextHandler(&logText, nil)).Info("connect", "cfg", c, "value", *c)
 	slog.New(slog.NewJSONHandler(&logJSON, nil)).Info("connect", "cfg", c, "value", *c)
@@ -85,11 +130,5 @@ func TestConfigNeverPrintsPasswords(t *testing.T) {
 		if strings.Contains(out, "Secret") {
 			t.Errorf("%s shows a password: %s", how, out)
 		}
-	}
-	if !strings.Contains(c.Redacted(), "app:xxxxx@") || !strings.Contains(c.Redacted(), "sentinelPassword=xxxxx") {
-		t.Errorf("Redacted() = %q: passwords not marked as set", c.Redacted())
-	}
-	if !strings.Contains(c.URL(), "data-Secret-1") || !strings.Contains(c.URL(), "sentinel-Secret-2") {
-		t.Errorf("URL() = %q lost a password", c.URL())
 	}
 }

@@ -5,7 +5,8 @@
 //
 // Inner applies the policy to the options of a client rediskit builds
 // (its inner clients, guard.ClientConfig, redisurl.Config.Options, multidb's
-// Database.Options). Check is the same policy read back from a client a
+// Database.Options); InnerCluster applies it to go-redis cluster options
+// (redisurl.Config.ClusterOptions). Check is the same policy read back from a client a
 // caller built: guard.New and multidb.NewClient refuse what it reports.
 // Every copy of the policy is one of these two functions; a package that
 // needs it calls them rather than restating the fields.
@@ -52,6 +53,21 @@ func Inner(o *redis.Options) *redis.Options {
 	o.ContextTimeoutEnabled = true
 	o.DisableIdentity = true
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return o
+}
+
+// InnerCluster sets Inner's settings on the options of a go-redis
+// ClusterClient, which passes them to the client of every node, and
+// returns o. (It leaves MaxRedirects to the caller: go-redis's
+// ClusterClient follows redirects and re-sends after network errors within
+// that one bound.)
+func InnerCluster(o *redis.ClusterOptions) *redis.ClusterOptions {
+	p := Inner(&redis.Options{})
+	o.MaxRetries = p.MaxRetries
+	o.DialerRetries = p.DialerRetries
+	o.ContextTimeoutEnabled = p.ContextTimeoutEnabled
+	o.DisableIdentity = p.DisableIdentity
+	o.MaintNotificationsConfig = p.MaintNotificationsConfig
 	return o
 }
 
