@@ -130,8 +130,8 @@ func NewClient(opts Options) (*Client, error) {
 // apply where opts leaves them zero. opts supplies the rest.
 //
 // A sentinel or unix:// URL is refused, and so is a database other than
-// 0, and a parameter the client does not honour yet: clientName, and
-// readFrom other than master (the client reads from masters). Errors wrap
+// 0, and readFrom other than master (the client reads from masters). The
+// URL's clientName applies when opts.ClientName is empty. Errors wrap
 // a *redisurl.Error (errors.As) and never show a password.
 func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
 	u, err := redisurl.Parse(rawURL)
@@ -150,11 +150,11 @@ func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
 	case u.ReadFrom != redisurl.Master:
 		return refuse("readFrom", string(u.ReadFrom), "not supported by cluster.Client yet", "it reads from the masters only: remove readFrom")
 	}
-	switch {
-	case u.DB != 0:
+	if u.DB != 0 {
 		return refuse("db", strconv.Itoa(u.DB), "Redis Cluster has only database 0", "remove the database from the URL")
-	case u.ClientName != "":
-		return refuse("clientName", u.ClientName, "not supported by cluster.Client yet", "remove clientName")
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = u.ClientName
 	}
 	opts.Addrs, opts.Username, opts.Password = u.Addrs, u.Username, u.Password
 	if opts.TLSConfig == nil {

@@ -30,6 +30,9 @@ type Options struct {
 	// PoolSize is each node's connection pool. Default: go-redis's (10
 	// per CPU).
 	PoolSize int
+	// ClientName is set with CLIENT SETNAME on every connection (to every
+	// node, the client's map reads included), for CLIENT LIST.
+	ClientName string
 
 	// RefreshInterval is how often the slot map is read again when nothing
 	// suggests a change. Default DefaultRefreshInterval.
@@ -153,5 +156,6 @@ func (o *Options) nodeOptions(addr string) *redis.Options {
 		ReadTimeout:  o.ReadTimeout,
 		WriteTimeout: o.WriteTimeout,
 		PoolSize:     o.PoolSize,
+		ClientName:   o.ClientName,
 	})
 }

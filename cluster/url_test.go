@@ -57,6 +57,16 @@ func TestNewClientFromURL(t *testing.T) {
 		_ = c.Close()
 	}
 
+	// The URL's clientName names every connection.
+	named, err := NewClientFromURL("rediss+cluster://:"+secret+"@"+addrs[0]+"?"+ca+"&clientName=checkout-api", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, err := named.ClientGetName(ctx).Result(); err != nil || name != "checkout-api" {
+		t.Errorf("CLIENT GETNAME: %q, %v; want the URL's clientName", name, err)
+	}
+	_ = named.Close()
+
 	// Timeouts from the URL apply where Options leaves them zero.
 	c, err := NewClientFromURL("rediss://:"+secret+"@"+addrs[0]+"?"+ca+"&dialTimeout=1500ms&readTimeout=1s&writeTimeout=700ms", Options{ReadTimeout: 2 * time.Second})
 	if err != nil {
@@ -90,7 +100,6 @@ func TestNewClientFromURLRefuses(t *testing.T) {
 		{"redis://:{pw}@h1/2", "db"},
 		{"redis+cluster://:{pw}@h1/2", "db"},
 		{"redis+cluster://:{pw}@h1?readFrom=replica", "readFrom"},
-		{"redis://:{pw}@h1?addr=h2&clientName=api", "clientName"},
 		{"redis://:{pw}@h1?addr=h2&addr=h1", "addr"},
 		{"redis+cluster://:{pw}@h1:bad", "address"},
 		{"redis://:{pw}@h1?dial_timeout=1s", "parameter"},
