@@ -557,7 +557,13 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			gi = len(groups) - 1
 		}
 		groups[gi].cmds = append(groups[gi].cmds, q)
-		n.count(!c.classifier.ReadOnly(q))
+		if !c.classifier.ReadOnly(q) {
+			groups[gi].writes++
+		}
+	}
+	for _, g := range groups { // one count a node: the counters are shared
+		g.n.writes.Add(g.writes)
+		g.n.reads.Add(uint64(len(g.cmds)) - g.writes)
 	}
 	c.runGroups(ctx, groups)
 	for _, p := range pages {
@@ -575,8 +581,9 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 
 // group is a pipeline's commands for one node, in the pipeline's order.
 type group struct {
-	n    *node
-	cmds []redis.Cmder
+	n      *node
+	cmds   []redis.Cmder
+	writes uint64 // of cmds
 }
 
 // runGroups sends each group to its node, all at once, and returns when
