@@ -36,6 +36,7 @@ type Client struct {
 	opts       Options
 	nodes      *nodeSet
 	topo       *topology
+	pubsub     *pubsubRouter
 	classifier *classify.Classifier
 	stats      counters
 	closed     atomic.Bool
@@ -71,6 +72,7 @@ func NewClient(opts Options) (*Client, error) {
 	c := &Client{opts: o, classifier: classify.New()}
 	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}}
 	c.topo = newTopology(&c.opts, c.nodes)
+	c.pubsub = newPubsubRouter(c)
 	fo := c.opts.nodeOptions("cluster")
 	c.front = routing.NewFront(fo, c.process, c.processPipeline)
 	c.autos.Make = func() *redis.Client {
@@ -119,8 +121,9 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.autos.Close() // first: closing them drains their batches
+	perr := c.pubsub.close()
 	c.topo.close()
-	return errors.Join(c.nodes.close(), c.front.Close())
+	return errors.Join(perr, c.nodes.close(), c.front.Close())
 }
 
 // Stats returns the client's counters.
