@@ -38,6 +38,7 @@ type Client struct {
 	opts       Options
 	nodes      *nodeSet
 	topo       *topology
+	pubsub     *pubsubRouter
 	classifier *classify.Classifier
 	// cursors are the SCAN cursors that could not be tagged (see scan.go).
 	cursors routing.UntaggedCursors
@@ -104,6 +105,7 @@ func NewClient(opts Options) (*Client, error) {
 	c := &Client{opts: o, classifier: classify.New()}
 	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}}
 	c.topo = newTopology(&c.opts, c.nodes)
+	c.pubsub = newPubsubRouter(c)
 	fo := c.opts.nodeOptions("cluster")
 	c.front = routing.NewFront(fo, c.process, c.processPipeline)
 	c.autos.Make = func() *redis.Client {
@@ -180,8 +182,9 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.autos.Close() // first: closing them drains their batches
+	perr := c.pubsub.close()
 	c.topo.close()
-	return errors.Join(c.nodes.close(), c.front.Close())
+	return errors.Join(perr, c.nodes.close(), c.front.Close())
 }
 
 // Stats returns the client's counters.

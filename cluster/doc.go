@@ -78,6 +78,36 @@
 // in the batch's order, so what one goroutine submits without waiting runs
 // in submit order on each node.
 //
+// # Pub/sub
+//
+// Subscribe, PSubscribe and SSubscribe return go-redis's own *redis.PubSub
+// (Receive, ReceiveMessage, Channel, more subscriptions, Unsubscribe and
+// Close all work), on a connection the client places and moves: when the
+// slot map says the node no longer serves the subscription, the client
+// closes the connection, and the PubSub reconnects, to the node the map
+// names now, and subscribes again. Messages published during the move can
+// be lost, as with any reconnection; none are while the node stays.
+//
+// Classic pub/sub (Subscribe, PSubscribe) is broadcast to every node, so
+// one node serves every such subscription: a master of the map that is
+// not failing. Its subscriptions move when it fails (a lost connection or
+// a failed dial marks it failing at once), or leaves the masters of the
+// map (a demotion, its removal: at the next map read, within
+// RefreshInterval).
+//
+// Sharded pub/sub (SSubscribe) lives on the shard of the channel's slot,
+// so the subscription goes to the slot's master and follows it through a
+// failover and a migration of the slot. A node that loses a slot tells
+// its subscribers (an sunsubscribe push, Redis 7 and Valkey): the client
+// reads the map again at once then, so a subscription moves even when no
+// command touches its slot. One PubSub's shard channels must share a slot
+// (a hash tag: "{room:1}:a", "{room:1}:b"), in the SSubscribe call and in
+// later ones on the PubSub: channels in several slots (or none) are
+// refused before anything is sent, the PubSub's Receive returning a
+// *SubscribeCrossSlotError (go-redis's ClusterClient sends them to the
+// first channel's shard, which replies CROSSSLOT). Use one PubSub per
+// slot.
+//
 // # SCAN
 //
 // A SCAN-family cursor is valid only on the node that issued it. The
@@ -104,6 +134,5 @@
 //
 // # Not yet
 //
-// This version reads from masters only, and does not yet offer pub/sub;
-// see the issues that follow.
+// This version reads from masters only; see the issues that follow.
 package cluster

@@ -39,12 +39,13 @@ func _() {
 	_ = x[RefreshNodeFailed-3]
 	_ = x[RefreshFailoverPoll-4]
 	_ = x[RefreshRefused-5]
-	_ = x[numRefreshCauses-6]
+	_ = x[RefreshPubSub-6]
+	_ = x[numRefreshCauses-7]
 }
 
-const _RefreshCause_name = "startperiodicmovednode failedfailover pollrefusednumRefreshCauses"
+const _RefreshCause_name = "startperiodicmovednode failedfailover pollrefusedpubsubnumRefreshCauses"
 
-var _RefreshCause_index = [...]uint8{0, 5, 13, 18, 29, 42, 49, 65}
+var _RefreshCause_index = [...]uint8{0, 5, 13, 18, 29, 42, 49, 55, 71}
 
 func (i RefreshCause) String() string {
 	idx := int(i) - 0

@@ -16,21 +16,12 @@ import (
 // A client of a three-shard cluster: one seed is enough; each command goes
 // to the master of its key's slot.
 func Example() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l, err := lab.Start(ctx, lab.Cluster(3, 0))
-	if err != nil {
-		fmt.Println("lab:", err)
-		return
-	}
-	defer l.Close()
-
-	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs()[:1]})
+	ctx, c, stop, err := exampleCluster()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer stop()
 	// Keys under one hash tag share a slot, so they can share a
 	// transaction.
 	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -49,20 +40,12 @@ func Example() {
 // SCAN through the client iterates every master, one after another: the
 // ScanIterator sees the whole cluster's keys.
 func Example_scan() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l, err := lab.Start(ctx, lab.Cluster(3, 0))
-	if err != nil {
-		fmt.Println("lab:", err)
-		return
-	}
-	defer l.Close()
-	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs()[:1]})
+	ctx, c, stop, err := exampleCluster()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer stop()
 	for i := range 100 {
 		c.Set(ctx, fmt.Sprint("item:", i), i, 0)
 	}
@@ -113,4 +96,46 @@ func ExampleOptions_observer() {
 	}
 	// Output:
 	// master changed true true true
+}
+
+// A shard channel's subscription lives on its slot's master and follows
+// it through failovers and migrations.
+func ExampleClient_SSubscribe() {
+	ctx, c, stop, err := exampleCluster()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+
+	ps := c.SSubscribe(ctx, "{room:1}:chat")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(c.SPublish(ctx, "{room:1}:chat", "hello").Val())
+	m, err := ps.ReceiveMessage(ctx)
+	fmt.Println(m.Channel, m.Payload, err)
+	// Output:
+	// 1
+	// {room:1}:chat hello <nil>
+}
+
+// exampleCluster starts a three-shard lab and a client of it, from one
+// seed, and a context bounding the example; stop ends all three.
+func exampleCluster() (ctx context.Context, c *cluster.Client, stop func(), err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	l, err := lab.Start(ctx, lab.Cluster(3, 0))
+	if err != nil {
+		cancel()
+		return nil, nil, nil, fmt.Errorf("lab: %w", err)
+	}
+	c, err = cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs()[:1]})
+	if err != nil {
+		_ = l.Close()
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, c, func() { _ = c.Close(); _ = l.Close(); cancel() }, nil
 }

@@ -42,7 +42,11 @@ const (
 	EventWriteRefused // write refused
 )
 
-// RefreshCause says why the client read the slot map.
+// RefreshCause says why the client read the slot map: at start, on the
+// RefreshInterval timer, after a MOVED, after a node did not answer, on
+// the FailoverPollInterval timer while a master is failing, after a
+// refusal (TRYAGAIN, CLUSTERDOWN, ...), for a subscription (a node pushed
+// sunsubscribe: it lost a slot; or no master to subscribe on).
 type RefreshCause int
 
 // The causes of a slot-map read.
@@ -53,6 +57,7 @@ const (
 	RefreshNodeFailed                       // node failed
 	RefreshFailoverPoll                     // failover poll
 	RefreshRefused                          // refused
+	RefreshPubSub                           // pubsub
 	numRefreshCauses
 )
 
