@@ -1,6 +1,6 @@
 // Package eventq is how rediskit delivers events to a caller's Observer:
-// the sentinel, replica, multidb and hashring packages all use it, so the
-// Observers of all four keep the one contract below.
+// the sentinel, cluster, replica, multidb and hashring packages all use
+// it, so the Observers of all five keep the one contract below.
 //
 // # The Observer contract
 //
@@ -17,7 +17,8 @@
 //   - Bounded. At most DefaultCapacity events wait for a slow Observer.
 //     An event that finds the queue full is dropped: it is counted
 //     (Dropped, which each package reports: sentinel and multidb
-//     Stats.EventsDropped, replica.Selector.EventsDropped,
+//     Stats.EventsDropped, cluster Stats.EventsDropped,
+//     replica.Selector.EventsDropped,
 //     hashring.Node.EventsDropped) and logged at WARN through the
 //     caller's logger, the first drop at once and then at most once per
 //     DropLogInterval with the count since the last record, so a flood of
