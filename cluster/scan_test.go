@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,11 +129,22 @@ func TestScanCursorPinned(t *testing.T) {
 			}
 		}
 	}
-	// The client learns the new map (a command on the slot answers MOVED).
-	deadline := time.Now().Add(10 * time.Second)
-	for c.topo.snap.Load().master(Slot(key)).addr == owner.Addr() && time.Now().Before(deadline) {
+	// The client learns the new map: a command on the slot answers MOVED,
+	// and the refresh that follows drops the demoted nodes from the
+	// masters (the MOVED alone moves that one slot).
+	demoted := func() bool {
+		snap := c.topo.snap.Load()
+		return slices.ContainsFunc(snap.masters, func(s *shard) bool {
+			return s.master.addr == owner.Addr() || s.master == scanNode
+		})
+	}
+	for demoted() {
 		_ = c.Get(ctx, key).Err()
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the client's map still has a demoted master: %v", c.Stats().Masters)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	before := c.Stats().Nodes
 	_, _, err = c.HScan(ctx, key, cursor, "", 100).Result()
