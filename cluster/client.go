@@ -42,12 +42,15 @@ type Client struct {
 	classifier *classify.Classifier
 	// cursors are the SCAN cursors that could not be tagged (see scan.go).
 	cursors routing.UntaggedCursors
-	stats   counters
-	closed  atomic.Bool
+	// durableW knows each master's replicas for durable writes (durable.go).
+	durableW *durableWatch
+	stats    counters
+	closed   atomic.Bool
 }
 
 type counters struct {
 	moved, ask, retries, readsRetried, writesRefused, writesRerun, writesHeld atomic.Uint64
+	writesNotDurable                                                          atomic.Uint64
 }
 
 // Stats are a client's counters since it was made, and its current map.
@@ -68,6 +71,14 @@ type Stats struct {
 	// *MasterChangedError rather than run again; WritesHeld writes that
 	// waited for a failing master's shard to name a master.
 	ReadsRetried, WritesRerun, WritesRefused, WritesHeld uint64
+	// WritesNotDurable are durable writes that failed with a
+	// *NotDurableError, refused unsent or not confirmed
+	// (EventWriteNotDurable); DurableReplicas the replicas a durable write
+	// on each master must be confirmed by, as last checked, by master
+	// address (nil: the check failed; empty before the first durable
+	// write).
+	WritesNotDurable uint64
+	DurableReplicas  map[string][]string
 	// MasterChanges are the times a refresh found a shard's slots on a new
 	// master, the old one no master any more (EventMasterChanged);
 	// SlotMoves the times it found slots moved between two masters
@@ -106,6 +117,7 @@ func NewClient(opts Options) (*Client, error) {
 	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}}
 	c.topo = newTopology(&c.opts, c.nodes)
 	c.pubsub = newPubsubRouter(c)
+	c.durableW = newDurableWatch(c)
 	fo := c.opts.nodeOptions("cluster")
 	c.front = routing.NewFront(fo, c.process, c.processPipeline)
 	c.autos.Make = func() *redis.Client {
@@ -183,6 +195,7 @@ func (c *Client) Close() error {
 	}
 	c.autos.Close() // first: closing them drains their batches
 	perr := c.pubsub.close()
+	c.durableW.close() // before the topology: it follows its snapshots
 	c.topo.close()
 	return errors.Join(perr, c.nodes.close(), c.front.Close())
 }
@@ -195,7 +208,7 @@ func (c *Client) Stats() Stats {
 		ReadsRetried: c.stats.readsRetried.Load(), WritesRerun: c.stats.writesRerun.Load(),
 		WritesRefused: c.stats.writesRefused.Load(), WritesHeld: c.stats.writesHeld.Load(),
 		MasterChanges: t.masterChanges.Load(), SlotMoves: t.slotsMoved.Load(), MasterRecoveries: t.recoveries.Load(),
-		EventsDropped: t.events.Dropped()}
+		EventsDropped: t.events.Dropped(), WritesNotDurable: c.stats.writesNotDurable.Load(), DurableReplicas: c.durableReplicasOf()}
 	for cause := range numRefreshCauses {
 		n := t.refreshes[cause].Load()
 		st.RefreshesByCause[cause] = n
@@ -315,9 +328,13 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 		if n == nil {
 			continue // the map changed: look again
 		}
-		err = c.send(ctx, n, cmd, a.asking, a.write)
+		if a.write && c.durable(ctx) {
+			err = c.sendDurable(ctx, n, cmd, a) // durable.go
+		} else {
+			err = c.send(ctx, n, cmd, a.asking, a.write)
+		}
 		a.direct, a.asking = nil, false
-		if err == nil || !failure.Signal(err) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
+		if c.settled(err) {
 			return err
 		}
 		if failure.CallerEnded(ctx) {
@@ -331,6 +348,14 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 		}
 		cmd.SetErr(nil)
 	}
+}
+
+// settled reports whether a send's err ends the call as it is: success,
+// a reply that signals no failure, the client's own Close, or a durable
+// write's verdict (a WAIT that timed out is no reason to judge the write
+// again).
+func (c *Client) settled(err error) bool {
+	return err == nil || !failure.Signal(err) || errors.Is(err, redis.ErrClosed) && c.closed.Load() || isNotDurable(err)
 }
 
 // pick returns the node of the next send: the one a redirect named, else
@@ -564,11 +589,16 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			groups[gi].writes++
 		}
 	}
+	var durables []durableGroup
+	if c.durable(ctx) {
+		groups, durables = c.prepareDurable(ctx, groups, time.Now().Add(c.opts.WriteHoldTimeout)) // durable.go
+	}
 	for _, g := range groups { // one count a node: the counters are shared
 		g.n.writes.Add(g.writes)
 		g.n.reads.Add(uint64(len(g.cmds)) - g.writes)
 	}
 	c.runGroups(ctx, groups)
+	c.judgeDurable(durables)
 	for _, p := range pages {
 		c.scanDone(snap, p)
 	}
@@ -579,6 +609,9 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			first = err
 		}
 	}
+	if durables != nil {
+		first = c.finishDurable(durables, first)
+	}
 	return first
 }
 
@@ -587,6 +620,8 @@ type group struct {
 	n      *node
 	cmds   []redis.Cmder
 	writes uint64 // of cmds
+	// confirm are a durable part's WAIT (and WAITAOF), sent after cmds.
+	confirm []redis.Cmder
 }
 
 // runGroups sends each group to its node, all at once, and returns when
@@ -594,7 +629,7 @@ type group struct {
 func (c *Client) runGroups(ctx context.Context, groups []group) {
 	var wg sync.WaitGroup
 	for i, g := range groups {
-		run := func() { _ = routing.Run(ctx, g.n.client, nil, g.cmds) }
+		run := func() { _ = routing.Run(ctx, g.n.client, nil, append(g.cmds, g.confirm...)) }
 		if i == len(groups)-1 {
 			if err := safe.Call(run); err != nil { // the last on this goroutine
 				routing.SetErrs(nil, g.cmds, err)
@@ -658,19 +693,26 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 			continue
 		}
+		runTx, err := c.txRunner(ctx, n, slot, holdEnd) // durable.go
+		if err != nil {
+			routing.SetErrs(nil, cmds, err)
+			return err
+		}
 		pages, err := c.txScanPages(snap, n, cmds)
 		if err != nil {
 			routing.SetErrs(nil, cmds, err)
 			return err
 		}
 		n.writes.Add(1) // a transaction counts as one write
-		err = routing.Run(ctx, n.client, nil, cmds)
+		err = runTx(ctx, cmds)
 		for _, p := range pages {
 			c.scanDone(snap, p)
 		}
-		if err == nil || attempt >= c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
+		// A durable verdict is final: the EXEC ran, whatever its WAIT's
+		// failure says.
+		if err == nil || isNotDurable(err) || attempt >= c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
 			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
-			if err != nil && !failure.Reply(err) && !failure.NotExecuted(err) {
+			if noAnswer(err) {
 				// No answer to the EXEC: it may have run.
 				c.topo.failed(n, err)
 				ne := &NodeError{Addr: n.addr, Slot: slot, Write: true, MayHaveExecuted: true, Err: err}
@@ -691,6 +733,13 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		}
 		routing.SetErrs(nil, cmds, nil)
 	}
+}
+
+// noAnswer reports a transaction's failure without an answer to its
+// EXEC: not a reply, not a refusal that proves it did not run, not a
+// durable verdict (the EXEC was answered).
+func noAnswer(err error) bool {
+	return err != nil && !failure.Reply(err) && !failure.NotExecuted(err) && !isNotDurable(err)
 }
 
 // txSlot is the one slot of a transaction's keys (-1: none), or a
@@ -755,8 +804,12 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 			}
 			continue
 		}
-		err = n.client.Watch(ctx, fn, keys...)
-		if err == nil || !failure.Signal(err) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
+		body, err := c.watchBody(ctx, n, slot, holdEnd, fn) // durable.go
+		if err != nil {
+			return err
+		}
+		err = n.client.Watch(ctx, body, keys...)
+		if c.settled(err) {
 			return err
 		}
 		if !failure.NotExecuted(err) {

@@ -288,27 +288,7 @@ func failoverWorkload(ctx context.Context, t *testing.T, l *lab.Lab, c redis.Uni
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
-	began := time.Now()
-	if _, err := l.ClusterFailover(ctx, 0, lab.FailoverGraceful); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("graceful failover of shard 0 agreed in %v", time.Since(began))
-	time.Sleep(300 * time.Millisecond)
-	victim, err := l.ShardMaster(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := victim.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	// From the process's death (Kill returns once it is reaped): a write
-	// begun earlier may still have reached it.
-	killed := time.Now()
-	next, err := l.WaitPromotion(ctx, 2, victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("killed %s; %s promoted, agreed %v after the kill", victim.Name(), next.Name(), time.Since(killed))
+	next, killed, _ := failoverThenKill(ctx, t, l, 300*time.Millisecond)
 	// A write to shard 2's lists begun after the kill can only have been
 	// acknowledged by the new master.
 	var shard2 []string
@@ -335,18 +315,7 @@ func failoverWorkload(ctx context.Context, t *testing.T, l *lab.Lab, c redis.Uni
 	stop.Store(true)
 	wg.Wait()
 	// Every list read from its current master.
-	rc := redis.NewClusterClient(l.ClusterOptions())
-	defer rc.Close()
-	seen := map[string]int{}
-	for _, list := range lists {
-		ids, err := rc.LRange(ctx, list, 0, -1).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range ids {
-			seen[id]++
-		}
-	}
+	seen := readLists(ctx, t, l, lists)
 	for _, n := range seen {
 		if n > 1 {
 			run.dups++
@@ -358,6 +327,35 @@ func failoverWorkload(ctx context.Context, t *testing.T, l *lab.Lab, c redis.Uni
 		}
 	}
 	return run
+}
+
+// failoverThenKill makes a graceful CLUSTER FAILOVER of shard 0, waits
+// settle, SIGKILLs shard 2's master and waits for its promoted replica,
+// which it returns, with when the kill and the promotion happened.
+func failoverThenKill(ctx context.Context, t *testing.T, l *lab.Lab, settle time.Duration) (next *lab.Node, killed, promoted time.Time) {
+	t.Helper()
+	began := time.Now()
+	if _, err := l.ClusterFailover(ctx, 0, lab.FailoverGraceful); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("graceful failover of shard 0 agreed in %v", time.Since(began))
+	time.Sleep(settle)
+	victim, err := l.ShardMaster(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// From the process's death (Kill returns once it is reaped): a write
+	// begun earlier may still have reached it.
+	killed = time.Now()
+	if next, err = l.WaitPromotion(ctx, 2, victim); err != nil {
+		t.Fatal(err)
+	}
+	promoted = time.Now()
+	t.Logf("killed %s; %s promoted, agreed %v after the kill", victim.Name(), next.Name(), promoted.Sub(killed))
+	return next, killed, promoted
 }
 
 // TestFailoverUnderWrites runs failoverWorkload through this client and,

@@ -121,14 +121,104 @@
 // *CursorError (errors.Is ErrCursorLost) before anything is sent: start
 // again from cursor 0. See scan.go for the details.
 //
+// # Durable writes
+//
+// Replication is asynchronous: a write a master acknowledged can be
+// missing on the replica the cluster promotes. With Options.Durable (or
+// WithDurable per call) a write (a command, a pipeline's part on one
+// master, a transaction, Watch's EXEC) is followed on the same connection
+// by WAIT n (and with Options.DurableAOF by WAITAOF 1 n after it), within
+// DurableTimeout: one round trip for a command or a pipeline, two for a
+// transaction. It returns nil only when n replicas confirmed it; otherwise
+// a *NotDurableError (errors.Is ErrNotDurable) saying that it executed on
+// the master and may be lost (MayHaveExecuted: check before re-running),
+// with Acked, Required and the replicas counted.
+//
+// Which n makes "acknowledged" mean "survives any failover the cluster can
+// make". A replica is promoted by election: when its master is flagged
+// FAIL, each replica of the shard whose data is not too old (no more than
+// cluster-replica-validity-factor × cluster-node-timeout, plus the ping
+// period, since it last heard from its master; always, with the factor
+// 0) asks the masters for votes, after a delay that grows with its rank by
+// replication offset. The rank delays a lagging replica; it does not
+// exclude it: if the better replicas are slow or gone, it wins. So n must
+// cover every replica that could win, and WAIT must be unable to succeed
+// without each of them. n is the size of the union of:
+//
+//   - the replicas the master streams to (its ROLE): WAIT counts
+//     confirmations, not names, so every one of them that could stand in
+//     for another must be in the count;
+//   - the replicas of the shard in the master's own CLUSTER SHARDS that it
+//     does not flag failed (FAIL), and those the merged map lists as
+//     healthy: every replica that could stand for election.
+//
+// A replica that is down but not flagged FAIL (PFAIL, or not yet noticed)
+// counts: it may be alive and cut off (a partition, a stall) with data
+// young enough to win an election when it returns, so the write waits for
+// it, and fails. Only once a majority of masters has flagged it FAIL is it
+// left out, and durable writes of its shard go on with the others. With
+// the union, WAIT n can succeed only if every counted replica is connected
+// and every one confirmed; the winner of any election among them has the
+// write. When the last check found a counted replica not connected to the
+// master, the write is refused before it is sent (NotSent, Unconfirmable
+// naming them: re-running it later is safe) rather than run and left
+// unconfirmed, and a recheck is asked for.
+//
+// A shard without replicas has nothing to confirm a write: its durable
+// writes are refused unsent, as they are while its master has no replica
+// connected at all (after a SIGKILL of the master of a shard of one
+// replica, the promoted replica has none until the old master returns
+// and resynchronises as its replica).
+//
+// Where the counts come from. A background check, started by the first
+// durable write: each master's ROLE and CLUSTER SHARDS, in one round trip
+// on its control connection, at every new slot map (so every
+// RefreshInterval, and at once after a failover), for a master no check
+// has covered yet (its first durable write waits for it, within
+// WriteHoldTimeout), and within 200 ms of a refused durable write. No
+// round trip is added to a write. Stats.DurableReplicas lists the replicas
+// counted per master, Stats.WritesNotDurable and EventWriteNotDurable the
+// writes that failed so.
+//
+// What is promised, exactly. A durable write acknowledged was received by
+// every replica counted at the last check. It can still be lost when the
+// cluster promotes a replica that was not counted: one flagged FAIL then
+// (crashed, or cut off from the majority), which comes back with older
+// data, and wins an election before it has resynchronised, because the
+// replicas that had the write are gone too (two failures; a replica
+// restarted is safe: it has not heard from a master since its start, so it
+// stands for no election until it has resynchronised); a replica added to
+// the shard since the last check, whose confirmation can stand in for a
+// counted one until the next check; and any manual CLUSTER FAILOVER FORCE
+// or TAKEOVER of a replica that lacks the write (an operator's choice).
+// With cluster-replica-validity-factor 0 any replica can win however old
+// its data: the union covers that too, since a replica is left out only
+// when FAIL. A replica announced under two addresses (replica-announce-ip
+// other than its cluster address) is counted twice, which fails every
+// durable write rather than let one through.
+//
+// DurableAOF: WAITAOF 1 n after the WAIT counts the master only once it
+// has fsynced the write to its own AOF and a replica once it has; a write
+// acknowledged so also survives a restart of every server it was counted
+// on. It needs WAITAOF (Redis and Valkey 7.2 and newer) and appendonly yes
+// on the master and the replicas; without them durable writes are refused
+// unsent with a *NotDurableError wrapping ErrAOFUnavailable.
+//
+// With Options.AutoPipeline (or the auto-pipeliners), the durable writes
+// of one batch share one WAIT at its end, counting the most replicas any
+// of them needs (internal/routing's Batcher, as in package sentinel); each
+// gets its own verdict. What it costs: a replica round trip per write, or
+// per batch (see BENCHMARKS.md).
+//
 // # Events and stats
 //
 // Options.Observer receives an Event for each master change (the old
 // master no longer masters anything: a failover), each move of slots
 // between masters (a migration), a master failing and recovering, a failed
 // map read, and per call a read retried, a write re-run after a refusal
-// that proved it had not run, and a write refused (*MasterChangedError),
-// with the Observer contract of internal/eventq. The same are logged
+// that proved it had not run, a write refused (*MasterChangedError), and
+// a durable write refused or not confirmed (*NotDurableError), with the
+// Observer contract of internal/eventq. The same are logged
 // through Options.Logger. Stats counts them, the refreshes by cause, the
 // writes held, and the commands sent to each node.
 //

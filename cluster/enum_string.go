@@ -16,11 +16,12 @@ func _() {
 	_ = x[EventReadRetried-6]
 	_ = x[EventWriteRerun-7]
 	_ = x[EventWriteRefused-8]
+	_ = x[EventWriteNotDurable-9]
 }
 
-const _EventKind_name = "master changedslots movedmaster failingmaster recoveredrefresh failedread retriedwrite re-runwrite refused"
+const _EventKind_name = "master changedslots movedmaster failingmaster recoveredrefresh failedread retriedwrite re-runwrite refusedwrite not durable"
 
-var _EventKind_index = [...]uint8{0, 14, 25, 39, 55, 69, 81, 93, 106}
+var _EventKind_index = [...]uint8{0, 14, 25, 39, 55, 69, 81, 93, 106, 123}
 
 func (i EventKind) String() string {
 	idx := int(i) - 1

@@ -4,6 +4,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -124,6 +125,26 @@ func ExampleClient_SSubscribe() {
 
 // exampleCluster starts a three-shard lab and a client of it, from one
 // seed, and a context bounding the example; stop ends all three.
+// A durable write waits for the replicas of its shard that could be
+// promoted; this example cluster has none, so it is refused before it is
+// sent, with a typed error saying re-running it later is safe.
+func ExampleWithDurable() {
+	ctx, c, stop, err := exampleCluster()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+	err = c.Set(cluster.WithDurable(ctx, true), "order:1", "paid", 0).Err()
+	var nde *cluster.NotDurableError
+	fmt.Println(errors.Is(err, cluster.ErrNotDurable), errors.As(err, &nde) && nde.NotSent, nde.Required)
+	n, _ := c.Exists(ctx, "order:1").Result()
+	fmt.Println(n)
+	// Output:
+	// true true 0
+	// 0
+}
+
 func exampleCluster() (ctx context.Context, c *cluster.Client, stop func(), err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	l, err := lab.Start(ctx, lab.Cluster(3, 0))

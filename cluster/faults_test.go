@@ -27,8 +27,11 @@ func typedOutcome(err error) (kind string, mayHaveRun, ok bool) {
 		mce *MasterChangedError
 		ne  *NodeError
 		nme *NoMasterError
+		nde *NotDurableError
 	)
 	switch {
+	case errors.As(err, &nde): // first: its cause may be of another type
+		return "NotDurableError", nde.MayHaveExecuted, true
 	case errors.As(err, &mce):
 		return "MasterChangedError", mce.MayHaveExecuted, true
 	case errors.As(err, &ne):
@@ -402,6 +405,69 @@ func isolate(t *testing.T, l *lab.Lab, n *lab.Node) {
 	}
 }
 
+// minorityRun is when cutMinority's steps happened, and the new master.
+type minorityRun struct {
+	parted, refused, promoted, healed, ready time.Time
+	next                                     *lab.Node
+}
+
+// cutMinority cuts the master cut off from every other node (isolate),
+// waits until it refuses writes and its shard (0) has promoted another,
+// then heals the partition and waits until the cluster agrees again.
+func cutMinority(ctx context.Context, t *testing.T, l *lab.Lab, cut *lab.Node) minorityRun {
+	t.Helper()
+	isolate(t, l, cut)
+	mr := minorityRun{parted: time.Now()}
+	// The lab's own clients (127.0.0.1) still reach the cut master: the
+	// first moment it is seen refusing writes (cluster_state fail).
+	for mr.refused.IsZero() {
+		if ctx.Err() != nil {
+			t.Fatal("the minority master never stopped accepting writes")
+		}
+		text, err := cut.Do(ctx, "CLUSTER", "INFO").Text()
+		if err == nil && lab.ParseInfo(text)["cluster_state"] == "fail" {
+			mr.refused = time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var err error
+	if mr.next, err = l.WaitPromotion(ctx, cut.Shard(), cut); err != nil {
+		t.Fatal(err)
+	}
+	mr.promoted = time.Now()
+	time.Sleep(500 * time.Millisecond)
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	mr.healed = time.Now()
+	if err := l.ClusterReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mr.ready = time.Now()
+	t.Logf("%s cut off; refusing writes %v later; %s promoted %v after the cut; healed after %v; the cluster agreed %v after the heal",
+		cut.Name(), mr.refused.Sub(mr.parted).Round(time.Millisecond), mr.next.Name(), mr.promoted.Sub(mr.parted).Round(time.Millisecond),
+		mr.healed.Sub(mr.parted).Round(time.Millisecond), mr.ready.Sub(mr.healed).Round(time.Millisecond))
+	return mr
+}
+
+// readLists counts every id in lists, read from their final masters.
+func readLists(ctx context.Context, t *testing.T, l *lab.Lab, lists []string) map[string]int {
+	t.Helper()
+	rc := redis.NewClusterClient(l.ClusterOptions())
+	defer rc.Close()
+	seen := map[string]int{}
+	for _, list := range lists {
+		ids, err := rc.LRange(ctx, list, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			seen[id]++
+		}
+	}
+	return seen
+}
+
 // writeOp is one write of a partition workload: its id, its list, when it
 // began and ended, and its error.
 type writeOp struct {
@@ -543,38 +609,8 @@ func TestMinorityPartition(t *testing.T) {
 	theirsDone := partitionWriters(ctx, theirs, "gr", listsOf("gr"), &stop)
 	time.Sleep(500 * time.Millisecond)
 
-	isolate(t, l, cut)
-	parted := time.Now()
-	// The lab's own clients (127.0.0.1) still reach the cut master: the
-	// first moment it is seen refusing writes (cluster_state fail).
-	var refused time.Time
-	for refused.IsZero() {
-		if ctx.Err() != nil {
-			t.Fatal("the minority master never stopped accepting writes")
-		}
-		text, err := cut.Do(ctx, "CLUSTER", "INFO").Text()
-		if err == nil && lab.ParseInfo(text)["cluster_state"] == "fail" {
-			refused = time.Now()
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	next, err := l.WaitPromotion(ctx, 0, cut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	promoted := time.Now()
-	time.Sleep(500 * time.Millisecond)
-	if err := l.Heal(); err != nil {
-		t.Fatal(err)
-	}
-	healed := time.Now()
-	if err := l.ClusterReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ready := time.Now()
-	t.Logf("%s cut off; refusing writes %v later; %s promoted %v after the cut; healed after %v; the cluster agreed %v after the heal",
-		cut.Name(), refused.Sub(parted).Round(time.Millisecond), next.Name(), promoted.Sub(parted).Round(time.Millisecond),
-		healed.Sub(parted).Round(time.Millisecond), ready.Sub(healed).Round(time.Millisecond))
+	mr := cutMinority(ctx, t, l, cut)
+	refused, next, ready := mr.refused, mr.next, mr.ready
 
 	// This client's map names the new master for the cut shard, and its
 	// writes land there.
@@ -615,19 +651,7 @@ func TestMinorityPartition(t *testing.T) {
 		t.Errorf("no write of the workload begun after the heal was acknowledged on the new master %s", next.Name())
 	}
 
-	// Every list from its final master.
-	rc := redis.NewClusterClient(l.ClusterOptions())
-	defer rc.Close()
-	seen := map[string]int{}
-	for _, list := range append(listsOf("rk"), listsOf("gr")...) {
-		ids, err := rc.LRange(ctx, list, 0, -1).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range ids {
-			seen[id]++
-		}
-	}
+	seen := readLists(ctx, t, l, append(listsOf("rk"), listsOf("gr")...))
 	ourTally, theirTally := tallyPartition(oursOps, seen, refused, cutTags), tallyPartition(theirsOps, seen, refused, cutTags)
 	for _, r := range []struct {
 		name string

@@ -40,6 +40,10 @@ const (
 	// and the cluster has since named Master: it failed with a
 	// *MasterChangedError (Err) rather than run twice.
 	EventWriteRefused // write refused
+	// EventWriteNotDurable: a durable write of Slot (-1: a pipeline's
+	// part) on Master failed with a *NotDurableError (Err): refused
+	// unsent, or run and not confirmed.
+	EventWriteNotDurable // write not durable
 )
 
 // RefreshCause says why the client read the slot map: at start, on the
@@ -68,7 +72,8 @@ type Event struct {
 	Master    string // the master (or node) concerned
 	OldMaster string
 	// Slot is the slot of the call an event is about (EventReadRetried,
-	// EventWriteRerun, EventWriteRefused); -1 for a command without a key.
+	// EventWriteRerun, EventWriteRefused, EventWriteNotDurable); -1 for a
+	// command without a key.
 	Slot int
 	// Slots counts the slots that moved (EventMasterChanged,
 	// EventSlotsMoved).
@@ -89,7 +94,7 @@ func (e Event) String() string {
 	switch e.Kind {
 	case EventMasterChanged, EventSlotsMoved:
 		s += fmt.Sprintf(" slots=%d", e.Slots)
-	case EventReadRetried, EventWriteRerun, EventWriteRefused:
+	case EventReadRetried, EventWriteRerun, EventWriteRefused, EventWriteNotDurable:
 		s += fmt.Sprintf(" slot=%d", e.Slot)
 	}
 	if e.Duration != 0 {

@@ -64,16 +64,40 @@ type Options struct {
 	// routing.DefaultMaxBatch (256) and routing.DefaultMaxInflight (2).
 	AutoPipelineMaxBatch, AutoPipelineInflight int
 
+	// Durable makes every write wait, on the connection that made it, for
+	// WAIT to confirm it on every replica of its shard that could be
+	// promoted in its master's place and every one the master has
+	// connected, within DurableTimeout; a call can override it with
+	// WithDurable. A write that cannot be confirmed fails with a
+	// *NotDurableError: see "Durable writes" in the package documentation
+	// for the count and what it promises.
+	Durable bool
+	// DurableAOF makes durable writes also wait for the append-only file:
+	// WAITAOF 1 N after the WAIT, counting the master once it has fsynced
+	// the write to its AOF and a replica once it has fsynced it to its
+	// own. It needs WAITAOF (Redis and Valkey 7.2 or newer) and appendonly
+	// yes on the master and the counted replicas: without them durable
+	// writes are refused unsent with a *NotDurableError wrapping
+	// ErrAOFUnavailable. It applies to the writes that are durable; it
+	// does not make writes durable by itself.
+	DurableAOF bool
+	// DurableTimeout bounds the WAIT after each durable write (and the
+	// WAITAOF after it). WAIT's reply comes within ReadTimeout, so it must
+	// be at most half of it (a third with DurableAOF). Default
+	// DefaultDurableTimeout, or that fraction of ReadTimeout when it is
+	// shorter.
+	DurableTimeout time.Duration
+
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
 
 	// Observer, when set, receives every Event (masters changed, slots
 	// moved, a master failing and recovering, refreshes failed, reads
-	// retried, writes re-run and refused), in order, one call at a time,
-	// from a goroutine of the client's own: a slow Observer holds up
-	// neither a failover nor a call; past eventq.DefaultCapacity (1,024)
-	// waiting events new ones are dropped and counted
-	// (Stats.EventsDropped). Close waits at most eventq.DefaultDrainTimeout
+	// retried, writes re-run and refused, durable writes not confirmed),
+	// in order, one call at a time, from a goroutine of the client's own:
+	// a slow Observer holds up neither a failover nor a call; past
+	// eventq.DefaultCapacity (1,024) waiting events new ones are dropped
+	// and counted (Stats.EventsDropped). Close waits at most eventq.DefaultDrainTimeout
 	// (1 s) for a stuck Observer. See "The Observer contract" in
 	// internal/eventq's package documentation.
 	Observer func(Event)
@@ -99,6 +123,10 @@ const (
 	// DefaultMaxRedirects is go-redis's ClusterOptions.MaxRedirects (3)
 	// with room for a migration and a failover at once.
 	DefaultMaxRedirects = 5
+	// DefaultDurableTimeout lets a replica a few milliseconds away confirm
+	// with room to spare, and fails a durable write within a second when
+	// one cannot.
+	DefaultDurableTimeout = 1 * time.Second
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -130,6 +158,9 @@ func (o Options) withDefaults() (Options, error) {
 		if d < 0 {
 			return o, fmt.Errorf("cluster: Options.%s is negative (%v)", name, d)
 		}
+	}
+	if err := o.durableDefaults(); err != nil {
+		return o, err
 	}
 	if o.AutoPipelineMaxBatch < 0 || o.AutoPipelineInflight < 0 {
 		return o, fmt.Errorf("cluster: Options.AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight)

@@ -117,7 +117,8 @@ func (ns *nodeSet) get(addr string) *node {
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = ctlPoolSize, 0, ctlPoolSize
 	n := &node{addr: addr, id: uint64(len(ns.byID) + 1),
 		client: redis.NewClient(ns.opts.nodeOptions(addr)), ctl: redis.NewClient(respguard.Guard(ctl))}
-	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight})
+	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight,
+		Confirm: ns.opts.confirmCmds}) // durable writes' WAIT (durable.go)
 	if ns.closed {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
 		_ = n.ctl.Close()

@@ -59,7 +59,7 @@ type Client struct {
 
 	// durableKick is when a refused durable write last asked for a refresh
 	// (Unix nanoseconds; see recheckDurable).
-	durableKick atomic.Int64
+	durableKick routing.Throttle
 
 	closed atomic.Bool
 

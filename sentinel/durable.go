@@ -3,7 +3,6 @@ package sentinel
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -128,12 +127,7 @@ func (c *Client) durablePrecheck(ctx context.Context, snap *snapshot) (int, erro
 // WAIT's own acknowledgement round lets the replicas fsync before
 // WAITAOF's asks.
 func (o *Config) confirmCmds(ctx context.Context, required int) []redis.Cmder {
-	ms := o.DurableTimeout.Milliseconds()
-	wait := redis.NewIntCmd(ctx, "wait", required, ms)
-	if !o.DurableAOF {
-		return []redis.Cmder{wait}
-	}
-	return []redis.Cmder{wait, redis.NewIntSliceCmd(ctx, "waitaof", 1, required, ms)}
+	return routing.ConfirmCmds(ctx, required, o.DurableTimeout, o.DurableAOF)
 }
 
 // durableVerdict is the *NotDurableError of a write whose confirmation
@@ -146,28 +140,14 @@ func (c *Client) durableVerdict(snap *snapshot, required int, confirm []redis.Cm
 		return &NotDurableError{Master: n.addr, Required: required, Replicas: slices.Clone(snap.durable),
 			Timeout: c.opts.DurableTimeout, AOF: c.opts.DurableAOF}
 	}
-	for _, cmd := range confirm {
-		if err := cmd.Err(); err != nil {
-			e := nde()
-			e.Cause = err
-			if failure.AOFDisabled(err) || failure.UnknownCommand(err) {
-				n.aof.Store(nil) // the master changed since it was checked: check again
-			}
-			return e
+	acked, local, err := routing.ConfirmCounts(confirm)
+	if err != nil {
+		e := nde()
+		e.Cause = err
+		if failure.AOFDisabled(err) || failure.UnknownCommand(err) {
+			n.aof.Store(nil) // the master changed since it was checked: check again
 		}
-	}
-	acked, local := 0, true
-	for _, cmd := range confirm {
-		switch cmd := cmd.(type) {
-		case *redis.IntCmd: // WAIT: replicas that have the write
-			acked = int(cmd.Val())
-		case *redis.IntSliceCmd: // WAITAOF: [master fsynced, replicas fsynced]
-			v := cmd.Val()
-			if len(v) != 2 {
-				v = []int64{0, 0}
-			}
-			local, acked = v[0] >= 1, min(acked, int(v[1]))
-		}
+		return e
 	}
 	if acked < required || !local {
 		e := nde()
@@ -207,13 +187,8 @@ func (c *Client) aofReady(ctx context.Context, n *node) error {
 	n.acquire()
 	err := n.control().Do(ctx, "WAITAOF", 1, 0, 1).Err()
 	n.release()
-	switch {
-	case err == nil:
-	case failure.UnknownCommand(err):
-		err = fmt.Errorf("%w: it has no WAITAOF (Redis and Valkey have it from 7.2): %s", ErrAOFUnavailable, failure.BriefErr(err))
-	case failure.AOFDisabled(err):
-		err = fmt.Errorf("%w: it runs without an append-only file: set appendonly yes on the master and on every replica: %s", ErrAOFUnavailable, failure.BriefErr(err))
-	default:
+	err, settled := failure.AOFProbe(err, ErrAOFUnavailable)
+	if !settled {
 		return err
 	}
 	n.aof.Store(&aofState{err: err, at: time.Now()})
@@ -229,12 +204,9 @@ const durableRecheck = 200 * time.Millisecond
 // recheckDurable asks for a refresh unless one was asked for within
 // durableRecheck.
 func (c *Client) recheckDurable() {
-	now := time.Now().UnixNano()
-	last := c.durableKick.Load()
-	if now-last < int64(durableRecheck) || !c.durableKick.CompareAndSwap(last, now) {
-		return
+	if c.durableKick.Allow(durableRecheck) {
+		c.topo.kick()
 	}
-	c.topo.kick()
 }
 
 // firstErr is the error go-redis reports for the work: the command's, or

@@ -358,3 +358,20 @@ func ProvablyNotExecuted(cl *classify.Classifier, cmd redis.Cmder, cmds []redis.
 	}
 	return true
 }
+
+// AOFProbe judges the reply (err) of WAITAOF 1 0 1 sent to a master on a
+// connection that never writes: nil when it can confirm AOF fsyncs; an
+// error wrapping unavailable (the caller's package's sentinel error) when
+// it has no WAITAOF or runs without an AOF; settled is false for any other
+// failure, which says nothing of the master and is not to be remembered.
+func AOFProbe(err, unavailable error) (verdict error, settled bool) {
+	switch {
+	case err == nil:
+		return nil, true
+	case UnknownCommand(err):
+		return fmt.Errorf("%w: it has no WAITAOF (Redis and Valkey have it from 7.2): %s", unavailable, BriefErr(err)), true
+	case AOFDisabled(err):
+		return fmt.Errorf("%w: it runs without an append-only file: set appendonly yes on the master and on every replica: %s", unavailable, BriefErr(err)), true
+	}
+	return err, false
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -220,6 +221,36 @@ func TestReply(t *testing.T) {
 	} {
 		if got := Reply(tt.err); got != tt.want {
 			t.Errorf("Reply(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestAOFProbe: the probe's reply sorted as a master that can confirm AOF
+// fsyncs, one that cannot (wrapping the caller's error, saying why), and
+// a failure that says nothing of it.
+func TestAOFProbe(t *testing.T) {
+	unavailable := errors.New("caller: no AOF fsyncs")
+	for _, tc := range []struct {
+		name    string
+		err     error
+		settled bool
+		says    string // in the verdict; "" for a nil verdict
+	}{
+		{"confirms", nil, true, ""},
+		{"no WAITAOF", redisErr("ERR unknown command 'WAITAOF', with args beginning with: '1' '0' '1'"), true, "7.2"},
+		{"appendonly off", redisErr("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."), true, "appendonly yes"},
+		{"timeout", context.DeadlineExceeded, false, "deadline"},
+	} {
+		verdict, settled := AOFProbe(tc.err, unavailable)
+		switch {
+		case settled != tc.settled:
+			t.Errorf("%s: settled %v, want %v", tc.name, settled, tc.settled)
+		case tc.says == "" && verdict != nil:
+			t.Errorf("%s: %v, want nil", tc.name, verdict)
+		case tc.says != "" && (verdict == nil || !strings.Contains(verdict.Error(), tc.says)):
+			t.Errorf("%s: %v, want it to say %q", tc.name, verdict, tc.says)
+		case tc.settled && tc.says != "" && !errors.Is(verdict, unavailable):
+			t.Errorf("%s: %v does not wrap the caller's error", tc.name, verdict)
 		}
 	}
 }
