@@ -132,7 +132,7 @@ func NewClient(opts Options) (*Client, error) {
 // apply where opts leaves them zero. opts supplies the rest.
 //
 // A sentinel or unix:// URL is refused, and so is a database other than
-// 0, and readFrom other than master (the client reads from masters). The
+// 0, and readFrom other than master (set Options.ReadFrom instead). The
 // URL's clientName applies when opts.ClientName is empty. Errors wrap
 // a *redisurl.Error (errors.As) and never show a password.
 func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
@@ -150,7 +150,7 @@ func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
 		return refuse("scheme", "", "a "+string(u.Kind)+" URL, not a cluster URL",
 			"want redis+cluster://host1,host2, rediss+cluster:// for TLS, or redis://host1?addr=host2")
 	case u.ReadFrom != redisurl.Master:
-		return refuse("readFrom", string(u.ReadFrom), "not supported by cluster.Client yet", "it reads from the masters only: remove readFrom")
+		return refuse("readFrom", string(u.ReadFrom), "not read from a URL by cluster.Client yet", "remove readFrom and set Options.ReadFrom")
 	}
 	if u.DB != 0 {
 		return refuse("db", strconv.Itoa(u.DB), "Redis Cluster has only database 0", "remove the database from the URL")
@@ -293,6 +293,12 @@ type attempt struct {
 	failures  int   // sends that failed
 	redirects int
 	holdEnd   time.Time
+	// A read sent to a replica (readfrom.go): its replica-read client and
+	// the done of the election's pick, for the next send; and a replica
+	// that gave no answer, which the read's next try avoids.
+	rd    *reader
+	done  func()
+	avoid *node
 }
 
 // run sends one command to the master of slot and applies the rules of the
@@ -315,7 +321,7 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 		if n == nil {
 			continue // the map changed: look again
 		}
-		err = c.send(ctx, n, cmd, a.asking, a.write)
+		err = c.sendAttempt(ctx, n, cmd, a)
 		a.direct, a.asking = nil, false
 		if err == nil || !failure.Signal(err) || errors.Is(err, redis.ErrClosed) && c.closed.Load() {
 			return err
@@ -339,6 +345,9 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 func (c *Client) pick(ctx context.Context, snap *snapshot, a *attempt) (*node, error) {
 	if a.direct != nil {
 		return a.direct, nil
+	}
+	if r, again, err := c.replicaRead(ctx, snap, a); r != nil || again || err != nil {
+		return r, err // a replica, the map changed, or no replica under Replica
 	}
 	n := snap.master(a.slot)
 	if n != nil && (!a.write || !snap.suspect[n]) {
@@ -564,11 +573,14 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 			groups[gi].writes++
 		}
 	}
+	// Read-only groups may go to a replica of their shard (readfrom.go).
+	groups, release := c.routeReadGroups(ctx, snap, groups)
 	for _, g := range groups { // one count a node: the counters are shared
 		g.n.writes.Add(g.writes)
 		g.n.reads.Add(uint64(len(g.cmds)) - g.writes)
 	}
 	c.runGroups(ctx, groups)
+	release()
 	for _, p := range pages {
 		c.scanDone(snap, p)
 	}
@@ -586,7 +598,8 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 type group struct {
 	n      *node
 	cmds   []redis.Cmder
-	writes uint64 // of cmds
+	writes uint64  // of cmds
+	rd     *reader // a read-only group sent to the replica n (readfrom.go)
 }
 
 // runGroups sends each group to its node, all at once, and returns when
@@ -594,7 +607,7 @@ type group struct {
 func (c *Client) runGroups(ctx context.Context, groups []group) {
 	var wg sync.WaitGroup
 	for i, g := range groups {
-		run := func() { _ = routing.Run(ctx, g.n.client, nil, g.cmds) }
+		run := func() { _ = routing.Run(ctx, g.target(), nil, g.cmds) }
 		if i == len(groups)-1 {
 			if err := safe.Call(run); err != nil { // the last on this goroutine
 				routing.SetErrs(nil, g.cmds, err)
