@@ -652,3 +652,71 @@ func TestReplicaPipelinesAndMoved(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestReplicaReadsFollowFailover: a shard fails over (gracefully) to one
+// of its replicas; once the map has it, the shard's selector runs against
+// the new master, the promoted node's replica connections are closed, and
+// Replica reads go to the shard's replicas only (the other replica, the
+// old master), never to the new master.
+func TestReplicaReadsFollowFailover(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l, c, shards := replicaSetup(ctx, t, lab.Cluster(3, 2), 6*time.Millisecond,
+		[]time.Duration{3 * time.Millisecond, 4 * time.Millisecond}, func(o *Options) { o.ReadFrom = Replica })
+	startProbing(ctx, t, c, shards)
+	sh := shards[0]
+	if reads := readAll(ctx, t, c, shards[:1], 5); reads[sh.replicas[0].Addr()]+reads[sh.replicas[1].Addr()] != 100 {
+		t.Fatalf("before the failover: %v, want every read on a replica", reads)
+	}
+	sel := selectorOf(t, c, sh.master.Addr())
+	promoted, err := l.ClusterFailover(ctx, l.ShardIDs()[0], lab.FailoverGraceful)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pn *node
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		// A read of the shard's slots meets MOVED on the old master's
+		// replicas or a refresh of its own soon; kick one now.
+		c.topo.kick(RefreshPeriodic)
+		snap := c.topo.snap.Load()
+		if m := snap.master(Slot(sh.keys[0])); m != nil && m.addr == promoted.Addr() {
+			pn = m
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the map never named %s master of shard 0", promoted.Name())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := selectorOf(t, c, promoted.Addr()); got != sel {
+		t.Errorf("the failed-over shard has a new selector: want the one it had")
+	}
+	if pn.rd.Load() != nil {
+		t.Errorf("the promoted node kept its replica-read client")
+	}
+	others := []string{sh.master.Addr()}
+	for _, r := range sh.replicas {
+		if r != promoted {
+			others = append(others, r.Addr())
+		}
+	}
+	// The old master rejoins as a replica: wait until the map has it and
+	// the election has run with it.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if cur := c.topo.snap.Load().slots[Slot(sh.keys[0])]; cur != nil && len(cur.replicas) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shard 0 never had 2 replicas again: %+v", sel.Table())
+		}
+		c.topo.kick(RefreshPeriodic)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := sel.WaitRound(ctx, sel.Rounds()+2); err != nil {
+		t.Fatal(err)
+	}
+	reads := readAll(ctx, t, c, shards[:1], 5)
+	t.Logf("after the failover to %s: reads %v; election %+v", promoted.Name(), reads, sel.Table())
+	if reads[promoted.Addr()] != 0 || reads[others[0]]+reads[others[1]] != 100 {
+		t.Fatalf("Replica reads after the failover: %v, want all 100 on %v, none on the new master %s", reads, others, promoted.Addr())
+	}
+}
