@@ -471,7 +471,7 @@ type replicaExplainer interface {
 }
 
 // awaitingProbe: a replica in the table has not been probed yet.
-var awaitingProbe = replica.AwaitingProbe
+func awaitingProbe(table []replica.NodeStatus) bool { return replica.AwaitingProbe(table) }
 
 // noReplica is the error of a read under ReadFrom Replica that no replica
 // may serve: each replica the client knows, and why the selector did not
