@@ -144,7 +144,7 @@ func NewClient(opts Options) (*Client, error) {
 // apply where opts leaves them zero. opts supplies the rest.
 //
 // A sentinel or unix:// URL is refused, and so is a database other than
-// 0, and readFrom other than master (the client reads from masters). The
+// 0. The URL's readFrom applies when opts.ReadFrom is empty; the
 // URL's clientName applies when opts.ClientName is empty. Errors wrap
 // a *redisurl.Error (errors.As) and never show a password.
 func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
@@ -161,14 +161,15 @@ func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
 	case u.Kind != redisurl.Cluster:
 		return refuse("scheme", "", "a "+string(u.Kind)+" URL, not a cluster URL",
 			"want redis+cluster://host1,host2, rediss+cluster:// for TLS, or redis://host1?addr=host2")
-	case u.ReadFrom != redisurl.Master:
-		return refuse("readFrom", string(u.ReadFrom), "not supported by cluster.Client yet", "it reads from the masters only: remove readFrom")
 	}
 	if u.DB != 0 {
 		return refuse("db", strconv.Itoa(u.DB), "Redis Cluster has only database 0", "remove the database from the URL")
 	}
 	if opts.ClientName == "" {
 		opts.ClientName = u.ClientName
+	}
+	if opts.ReadFrom == "" {
+		opts.ReadFrom = u.ReadFrom
 	}
 	opts.Addrs, opts.Username, opts.Password = u.Addrs, u.Username, u.Password
 	if opts.TLSConfig == nil {
@@ -306,6 +307,12 @@ type attempt struct {
 	failures  int   // sends that failed
 	redirects int
 	holdEnd   time.Time
+	// A read sent to a replica (readfrom.go): its replica-read client and
+	// the done of the election's pick, for the next send; and a replica
+	// that gave no answer, which the read's next try avoids.
+	rd    *reader
+	done  func()
+	avoid *node
 }
 
 // run sends one command to the master of slot and applies the rules of the
@@ -331,7 +338,7 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 		if a.write && c.durable(ctx) {
 			err = c.sendDurable(ctx, n, cmd, a) // durable.go
 		} else {
-			err = c.send(ctx, n, cmd, a.asking, a.write)
+			err = c.sendAttempt(ctx, n, cmd, a) // a replica's or the master's (readfrom.go)
 		}
 		a.direct, a.asking = nil, false
 		if c.settled(err) {
@@ -364,6 +371,9 @@ func (c *Client) settled(err error) bool {
 func (c *Client) pick(ctx context.Context, snap *snapshot, a *attempt) (*node, error) {
 	if a.direct != nil {
 		return a.direct, nil
+	}
+	if r, again, err := c.replicaRead(ctx, snap, a); r != nil || again || err != nil {
+		return r, err // a replica, the map changed, or no replica under Replica
 	}
 	n := snap.master(a.slot)
 	if n != nil && (!a.write || !snap.suspect[n]) {
@@ -593,11 +603,14 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	if c.durable(ctx) {
 		groups, durables = c.prepareDurable(ctx, groups, time.Now().Add(c.opts.WriteHoldTimeout)) // durable.go
 	}
+	// Read-only groups may go to a replica of their shard (readfrom.go).
+	groups, release := c.routeReadGroups(ctx, snap, groups)
 	for _, g := range groups { // one count a node: the counters are shared
 		g.n.writes.Add(g.writes)
 		g.n.reads.Add(uint64(len(g.cmds)) - g.writes)
 	}
 	c.runGroups(ctx, groups)
+	release()
 	c.judgeDurable(durables)
 	for _, p := range pages {
 		c.scanDone(snap, p)
@@ -619,7 +632,8 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 type group struct {
 	n      *node
 	cmds   []redis.Cmder
-	writes uint64 // of cmds
+	writes uint64  // of cmds
+	rd     *reader // a read-only group sent to the replica n (readfrom.go)
 	// confirm are a durable part's WAIT (and WAITAOF), sent after cmds.
 	confirm []redis.Cmder
 }
@@ -629,7 +643,7 @@ type group struct {
 func (c *Client) runGroups(ctx context.Context, groups []group) {
 	var wg sync.WaitGroup
 	for i, g := range groups {
-		run := func() { _ = routing.Run(ctx, g.n.client, nil, append(g.cmds, g.confirm...)) }
+		run := func() { _ = routing.Run(ctx, g.target(), nil, append(g.cmds, g.confirm...)) }
 		if i == len(groups)-1 {
 			if err := safe.Call(run); err != nil { // the last on this goroutine
 				routing.SetErrs(nil, g.cmds, err)

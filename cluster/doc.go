@@ -222,7 +222,54 @@
 // through Options.Logger. Stats counts them, the refreshes by cause, the
 // writes held, and the commands sent to each node.
 //
-// # Not yet
+// # Reading from replicas
 //
-// This version reads from masters only; see the issues that follow.
+// Options.ReadFrom (per call: WithReadFrom) says where read-only commands
+// (package classify decides) run: Master (the default), Replica,
+// ReplicaPreferred or Nearest, as in package sentinel, decided per shard.
+// Writes, transactions (TxPipeline, Watch), SCAN iterations and commands
+// without a key always go to a master.
+//
+// Each shard has a replica.Selector of its own (made, re-pointed and
+// closed by the topology goroutine as refreshes find shards, failovers
+// and replicas, never on a call's path), all bound to one deployment key
+// ("cluster:" and the sorted seeds), so one prober per cluster and
+// process times every node once per replica.Config.ProbeInterval, however
+// many clients and shards there are. The election runs per shard,
+// relative to that shard's master, with package replica's rules (the
+// exclusion factor, the latency window, the power of two choices on reads
+// in flight, MaxStaleness from the master's replication offsets): the
+// replicas it may elect are those the map has as healthy (CLUSTER SHARDS:
+// not failed, not loading), and of those the prober finds unreachable,
+// link-down or stale none serves a read. Options.Replica configures it.
+// The prober starts at the first read that may go to a replica; until its
+// first round, Nearest and ReplicaPreferred read from the master, and
+// Replica waits for the round (within the call's context and
+// ReadTimeout).
+//
+// A read sent to a replica goes over connections of the replica's own
+// that send READONLY when they open (not the node's ordinary ones: a
+// master demoted to a replica must answer a stale map's commands with
+// MOVED, not serve them). A replica that answers MOVED (the slot left its
+// shard) is a redirect as any: the read follows it to the master it names,
+// and the map is read again. A replica that gives no answer is avoided by
+// the read's one re-run. When a shard's election drops a replica, or a
+// refresh finds it no longer a replica of any shard (promoted in a
+// failover, failed), its replica connections are closed: idle ones at
+// once, busy ones when their read returns. Stats.Nodes counts a replica
+// read on the replica.
+//
+// Under Replica, a read whose shard has no replica that may serve it fails
+// with a *NoReplicaError (errors.Is ErrNoReplica) naming the slot, the
+// shard's master and each replica with why it was not used; nothing was
+// sent. ReplicaTables shows each shard's election.
+//
+// In a pipeline, the commands are grouped per master as before; a group
+// with no write and no SCAN page goes whole to one replica of its shard
+// that the election hands out, else to the master (under Replica, a group
+// whose shard has no replica fails its commands with a *NoReplicaError).
+//
+// Replica reads may be stale: a read that must see the caller's own write
+// uses WithReadFrom(ctx, Master). A redis+cluster:// URL's readFrom is
+// still refused by NewClientFromURL: set Options.ReadFrom.
 package cluster

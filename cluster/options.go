@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/replica"
 )
 
 // Options configure a Client. Zero fields take the defaults below.
@@ -87,6 +88,23 @@ type Options struct {
 	// DefaultDurableTimeout, or that fraction of ReadTimeout when it is
 	// shorter.
 	DurableTimeout time.Duration
+
+	// ReadFrom is where read-only commands (package classify decides)
+	// run by default: Master (the default), Replica, ReplicaPreferred or
+	// Nearest, elected per shard (see "Reading from replicas" in the
+	// package documentation). A call overrides it with WithReadFrom.
+	// Writes, transactions, Watch, SCAN iterations and keyless commands
+	// always go to a master.
+	ReadFrom ReadFrom
+	// Replica configures each shard's replica election (probe interval
+	// and timeout, exclusion factor, latency window, MaxStaleness, ...).
+	// The zero Config takes package replica's defaults: probes every 2 s,
+	// a replica more than 3 x its master's RTT away is not elected,
+	// replicas within 2 ms of the nearest share the reads, no staleness
+	// bound. Its Observer receives every shard's election changes (with
+	// MasterName "cluster:" and the sorted seeds); its Logger defaults to
+	// Logger.
+	Replica replica.Config
 
 	// Logger receives the client's records. Default: discarded.
 	Logger *slog.Logger
@@ -170,6 +188,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := o.checkReadFrom(); err != nil {
+		return o, err
 	}
 	return o, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
+	"github.com/rediskit/rediskit/replica"
 )
 
 // node is one cluster node's clients and its auto-pipelining Batcher.
@@ -33,6 +34,9 @@ type node struct {
 	batch *routing.Batcher
 	// reads and writes count the commands sent to the node.
 	reads, writes atomic.Uint64
+	// rd is the client of the reads sent to the node as a replica
+	// (READONLY connections; see readfrom.go), nil until the first.
+	rd atomic.Pointer[reader]
 }
 
 // count counts a command sent to the node.
@@ -57,6 +61,9 @@ type shard struct {
 	// offsets are the replication offsets CLUSTER SHARDS reported for the
 	// master and its replicas (absent: not reported).
 	offsets map[*node]int64
+	// sel elects the replicas the shard's reads go to (nil: the master's
+	// alone, in a shard a MOVED made before the refresh that reads it).
+	sel *replica.Selector
 }
 
 // snapshot is the immutable slot map calls are routed on. A new one
@@ -156,6 +163,9 @@ func (ns *nodeSet) close() error {
 	var errs []error
 	for _, n := range ns.live {
 		errs = append(errs, n.client.Close(), n.ctl.Close())
+		if r := n.rd.Swap(nil); r != nil {
+			r.close()
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -192,6 +202,9 @@ type topology struct {
 
 	// events delivers to Options.Observer (nil without one).
 	events *eventq.Queue[Event]
+	// selectors are the shards' replica selectors (readfrom.go), owned
+	// by run.
+	selectors *shardSelectors
 
 	// Owned by run: the owners of the last refreshed map (nil before the
 	// first), which the next one is compared with for events, and when
@@ -226,6 +239,7 @@ func newTopology(opts *Options, nodes *nodeSet) *topology {
 		resultCh: make(chan refreshResult, 1), stop: make(chan struct{}), suspectSince: map[*node]time.Time{}}
 	t.events = eventq.New(eventq.Config[Event]{Deliver: opts.Observer, Logger: opts.Logger, Name: "cluster"})
 	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.selectors = newShardSelectors(opts, nodes, &t.wg)
 	t.snap.Store(&snapshot{next: make(chan struct{}), suspect: map[*node]bool{}})
 	for _, a := range opts.Addrs {
 		nodes.get(a)
@@ -244,7 +258,8 @@ func (t *topology) close() {
 	close(t.stop)
 	t.cancel()
 	t.wg.Wait()
-	t.events.Close() // after the owner goroutine: nothing emits any more
+	t.selectors.close() // after the owner goroutine: nothing assigns any more
+	t.events.Close()    // after the owner goroutine: nothing emits any more
 }
 
 // kick asks for a refresh now, for cause.
@@ -505,6 +520,7 @@ func (t *topology) apply(r refreshResult) {
 		}
 	}
 	t.reportMoves(next, isMaster)
+	t.selectors.assign(next)
 	t.publish(next)
 }
 

@@ -57,13 +57,17 @@ func TestNewClientFromURL(t *testing.T) {
 		_ = c.Close()
 	}
 
-	// The URL's clientName names every connection.
-	named, err := NewClientFromURL("rediss+cluster://:"+secret+"@"+addrs[0]+"?"+ca+"&clientName=checkout-api", Options{})
+	// The URL's clientName names every connection; its readFrom is the
+	// client's where Options has none.
+	named, err := NewClientFromURL("rediss+cluster://:"+secret+"@"+addrs[0]+"?"+ca+"&clientName=checkout-api&readFrom=replicaPreferred", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if name, err := named.ClientGetName(ctx).Result(); err != nil || name != "checkout-api" {
 		t.Errorf("CLIENT GETNAME: %q, %v; want the URL's clientName", name, err)
+	}
+	if named.opts.ReadFrom != ReplicaPreferred {
+		t.Errorf("ReadFrom %q, want the URL's replicaPreferred", named.opts.ReadFrom)
 	}
 	_ = named.Close()
 
@@ -99,7 +103,6 @@ func TestNewClientFromURLRefuses(t *testing.T) {
 		{"unix://:{pw}@/run/redis.sock", "scheme"},
 		{"redis://:{pw}@h1/2", "db"},
 		{"redis+cluster://:{pw}@h1/2", "db"},
-		{"redis+cluster://:{pw}@h1?readFrom=replica", "readFrom"},
 		{"redis://:{pw}@h1?addr=h2&addr=h1", "addr"},
 		{"redis+cluster://:{pw}@h1:bad", "address"},
 		{"redis://:{pw}@h1?dial_timeout=1s", "parameter"},

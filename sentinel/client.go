@@ -470,46 +470,27 @@ type replicaExplainer interface {
 	WaitRound(ctx context.Context, n uint64) error
 }
 
-// awaitingProbe: a replica in the table has not been probed yet (the
-// first round after the first read, or a replica that just joined, for
-// which the prober runs a round at once).
-func awaitingProbe(table []replica.NodeStatus) bool {
-	for _, st := range table {
-		if st.Role == replica.RoleReplica && st.Excluded == replica.ExcludedUnprobed {
-			return true
-		}
-	}
-	return false
-}
+// awaitingProbe: a replica in the table has not been probed yet.
+func awaitingProbe(table []replica.NodeStatus) bool { return replica.AwaitingProbe(table) }
 
 // noReplica is the error of a read under ReadFrom Replica that no replica
 // may serve: each replica the client knows, and why the selector did not
 // hand it out.
 func (c *Client) noReplica(snap *snapshot) *NoReplicaError {
-	e := &NoReplicaError{MasterName: c.opts.MasterName, Master: snap.masterAddr()}
-	seen := map[string]bool{}
+	var table []replica.NodeStatus
 	if ex, ok := c.selector.(replicaExplainer); ok {
-		for _, st := range ex.Table() {
-			if st.Role != replica.RoleReplica {
-				continue
-			}
-			seen[st.Addr] = true
-			r := ReplicaExclusion{Addr: st.Addr, Reason: st.Excluded, Why: st.Why}
-			switch {
-			case snap.replica(st.Addr) == nil:
-				r.Reason, r.Why = "", "no longer among the healthy replicas Sentinel reports"
-			case st.Excluded == replica.NotExcluded:
-				r.Why = "not handed out for this read: the election was changing"
-			}
-			e.Replicas = append(e.Replicas, r)
-		}
+		table = ex.Table()
 	}
-	for _, n := range snap.replicas {
-		if !seen[n.addr] {
-			e.Replicas = append(e.Replicas, ReplicaExclusion{Addr: n.addr, Why: "not handed out by the replica selector"})
-		}
+	current := make([]string, len(snap.replicas))
+	for i, n := range snap.replicas {
+		current[i] = n.addr
 	}
-	return e
+	return &NoReplicaError{MasterName: c.opts.MasterName, Master: snap.masterAddr(),
+		Replicas: replica.ExplainUnused(table, current, replica.UnusedWhy{
+			Gone:     "no longer among the healthy replicas Sentinel reports",
+			Changing: "not handed out for this read: the election was changing",
+			Untabled: "not handed out by the replica selector",
+		})}
 }
 
 // process runs one command (the front client's process hook).

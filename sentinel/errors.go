@@ -159,16 +159,11 @@ type NoReplicaError struct {
 }
 
 // ReplicaExclusion is a replica a read under ReadFrom Replica did not use,
-// and why.
-type ReplicaExclusion struct {
-	Addr string
-	// Reason is the selector's exclusion in a word (replica.ExcludedStale,
-	// ...), or "" when the selector gave none: one without an RTT table
-	// (NewRoundRobinSelector), or a replica leaving the topology.
-	Reason replica.Exclusion
-	// Why says it in a sentence.
-	Why string
-}
+// and why: its Reason is the selector's exclusion in a word
+// (replica.ExcludedStale, ...), or "" when the selector gave none (one
+// without an RTT table, NewRoundRobinSelector, or a replica leaving the
+// topology), its Why a sentence.
+type ReplicaExclusion = replica.Unused
 
 func (e *NoReplicaError) Error() string {
 	var b strings.Builder
@@ -177,23 +172,7 @@ func (e *NoReplicaError) Error() string {
 		fmt.Fprintf(&b, " %s", e.Master)
 	}
 	b.WriteString(" is not read)")
-	if len(e.Replicas) == 0 {
-		b.WriteString(": Sentinel reports no healthy replica")
-	}
-	for i, r := range e.Replicas {
-		if i == 0 {
-			b.WriteString(": ")
-		} else {
-			b.WriteString("; ")
-		}
-		b.WriteString(r.Addr)
-		if r.Reason != "" {
-			fmt.Fprintf(&b, " %s", r.Reason)
-		}
-		if r.Why != "" {
-			fmt.Fprintf(&b, " (%s)", r.Why)
-		}
-	}
+	replica.WriteUnused(&b, e.Replicas, "Sentinel reports no healthy replica")
 	return b.String()
 }
 
