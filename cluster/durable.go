@@ -301,9 +301,17 @@ func (w *durableWatch) run() {
 		case <-topo.stop:
 			return
 		case <-snap.next:
+			prev := snap
 			snap = topo.snap.Load()
-			w.forget(snap)
-			checkAll()
+			if !sameShards(prev, snap) {
+				// Every refresh publishes a snapshot (offsets move);
+				// only a change of masters or replicas changes the
+				// count. A replica that drops its link without leaving
+				// the map still counts (the safe side): the write it
+				// fails to confirm asks for a recheck.
+				w.forget(snap)
+				checkAll()
+			}
 		case <-w.kickCh:
 			checkAll()
 		case n := <-w.wantCh:
@@ -317,6 +325,14 @@ func (w *durableWatch) run() {
 			}
 		}
 	}
+}
+
+// sameShards reports whether a and b have the same masters with the same
+// healthy replicas, in the same order.
+func sameShards(a, b *snapshot) bool {
+	return slices.EqualFunc(a.masters, b.masters, func(x, y *shard) bool {
+		return x.master == y.master && slices.Equal(x.replicas, y.replicas)
+	})
 }
 
 // post hands a worker's result to the owner.
