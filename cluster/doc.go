@@ -241,7 +241,17 @@
 // in flight, MaxStaleness from the master's replication offsets): the
 // replicas it may elect are those the map has as healthy (CLUSTER SHARDS:
 // not failed, not loading), and of those the prober finds unreachable,
-// link-down or stale none serves a read. Options.Replica configures it.
+// link-down or stale none serves a read. A round costs each node two
+// PINGs and each master one INFO replication, which says how every one of
+// its replicas is doing (online or syncing, the offset it acknowledged,
+// the time since the master heard from it): no command per replica besides
+// the PINGs. A replica the master does not list online, or has not heard
+// from for replica.MasterSideLinkTimeout (3 s; replicas acknowledge every
+// second), is link-down; its lag is judged from its acknowledged offset,
+// so up to a second late (MaxStaleness of a few seconds suits it). CLUSTER
+// SHARDS offsets are not used for lag: a node reports other nodes' offsets
+// from gossip, which can be node-timeout/2 old. Options.Replica configures
+// it.
 // The prober starts at the first read that may go to a replica; until its
 // first round, Nearest and ReplicaPreferred read from the master, and
 // Replica waits for the round (within the call's context and

@@ -239,6 +239,9 @@ func newShardSelectors(opts *Options, nodes *nodeSet, wg *sync.WaitGroup) *shard
 			NodeOptions: opts.nodeOptions,
 			Evict:       nodes.evictReader,
 			Logger:      opts.Logger,
+			// The master's INFO replication says how each of its replicas
+			// is doing: no INFO per replica per round.
+			ReplicaStateFromMaster: true,
 		}}
 }
 

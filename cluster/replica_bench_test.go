@@ -238,6 +238,7 @@ func (rb *replicaBench) readers(b *testing.B, ctx context.Context) []benchReader
 			warm:   func(ctx context.Context) error { return cc.Get(ctx, rb.keys[0]).Err() },
 			close:  func() { _ = cc.Close() }})
 	}
+	out = append(out, rb.floorReader(b, ctx))
 	rue, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: rb.l.ClusterAddrs(), DisableCache: true, DisableRetry: true,
 		SendToReplicas: func(cmd rueidis.Completed) bool { return cmd.IsReadOnly() }})
 	if err != nil {
@@ -253,6 +254,45 @@ func (rb *replicaBench) readers(b *testing.B, ctx context.Context) []benchReader
 		},
 		close: rue.Close})
 	return out
+}
+
+// floorReader is the floor the cluster clients are measured against: one
+// plain go-redis client per near replica (READONLY), each key read
+// straight from its shard's near replica, with no routing at all; its p99
+// is what the proxies and the machine give a read of the near replica.
+func (rb *replicaBench) floorReader(b *testing.B, ctx context.Context) benchReader {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rb.l.ClusterAddrs(), MaxRetries: -1, DialerRetries: 1, DisableIdentity: true})
+	defer cc.Close()
+	near := map[string]*redis.Client{} // master address → client of its near replica
+	var all []*redis.Client
+	for _, sh := range rb.shards {
+		c := redis.NewClient(&redis.Options{Addr: sh[1].Addr(), MaxRetries: -1, DisableIdentity: true,
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }})
+		near[sh[0].Addr()], all = c, append(all, c)
+	}
+	byKey := map[string]*redis.Client{}
+	for _, k := range rb.keys {
+		m, err := cc.MasterForKey(ctx, k)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if byKey[k] = near[m.Options().Addr]; byKey[k] == nil {
+			b.Fatalf("key %s: master %s is not a lab shard's", k, m.Options().Addr)
+		}
+	}
+	nc := &nodeCounter{}
+	for _, c := range all {
+		c.AddHook(nc.hook(c.Options().Addr))
+	}
+	return benchReader{name: "floor: go-redis straight to the near replica",
+		get:    func(ctx context.Context, k string) error { return byKey[k].Get(ctx, k).Err() },
+		counts: nc.snapshot,
+		warm:   func(ctx context.Context) error { return byKey[rb.keys[0]].Get(ctx, rb.keys[0]).Err() },
+		close: func() {
+			for _, c := range all {
+				_ = c.Close()
+			}
+		}}
 }
 
 type benchFigures struct {
@@ -272,6 +312,20 @@ func BenchmarkReplicaReads(b *testing.B) {
 		if err := r.warm(ctx); err != nil {
 			b.Fatal(err)
 		}
+		// Fill the pools first (every client alike): the figures are of
+		// steady reads, not of the dials of the first ones.
+		var warm sync.WaitGroup
+		for g := range 8 {
+			warm.Go(func() {
+				for i := g; i < len(rb.keys); i += 8 {
+					if err := r.get(ctx, rb.keys[i]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		warm.Wait()
 		b.Run(strings.ReplaceAll(r.name, " ", "_"), func(b *testing.B) {
 			before := r.counts()
 			lat := make([]time.Duration, b.N)

@@ -313,6 +313,16 @@ func shareOn(reads map[string]uint64, shards []replicaShard, chosen int) (float6
 	return float64(on) / float64(all), all
 }
 
+// nearestOn reports whether Nearest reads go to addr (and not to the master).
+func nearestOn(table []replica.NodeStatus, addr string) bool {
+	for _, st := range table {
+		if st.Addr == addr {
+			return st.Nearest
+		}
+	}
+	return false
+}
+
 // electedOnly reports whether the table elects want and no other replica.
 func electedOnly(table []replica.NodeStatus, want string) bool {
 	ok := false
@@ -354,9 +364,17 @@ func TestReplicaReadsGoToNearReplica(t *testing.T) {
 // that starts after the swap (the first may have probed before it), and
 // reads follow them.
 func TestReplicaReadsFollowLatencySwap(t *testing.T) {
+	for _, rf := range []ReadFrom{ReplicaPreferred, Nearest} {
+		t.Run(string(rf), func(t *testing.T) { testLatencySwap(t, rf) })
+	}
+}
+
+func testLatencySwap(t *testing.T, rf ReadFrom) {
 	ctx := testkit.Context(t, 60*time.Second)
+	// The new near replica as near as the master: Nearest reads it only
+	// once its average is within the latency window of the master's.
 	_, c, shards := replicaSetup(ctx, t, lab.Cluster(3, 2), 6*time.Millisecond,
-		[]time.Duration{3 * time.Millisecond, 42 * time.Millisecond}, func(o *Options) { o.ReadFrom = ReplicaPreferred })
+		[]time.Duration{6 * time.Millisecond, 42 * time.Millisecond}, func(o *Options) { o.ReadFrom = rf })
 	startProbing(ctx, t, c, shards)
 	if share, all := shareOn(readAll(ctx, t, c, shards, 2), shards, 0); share < 0.99 {
 		t.Fatalf("before the swap %.2f%% of %d reads on the near replicas", share*100, all)
@@ -381,12 +399,12 @@ func TestReplicaReadsFollowLatencySwap(t *testing.T) {
 	for i, sh := range shards {
 		start[i] = selectorOf(t, c, sh.master.Addr()).Rounds()
 		sh.replicas[0].SetLatency(42 * time.Millisecond)
-		sh.replicas[1].SetLatency(3 * time.Millisecond)
+		sh.replicas[1].SetLatency(6 * time.Millisecond)
 	}
 	var moved time.Duration
 	for i, sh := range shards {
 		sel := selectorOf(t, c, sh.master.Addr())
-		for !electedOnly(sel.Table(), sh.replicas[1].Addr()) {
+		for !electedOnly(sel.Table(), sh.replicas[1].Addr()) || (rf == Nearest && !nearestOn(sel.Table(), sh.replicas[1].Addr())) {
 			if sel.Rounds() >= start[i]+2 {
 				t.Fatalf("shard %s: 2 probe rounds after the swap the election is %+v", sh.master.Name(), sel.Table())
 			}
@@ -410,16 +428,31 @@ func TestReplicaReadsFollowLatencySwap(t *testing.T) {
 }
 
 // TestLaggingReplicaLeftOut: shard 0's replica is cut off from its master
-// (its replication stream dropped, the link still up) while the master
-// takes writes; with MaxStaleness it is left out (stale), its reads go to
-// the master, and once the cut heals it comes back.
+// (the bytes between them dropped, the connection still open) while the
+// master takes writes; with MaxStaleness it is left out as stale, without
+// it as link-down once its master has not heard from it for
+// replica.MasterSideLinkTimeout (the replicas' state comes from their
+// master's INFO replication); its reads go to the master, and once the
+// cut heals it comes back.
 func TestLaggingReplicaLeftOut(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		maxStale time.Duration
+		want     replica.Exclusion
+	}{
+		{"stale", 400 * time.Millisecond, replica.ExcludedStale},
+		{"link-down", 0, replica.ExcludedLinkDown},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testLaggingReplica(t, tc.maxStale, tc.want) })
+	}
+}
+
+func testLaggingReplica(t *testing.T, maxStale time.Duration, want replica.Exclusion) {
 	ctx := testkit.Context(t, 60*time.Second)
 	cfg := lab.Config{Shards: 3, Replicas: 1, Partitions: true,
 		// No node timeout during the test: the replica stays in the map,
-		// so what leaves it out is its lag.
-		ClusterNodeTimeout: 10 * time.Second}
-	const maxStale = 400 * time.Millisecond
+		// so what leaves it out is its lag or its link.
+		ClusterNodeTimeout: 20 * time.Second}
 	l, c, shards := replicaSetup(ctx, t, cfg, 6*time.Millisecond, []time.Duration{3 * time.Millisecond},
 		func(o *Options) { o.ReadFrom = ReplicaPreferred; o.Replica.MaxStaleness = maxStale })
 	startProbing(ctx, t, c, shards)
@@ -467,8 +500,8 @@ func TestLaggingReplicaLeftOut(t *testing.T) {
 	}
 	st := row()
 	t.Logf("left out %v after the cut: %s (%s), lag %v", time.Since(cut).Round(time.Millisecond), st.Excluded, st.Why, st.Lag)
-	if st.Excluded != replica.ExcludedStale {
-		t.Fatalf("left out as %q (%s), want %q", st.Excluded, st.Why, replica.ExcludedStale)
+	if st.Excluded != want {
+		t.Fatalf("left out as %q (%s), want %q", st.Excluded, st.Why, want)
 	}
 	reads := readAll(ctx, t, c, shards[:1], 5)
 	if reads[lagger.Addr()] > 0 || reads[sh.master.Addr()] < 100 {

@@ -140,8 +140,20 @@
 // new near replica's average is 42 − 0.75 × 36 = 15 ms after one sample,
 // under 3 × 6 ms, so it is elected at once (any alpha ≤ 2/3 needs two
 // rounds), while a one-round outlier moves the average by three quarters
-// and is down to 6% two rounds later. A swap is followed within one
-// interval plus one round.
+// and is down to 6% two rounds later. A second sample confirms a change:
+// two samples in a row off the average by more than half of it (and
+// 0.5 ms), on the same side and within a quarter of each other, re-seed
+// the average at
+// the newer one, so the new near replica is at 6 ms at the second round
+// (within a 2 ms latency window of a 6 ms master, which Nearest needs;
+// plain smoothing would take two more rounds), while an outlier followed by
+// a normal sample is only smoothed. A round that finds such a sample runs
+// the next one a quarter interval later (at least MinProbeInterval), not a
+// whole interval, so the confirmation comes soon and a node that keeps
+// jittering costs at most one extra round per interval. A swap is followed
+// within one interval plus one round; Nearest with the master as near as
+// the new near replica, which needs the confirmed average, within 1.25
+// intervals plus two rounds.
 //
 // The default interval, 2 s, is the Sentinel client's default
 // RefreshInterval: the election is as fresh as the topology it applies

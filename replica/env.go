@@ -2,6 +2,7 @@ package replica
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,4 +33,20 @@ type Env struct {
 	Evict func(addr string)
 	// Logger is the client's logger.
 	Logger *slog.Logger
+	// ReplicaStateFromMaster reads the replicas' links and offsets from
+	// their master's INFO replication, one command per master and round,
+	// instead of one INFO replication per replica: a replica's link is up
+	// while its master lists it online and heard from it within
+	// MasterSideLinkTimeout, and its offset is the one it last acknowledged
+	// (replicas acknowledge once a second, so lag is judged up to a second
+	// late). The prober of a deployment takes the mode of the first
+	// selector bound to it. Package cluster sets it, where a shard's
+	// master and the map say which replicas follow whom.
+	ReplicaStateFromMaster bool
 }
+
+// MasterSideLinkTimeout is how long a master may go without hearing from a
+// replica (REPLCONF ACK, sent every second) before, with
+// Env.ReplicaStateFromMaster, the replica's link counts as down: three
+// acknowledgements missed, so one late on a busy machine is not a fault.
+const MasterSideLinkTimeout = 3 * time.Second

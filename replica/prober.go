@@ -200,19 +200,52 @@ func (p *prober) run(ctx context.Context) {
 	defer close(p.done)
 	ticker := time.NewTicker(p.interval)
 	defer ticker.Stop()
-	p.safeRound(ctx)
+	// confirm fires for the extra round that confirms or dismisses a
+	// change of latency a round suggested; nil when none is due.
+	var confirm <-chan time.Time
+	round := func() {
+		p.safeRound(ctx)
+		confirm = nil
+		if p.changeSuggested() {
+			confirm = time.After(confirmDelay(p.interval))
+		}
+	}
+	round()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			p.safeRound(ctx)
+			round()
+		case <-confirm:
+			round()
 		case <-p.kick:
 			if p.hasUnprobed() {
-				p.safeRound(ctx)
+				round()
 			}
 		}
 	}
+}
+
+// confirmDelay is how soon after a round that suggested a change of
+// latency the next one runs: a quarter interval, at least
+// MinProbeInterval, so that a real change is acted on (the second sample
+// re-seeds the average; see ewma) about a quarter interval after it is
+// first seen instead of a whole interval, while a node that keeps
+// jittering costs at most one extra round per interval.
+func confirmDelay(interval time.Duration) time.Duration {
+	return min(interval, max(interval/4, MinProbeInterval))
+}
+
+// changeSuggested reports whether the last round left a reachable node
+// with a sample off its average that one more sample would confirm.
+func (p *prober) changeSuggested() bool {
+	for _, st := range p.nodes {
+		if st.healthy && st.ewma.prevOff != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // safeRound is probeRound, a panic in it (a reply the parsing code could
@@ -340,6 +373,7 @@ type probeResult struct {
 	roleOK bool
 	role   redisinfo.Role
 	roleAt time.Time
+	links  []redisinfo.ReplicaLink // with Env.ReplicaStateFromMaster: the master's word on its replicas
 
 	info replicaInfo
 }
@@ -374,7 +408,11 @@ func (p *prober) probeRound(ctx context.Context) {
 		}
 	}
 	p.round++
-	p.apply(all, masters, results)
+	var owners map[string]string
+	if p.env.ReplicaStateFromMaster {
+		owners = p.owners()
+	}
+	p.apply(all, masters, owners, results)
 	m := p.measure(masters, replicas)
 	p.latest.Store(m)
 
@@ -426,27 +464,76 @@ func (p *prober) probeNode(ctx context.Context, addr string, asMaster, asReplica
 	if !res.ok {
 		return res
 	}
-	if asMaster {
-		rctx, cancel := context.WithTimeout(ctx, p.timeout)
-		start := time.Now()
-		role, err := redisinfo.ParseRole(c.Do(rctx, "ROLE"))
-		end := time.Now()
-		cancel()
-		if err == nil {
-			res.roleOK, res.role, res.roleAt = true, role, start.Add(end.Sub(start)/2)
+	switch {
+	case asMaster && p.env.ReplicaStateFromMaster:
+		if text, at, err := timedCall(ctx, p.timeout, func(ctx context.Context) (string, error) {
+			return c.Info(ctx, "replication").Result()
+		}); err == nil {
+			if role, links, err := redisinfo.ParseMasterReplication(redisinfo.ParseInfo(text)); err == nil {
+				res.roleOK, res.role, res.links, res.roleAt = true, role, links, at
+			}
+		}
+	case asMaster:
+		if role, at, err := timedCall(ctx, p.timeout, func(ctx context.Context) (redisinfo.Role, error) {
+			return redisinfo.ParseRole(c.Do(ctx, "ROLE"))
+		}); err == nil {
+			res.roleOK, res.role, res.roleAt = true, role, at
 		}
 	}
-	if asReplica {
-		ictx, cancel := context.WithTimeout(ctx, p.timeout)
-		start := time.Now()
-		text, err := c.Info(ictx, "replication").Result()
-		end := time.Now()
-		cancel()
-		if err == nil {
-			res.info = parseReplicaInfo(text, start.Add(end.Sub(start)/2))
+	if asReplica && !p.env.ReplicaStateFromMaster {
+		if text, at, err := timedCall(ctx, p.timeout, func(ctx context.Context) (string, error) {
+			return c.Info(ctx, "replication").Result()
+		}); err == nil {
+			res.info = parseReplicaInfo(text, at)
 		}
 	}
 	return res
+}
+
+// linkFromMaster is, with Env.ReplicaStateFromMaster, a replica's link as
+// its master (owner, from the bound topologies) told it this round: known
+// when the master answered; up when it lists the replica online and heard
+// from it within MasterSideLinkTimeout; the offset is the acknowledged
+// one. Not known for a node that is not a replica of a probed master.
+func linkFromMaster(addr, owner string, all []string, results []probeResult) replicaInfo {
+	i := slices.Index(all, owner)
+	if owner == "" || i < 0 || !results[i].roleOK || results[i].role.Role != "master" {
+		return replicaInfo{lastIO: -1}
+	}
+	ri := replicaInfo{ok: true, lastIO: -1, at: results[i].roleAt}
+	for _, l := range results[i].links {
+		if l.Addr == addr {
+			ri.linkUp = l.State == "online" && l.Lag >= 0 && l.Lag < MasterSideLinkTimeout
+			ri.offset = l.Offset
+		}
+	}
+	return ri
+}
+
+// owners maps each bound replica to the master of its topology.
+func (p *prober) owners() map[string]string {
+	p.mu.Lock()
+	subs := slices.Clone(p.subs)
+	p.mu.Unlock()
+	out := map[string]string{}
+	for _, s := range subs {
+		if t := s.topo.Load(); t != nil && t.Master != "" {
+			for _, r := range t.Replicas {
+				out[r] = t.Master
+			}
+		}
+	}
+	return out
+}
+
+// timedCall runs call bounded by timeout and returns its result with the
+// midpoint of the call: the instant an offset it read is dated at.
+func timedCall[T any](ctx context.Context, timeout time.Duration, call func(context.Context) (T, error)) (T, time.Time, error) {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	v, err := call(cctx)
+	return v, start.Add(time.Since(start) / 2), err
 }
 
 // parseReplicaInfo reads a replica's INFO replication: the link is up when
@@ -471,7 +558,7 @@ func parseReplicaInfo(text string, at time.Time) replicaInfo {
 }
 
 // apply folds a round's results into the nodes' state.
-func (p *prober) apply(all, masters []string, results []probeResult) {
+func (p *prober) apply(all, masters []string, owners map[string]string, results []probeResult) {
 	for addr := range p.nodes {
 		if !slices.Contains(all, addr) {
 			delete(p.nodes, addr)
@@ -505,20 +592,28 @@ func (p *prober) apply(all, masters []string, results []probeResult) {
 			}
 		}
 		st.info = r.info
+		if p.env.ReplicaStateFromMaster {
+			st.info = linkFromMaster(addr, owners[addr], all, results)
+		}
 		if slices.Contains(masters, addr) && r.roleOK && r.role.Role == "master" {
-			ms := p.masters[addr]
-			if ms == nil {
-				ms = &masterState{}
-				p.masters[addr] = ms
-			}
-			ms.hist.add(r.roleAt, r.role.Offset)
-			ms.attached = make(map[string]int64, len(r.role.Replicas))
-			for _, rep := range r.role.Replicas {
-				ms.attached[rep.Addr] = rep.Offset
-			}
-			ms.ackAt = r.roleAt
+			p.applyRole(addr, r)
 		}
 	}
+}
+
+// applyRole records a master's offset and the replicas it lists.
+func (p *prober) applyRole(addr string, r probeResult) {
+	ms := p.masters[addr]
+	if ms == nil {
+		ms = &masterState{}
+		p.masters[addr] = ms
+	}
+	ms.hist.add(r.roleAt, r.role.Offset)
+	ms.attached = make(map[string]int64, len(r.role.Replicas))
+	for _, rep := range r.role.Replicas {
+		ms.attached[rep.Addr] = rep.Offset
+	}
+	ms.ackAt = r.roleAt
 }
 
 // measure builds the round's published measurements: each node's RTT and

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -204,3 +205,61 @@ func (v ServerVersion) String() string {
 	}
 	return strings.ToUpper(v.Name[:1]) + v.Name[1:] + " " + v.Version
 }
+
+// ReplicaLink is one replica as its master's INFO replication lists it
+// (the slaveN lines).
+type ReplicaLink struct {
+	Addr string
+	// State is the master's state for the replica: "online" once it
+	// streams, "wait_bgsave" or "send_bulk" during a full sync.
+	State string
+	// Offset is the offset the replica last acknowledged (once a second).
+	Offset int64
+	// Lag is the time since the master heard from the replica, in whole
+	// seconds as the server reports it; -1 when not reported.
+	Lag time.Duration
+}
+
+// ParseMasterReplication reads a master's INFO replication fields (from
+// ParseInfo): its role and offset, in ROLE's form, and each listed
+// replica's link. Lines it cannot read are skipped; a reply without a role
+// or an offset is an error.
+func ParseMasterReplication(fields map[string]string) (Role, []ReplicaLink, error) {
+	r := Role{Role: fields["role"]}
+	if r.Role == "" {
+		return r, nil, fmt.Errorf("INFO replication without a role")
+	}
+	if r.Role != "master" {
+		return r, nil, nil
+	}
+	off, err := strconv.ParseInt(fields["master_repl_offset"], 10, 64)
+	if err != nil {
+		return r, nil, fmt.Errorf("INFO replication: master_repl_offset %q", fields["master_repl_offset"])
+	}
+	r.Offset = off
+	n, _ := strconv.Atoi(fields["connected_slaves"])
+	var links []ReplicaLink
+	for i := range min(max(n, 0), maxListedReplicas) {
+		kv := map[string]string{}
+		for part := range strings.SplitSeq(fields["slave"+strconv.Itoa(i)], ",") {
+			if k, v, ok := strings.Cut(part, "="); ok {
+				kv[k] = v
+			}
+		}
+		if kv["ip"] == "" || kv["port"] == "" {
+			continue
+		}
+		l := ReplicaLink{Addr: net.JoinHostPort(kv["ip"], kv["port"]), State: kv["state"], Lag: -1}
+		l.Offset, _ = strconv.ParseInt(kv["offset"], 10, 64)
+		if s, err := strconv.ParseInt(kv["lag"], 10, 64); err == nil && s >= 0 {
+			l.Lag = time.Duration(s) * time.Second
+		}
+		links = append(links, l)
+		r.Replicas = append(r.Replicas, ReplicaOffset{Addr: l.Addr, Offset: l.Offset})
+	}
+	return r, links, nil
+}
+
+// maxListedReplicas bounds the slaveN lines read: a server's word on how
+// many replicas it has must not size an allocation.
+const maxListedReplicas = 1024

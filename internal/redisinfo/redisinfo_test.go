@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -94,5 +95,52 @@ func TestParseServerVersion(t *testing.T) {
 	}
 	if (ServerVersion{Name: "redis", Major: 7, Minor: 0}).AtLeast(7, 2) {
 		t.Error("7.0 is at least 7.2")
+	}
+}
+
+func TestParseMasterReplication(t *testing.T) {
+	tests := []struct {
+		name      string
+		text      string
+		wantRole  Role
+		wantLinks []ReplicaLink
+		wantErr   bool
+	}{
+		{
+			name: "two replicas, one syncing",
+			text: "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n" +
+				"slave0:ip=127.0.0.1,port=7001,state=online,offset=1234,lag=0\r\n" +
+				"slave1:ip=::1,port=7002,state=send_bulk,offset=0,lag=3\r\nmaster_repl_offset:1300\r\n",
+			wantRole: Role{Role: "master", Offset: 1300, Replicas: []ReplicaOffset{{"127.0.0.1:7001", 1234}, {"[::1]:7002", 0}}},
+			wantLinks: []ReplicaLink{
+				{Addr: "127.0.0.1:7001", State: "online", Offset: 1234, Lag: 0},
+				{Addr: "[::1]:7002", State: "send_bulk", Offset: 0, Lag: 3 * time.Second},
+			},
+		},
+		{
+			name:      "no lag field, a broken line skipped",
+			text:      "role:master\r\nconnected_slaves:2\r\nslave0:ip=h,port=1,state=online,offset=5\r\nslave1:garbage\r\nmaster_repl_offset:9\r\n",
+			wantRole:  Role{Role: "master", Offset: 9, Replicas: []ReplicaOffset{{"h:1", 5}}},
+			wantLinks: []ReplicaLink{{Addr: "h:1", State: "online", Offset: 5, Lag: -1}},
+		},
+		{
+			name:     "a huge replica count does not size anything",
+			text:     "role:master\r\nconnected_slaves:99999999999\r\nmaster_repl_offset:1\r\n",
+			wantRole: Role{Role: "master", Offset: 1},
+		},
+		{name: "a replica", text: "role:slave\r\nmaster_host:h\r\n", wantRole: Role{Role: "slave"}},
+		{name: "no role", text: "connected_slaves:0\r\n", wantErr: true},
+		{name: "no offset", text: "role:master\r\n", wantRole: Role{Role: "master"}, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			role, links, err := ParseMasterReplication(ParseInfo(tc.text))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if !reflect.DeepEqual(role, tc.wantRole) || !reflect.DeepEqual(links, tc.wantLinks) {
+				t.Fatalf("got %+v %+v, want %+v %+v", role, links, tc.wantRole, tc.wantLinks)
+			}
+		})
 	}
 }
