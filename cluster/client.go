@@ -152,6 +152,16 @@ func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	return NewClientFromConfig(u, opts)
+}
+
+// NewClientFromConfig is NewClientFromURL for a URL already parsed (and
+// perhaps given credentials from elsewhere, as the CLI does from its
+// environment). u is not modified.
+func NewClientFromConfig(u *redisurl.Config, opts Options) (*Client, error) {
+	cp := *u // u is the caller's: the standalone case below rewrites Addrs
+	u = &cp
+	var err error
 	refuse := func(field, value, reason, hint string) (*Client, error) {
 		return nil, fmt.Errorf("cluster: %s: %w", u.Redacted(), &redisurl.Error{Field: field, Value: value, Reason: reason, Hint: hint})
 	}
@@ -171,7 +181,7 @@ func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
 	if opts.ReadFrom == "" {
 		opts.ReadFrom = u.ReadFrom
 	}
-	opts.Addrs, opts.Username, opts.Password = u.Addrs, u.Username, u.Password
+	opts.Addrs, opts.Username, opts.Password = slices.Clone(u.Addrs), u.Username, u.Password
 	if opts.TLSConfig == nil {
 		if opts.TLSConfig, err = u.TLSConfig(); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/rediskit/rediskit/cluster"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/redisurl"
@@ -116,6 +117,26 @@ func (t *target) Close() error {
 
 // String is the target's URL with every password redacted.
 func (t *target) String() string { return t.cfg.Redacted() }
+
+// isCluster reports a Redis Cluster target: redis+cluster://,
+// rediss+cluster://, or go-redis's redis://h1?addr=h2 form.
+func (t *target) isCluster() bool { return t.cfg.Kind == redisurl.Cluster }
+
+// clusterClient is a rediskit cluster client of the target with opts
+// (the URL's seeds, credentials, TLS and timeouts; the command's
+// --timeout where the URL sets none). The caller closes it.
+func (t *target) clusterClient(opts cluster.Options) (*cluster.Client, error) {
+	if opts.DialTimeout == 0 && t.cfg.DialTimeout == 0 {
+		opts.DialTimeout = t.timeout
+	}
+	if opts.ReadTimeout == 0 && t.cfg.ReadTimeout == 0 {
+		opts.ReadTimeout = t.timeout
+	}
+	if opts.WriteTimeout == 0 && t.cfg.WriteTimeout == 0 {
+		opts.WriteTimeout = t.timeout
+	}
+	return cluster.NewClientFromConfig(t.cfg, opts)
+}
 
 // isSentinel reports a redis+sentinel:// or rediss+sentinel:// target.
 func (t *target) isSentinel() bool { return t.cfg.Kind == redisurl.Sentinel }
