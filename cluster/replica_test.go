@@ -371,18 +371,38 @@ func TestReplicaReadsFollowLatencySwap(t *testing.T) {
 
 func testLatencySwap(t *testing.T, rf ReadFrom) {
 	ctx := testkit.Context(t, 60*time.Second)
-	// The new near replica as near as the master: Nearest reads it only
-	// once its average is within the latency window of the master's.
+	// Near replicas at 3 ms, masters at 6 ms: after the swap one sample
+	// takes the new near replica's average from 42 to 12.75 ms, not within
+	// the latency window of the master, so Nearest reads the master until
+	// a second sample confirms the change. (Not 6 ms, as near as the
+	// master: then which of the two Nearest reads depends on the jitter
+	// of each round, which on a loaded machine exceeds the 2 ms window.)
 	_, c, shards := replicaSetup(ctx, t, lab.Cluster(3, 2), 6*time.Millisecond,
-		[]time.Duration{6 * time.Millisecond, 42 * time.Millisecond}, func(o *Options) { o.ReadFrom = rf })
+		[]time.Duration{3 * time.Millisecond, 42 * time.Millisecond}, func(o *Options) { o.ReadFrom = rf })
 	startProbing(ctx, t, c, shards)
-	if share, all := shareOn(readAll(ctx, t, c, shards, 2), shards, 0); share < 0.99 {
+	// Under Nearest a master 6 ms away is near too: on a loaded machine a
+	// round's jitter can make it nearer than the 3 ms replica by more than
+	// the window, and then Nearest rightly reads it. What must not happen
+	// is a read on the far replica.
+	near := func(reads map[string]uint64, chosen int) (float64, uint64) {
+		share, all := shareOn(reads, shards, chosen)
+		if rf == Nearest {
+			var masters uint64
+			for _, sh := range shards {
+				masters += reads[sh.master.Addr()]
+			}
+			share += float64(masters) / float64(max(all, 1))
+		}
+		return share, all
+	}
+	if share, all := near(readAll(ctx, t, c, shards, 2), 0); share < 0.99 {
 		t.Fatalf("before the swap %.2f%% of %d reads on the near replicas", share*100, all)
 	}
-	// The probe period as it runs here (the interval, or a round when a
-	// busy machine makes it longer).
+	// The probe period as it runs here: the interval, or a round when a
+	// busy machine makes it longer (never less: a round that confirms a
+	// jittery sample comes early, and is not the period).
 	sel0 := selectorOf(t, c, shards[0].master.Addr())
-	var period time.Duration
+	period := c.opts.Replica.ProbeInterval
 	last, r := time.Now(), sel0.Rounds()
 	for i := range uint64(3) {
 		if err := sel0.WaitRound(ctx, r+i+1); err != nil {
@@ -399,7 +419,7 @@ func testLatencySwap(t *testing.T, rf ReadFrom) {
 	for i, sh := range shards {
 		start[i] = selectorOf(t, c, sh.master.Addr()).Rounds()
 		sh.replicas[0].SetLatency(42 * time.Millisecond)
-		sh.replicas[1].SetLatency(6 * time.Millisecond)
+		sh.replicas[1].SetLatency(3 * time.Millisecond)
 	}
 	var moved time.Duration
 	for i, sh := range shards {
@@ -414,11 +434,11 @@ func testLatencySwap(t *testing.T, rf ReadFrom) {
 		}
 		moved = max(moved, time.Since(swapped))
 	}
-	share, all := shareOn(readAll(ctx, t, c, shards, 10), shards, 1)
-	t.Logf("elections moved %v after the swap (probe period measured %v, bound 2 periods); then %.2f%% of %d reads on the new near replicas",
+	share, all := near(readAll(ctx, t, c, shards, 10), 1)
+	t.Logf("elections moved %v after the swap (probe period measured %v, bound 2 periods); then %.2f%% of %d reads on the new near replicas (Nearest: or the masters)",
 		moved.Round(time.Millisecond), period.Round(time.Millisecond), share*100, all)
 	if share < 0.99 {
-		t.Fatalf("after the swap %.2f%% of %d reads on the new near replicas, want at least 99%%", share*100, all)
+		t.Fatalf("after the swap %.2f%% of %d reads on the new near replicas (or, under Nearest, the masters), want at least 99%%", share*100, all)
 	}
 	// The round bound above is the rule; the time is its consequence,
 	// with a poll's worth of slack.
