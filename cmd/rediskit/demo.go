@@ -50,6 +50,7 @@ func demoSteps() []demoStep {
 		{"Redis down: the shop's catalog falls back, login and payment refuse", (*demo).guardTour},
 		{"A hash ring splits 100 keys between two workers", (*demo).ringTour},
 		{"Two databases: the client moves off a dead one, and back on an operator's word", (*demo).multidbTour},
+		{"A Redis Cluster: reads on each shard's near replica; a shard's master killed under writes", (*demo).clusterTour},
 	}
 }
 
