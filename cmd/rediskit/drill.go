@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/rediskit/rediskit/cluster"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
@@ -34,6 +35,8 @@ type drillFlags struct {
 	failover     bool
 	failoverWait time.Duration
 	yes          bool
+	shard        int  // a cluster's shard by index in address order of masters; -1: random
+	keepKeys     bool // leave the drill's keys for inspection
 }
 
 func newDrillCommand() *cobra.Command {
@@ -45,8 +48,9 @@ func newDrillCommand() *cobra.Command {
 application would have seen: the longest time without an acknowledged
 write (and read), the errors by kind, and, checked on the master at the
 end, duplicated writes and acknowledged writes that were lost. With
---failover (redis+sentinel:// only) it sends SENTINEL FAILOVER a third
-of the way in and reports when the client followed.
+--failover it sends SENTINEL FAILOVER (a redis+sentinel:// URL) or
+CLUSTER FAILOVER (a cluster URL) a third of the way in and reports when
+the client followed.
 
 Writers RPUSH unique op ids ("<writer>-<n>") to one list; readers GET one
 key. Both keys live under a prefix of the drill's own,
@@ -57,15 +61,23 @@ redis+sentinel:// URL is driven through the rediskit Sentinel client
 (with the URL's readFrom for reads), a redis:// URL through a plain
 go-redis client without retries.
 
+A cluster URL (redis+cluster://h1,h2 or redis://h1?addr=h2) is driven
+through the rediskit cluster client. Both keys share a hash tag,
+rediskit:drill:{<random id>}:, chosen so that their slot is on one shard:
+--shard N (the masters in address order, from 0), or a random one. With
+--failover, CLUSTER FAILOVER (graceful: nothing acknowledged may be lost)
+goes to a replica of that shard, and the timeline shows the cluster
+client's events.
+
 A redis:// URL of a replica is refused (exit code 2): the drill writes,
 and it writes nothing there.
 
 The drill refuses to run without --yes against anything that is not a
 rediskit lab. --lab starts one. A URL is judged a lab only when every
-server it names (the sentinels and the master they name, or the server)
-is on a loopback address and says, in INFO server, that its config file
-lies in a rediskit lab directory (rediskit-lab-*, as lab up and the lab
-package create them). Anything else, including a lab started with a
+server it names (the sentinels and the master they name, a cluster's
+seeds, or the server) is on a loopback address and says, in INFO
+server, that its config file lies in a rediskit lab directory
+(rediskit-lab-*, as lab up and the lab package create them). Anything else, including a lab started with a
 directory of its own, needs --yes.
 
 The exit code is 1 when an acknowledged write was lost or a write was
@@ -90,8 +102,11 @@ follow it, or when the result could not be checked.`,
 				return err
 			}
 			defer t.Close()
-			if f.failover && !t.isSentinel() {
-				return usagef("--failover needs a redis+sentinel:// URL (or --lab)")
+			if f.failover && !t.isSentinel() && !t.isCluster() {
+				return usagef("--failover needs a redis+sentinel:// URL (or --lab), or a cluster URL")
+			}
+			if f.shard >= 0 && !t.isCluster() {
+				return usagef("--shard needs a cluster URL")
 			}
 			return runDrill(cmd.Context(), cmd.OutOrStdout(), t, &f)
 		},
@@ -101,9 +116,11 @@ follow it, or when the result could not be checked.`,
 	cmd.Flags().IntVar(&f.writers, "writers", 4, "concurrent writers")
 	cmd.Flags().IntVar(&f.readers, "readers", 4, "concurrent readers")
 	cmd.Flags().IntVar(&f.rate, "rate", 1000, "operations per second of all workers together (0: no cap)")
-	cmd.Flags().BoolVar(&f.failover, "failover", false, "send SENTINEL FAILOVER a third of the way in")
+	cmd.Flags().BoolVar(&f.failover, "failover", false, "send SENTINEL FAILOVER (a cluster: CLUSTER FAILOVER) a third of the way in")
 	cmd.Flags().DurationVar(&f.failoverWait, "failover-wait", 30*time.Second, "how long to wait after the load for the client to follow the failover")
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "run against a target that is not a rediskit lab")
+	cmd.Flags().IntVar(&f.shard, "shard", -1, "a cluster's shard for the keys and the failover, by index in address order of its masters (default: random)")
+	cmd.Flags().BoolVar(&f.keepKeys, "keep-keys", false, "leave the drill's keys in place at the end, to inspect them (delete them by hand)")
 	return cmd
 }
 
@@ -119,6 +136,8 @@ type drillJSON struct {
 	Writers      int           `json:"writers"`
 	Readers      int           `json:"readers"`
 	Rate         int           `json:"rate"`
+	Shard        *int          `json:"shard,omitempty"`        // a cluster's shard of the keys
+	ShardMaster  string        `json:"shard_master,omitempty"` // its master at the start
 	Writes       drillOpsJSON  `json:"writes"`
 	Reads        drillOpsJSON  `json:"reads"`
 	Failover     *failoverJSON `json:"failover"`
@@ -143,6 +162,7 @@ type drillOpsJSON struct {
 type failoverJSON struct {
 	RequestedAtS   float64 `json:"requested_at_s"`
 	Sentinel       string  `json:"sentinel"`
+	Replica        string  `json:"replica,omitempty"` // the replica sent CLUSTER FAILOVER
 	OldMaster      string  `json:"old_master"`
 	NewMaster      string  `json:"new_master"`
 	SwitchedAfterS float64 `json:"switched_after_s"`
@@ -186,6 +206,8 @@ type drill struct {
 	t      *target
 	f      *drillFlags
 	client redis.UniversalClient
+	cc     *cluster.Client // the client, for a cluster target
+	shard  *drillShard     // a cluster's shard of the keys
 
 	runID, prefix, opsKey, readKey string
 	rep                            drillJSON
@@ -206,7 +228,7 @@ type drill struct {
 	writes, reads []opRecord
 
 	fo        *failoverJSON // the failover requested, nil without one
-	oldMaster string        // the client's master when it was requested
+	oldMaster string        // the client's master when it was requested (behind evMu)
 
 	wroteNothing bool   // the setup's SET did not run: no key to delete
 	cleanup      func() // deletes the keys, once (deleteKeys)
@@ -230,6 +252,11 @@ func runDrill(ctx context.Context, out io.Writer, t *target, f *drillFlags) erro
 		return usageError{err}
 	}
 	defer d.client.Close()
+	if d.cc != nil {
+		if err := d.placeKeys(ctx); err != nil {
+			return err
+		}
+	}
 	d.printHeader()
 	d.cleanup = sync.OnceFunc(func() { d.deleteKeys(ctx) })
 	defer d.cleanup()
@@ -263,17 +290,31 @@ func drillTargetIsLab(ctx context.Context, t *target, yes bool) (bool, error) {
 // the report.
 func newDrill(out io.Writer, t *target, f *drillFlags, isLab bool) *drill {
 	runID := newRunID()
-	prefix := "rediskit:drill:" + runID
-	return &drill{
-		out: out, t: t, f: f, runID: runID, prefix: prefix, opsKey: prefix + ":ops", readKey: prefix + ":read",
-		rep: drillJSON{Target: t.String(), Lab: isLab, RunID: runID, KeyPrefix: prefix + ":", Writers: f.writers,
-			Readers: f.readers, Rate: f.rate, Events: []drillEvent{}},
+	d := &drill{
+		out: out, t: t, f: f,
+		rep: drillJSON{Target: t.String(), Lab: isLab, Writers: f.writers, Readers: f.readers, Rate: f.rate, Events: []drillEvent{}},
 	}
+	d.nameKeys(runID, "rediskit:drill:"+runID)
+	return d
+}
+
+// nameKeys sets the run's id and its keys, under prefix.
+func (d *drill) nameKeys(runID, prefix string) {
+	d.runID, d.prefix, d.opsKey, d.readKey = runID, prefix, prefix+":ops", prefix+":read"
+	d.rep.RunID, d.rep.KeyPrefix = runID, prefix+":"
 }
 
 // openClient opens the target's client, observed for the timeline and the
 // failover check.
 func (d *drill) openClient() error {
+	if d.t.isCluster() {
+		cc, err := d.t.clusterClient(cluster.Options{Observer: d.observeCluster})
+		if err != nil {
+			return err
+		}
+		d.client, d.cc = cc, cc
+		return nil
+	}
 	client, err := d.t.client(func(o *sentinel.Config) { o.Observer = d.observe })
 	if err != nil {
 		return err
@@ -289,8 +330,7 @@ func (d *drill) observe(ev sentinel.Event) {
 	switch ev.Kind {
 	case sentinel.EventMasterChanged, sentinel.EventFailoverStarted, sentinel.EventFailoverHoldEnded,
 		sentinel.EventWriteRefused, sentinel.EventWriteRerun:
-		detail := strings.TrimPrefix(ev.String(), ev.Time.Format("15:04:05.000")+" ")
-		d.event(ev.Time, ev.Kind.String(), detail)
+		d.event(ev.Time, ev.Kind.String(), eventDetail(ev.String(), ev.Time))
 	}
 	if ev.Kind == sentinel.EventMasterChanged && ev.OldMaster != "" {
 		d.evMu.Lock()
@@ -299,6 +339,11 @@ func (d *drill) observe(ev sentinel.Event) {
 		}
 		d.evMu.Unlock()
 	}
+}
+
+// eventDetail is an event's String without its leading time of day.
+func eventDetail(s string, at time.Time) string {
+	return strings.TrimPrefix(s, at.Format("15:04:05.000")+" ")
 }
 
 // event adds an event to the report's timeline, once the load has begun.
@@ -331,6 +376,9 @@ func (d *drill) printHeader() {
 	}
 	d.text("drill on %s (%s): %v, %d writers, %d readers, %s; keys %s:*\n",
 		d.t, kind, d.f.duration, d.f.writers, d.f.readers, rateText, d.prefix)
+	if sh := d.shard; sh != nil {
+		d.text("keys on shard %d (master %s, replicas %s), slot %d\n", sh.index, sh.master, strings.Join(sh.replicas, ", "), cluster.Slot(d.opsKey))
+	}
 }
 
 // deleteKeys deletes the drill's keys, whatever happened (it runs before
@@ -341,9 +389,13 @@ func (d *drill) deleteKeys(ctx context.Context) {
 	if d.wroteNothing {
 		return
 	}
+	if d.f.keepKeys {
+		d.text("kept the drill's keys (--keep-keys): DEL %s %s\n", d.opsKey, d.readKey)
+		return
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.t.timeout)
 	defer cancel()
-	n, err := d.client.Del(sentinel.WithReadFrom(cctx, sentinel.Master), d.opsKey, d.readKey).Result()
+	n, err := d.client.Del(masterContext(cctx), d.opsKey, d.readKey).Result()
 	if err != nil {
 		d.text("could not delete the drill's keys %s:* (%v): delete them by hand\n", d.prefix, err)
 		return
@@ -511,20 +563,38 @@ func (d *drill) awaitLoadEnd(ctx context.Context) (interrupted bool) {
 	}
 }
 
-// requestFailover sends SENTINEL FAILOVER, noting the client's master
-// before it: the check waits for the client to leave that one.
+// requestFailover sends SENTINEL FAILOVER to the sentinels, or for a
+// cluster CLUSTER FAILOVER to a replica of the drill's shard (the first
+// that accepts), noting the client's master before it: the check waits
+// for the client to leave that one.
 func (d *drill) requestFailover(ctx context.Context) {
-	d.oldMaster = d.client.(*sentinel.Client).Master()
-	d.fo = &failoverJSON{RequestedAtS: time.Since(d.began).Seconds(), OldMaster: d.oldMaster}
-	addr, err := sendFailover(ctx, d.t)
-	d.fo.Sentinel = addr
+	c := d.t.cfg
+	old, addrs, user, pass := "", c.Sentinels, c.SentinelUsername, c.SentinelPassword
+	args := []any{"SENTINEL", "FAILOVER", c.MasterName}
+	if d.cc != nil {
+		old, addrs, user, pass, args = d.shard.master, d.shard.replicas, c.Username, c.Password, []any{"CLUSTER", "FAILOVER"}
+	} else {
+		old = d.client.(*sentinel.Client).Master()
+	}
+	d.evMu.Lock()
+	d.oldMaster = old
+	d.evMu.Unlock()
+	d.fo = &failoverJSON{RequestedAtS: time.Since(d.began).Seconds(), OldMaster: old}
+	name := args[0].(string) + " FAILOVER"
+	addr, err := sendFirst(ctx, d.t, addrs, user, pass, args...)
+	detail := fmt.Sprintf("SENTINEL FAILOVER %s sent to %s (the client's master: %s)", c.MasterName, addr, old)
+	if d.cc != nil {
+		d.fo.Replica = addr
+		detail = fmt.Sprintf("CLUSTER FAILOVER sent to %s, a replica of shard %d (master %s)", addr, d.shard.index, old)
+	} else {
+		d.fo.Sentinel = addr
+	}
 	if err != nil {
-		d.fo.Error = "SENTINEL FAILOVER: " + err.Error()
+		d.fo.Error = name + ": " + err.Error()
 		d.event(time.Now(), "failover request failed", d.fo.Error)
 		return
 	}
-	d.event(time.Now(), "failover requested",
-		fmt.Sprintf("SENTINEL FAILOVER %s sent to %s (the client's master: %s)", d.t.cfg.MasterName, addr, d.oldMaster))
+	d.event(time.Now(), "failover requested", detail)
 }
 
 // awaitFailover puts the failover, if one was requested, in the report:
@@ -549,20 +619,34 @@ func (d *drill) awaitFailover() []string {
 // client to leave the old master, and notes when it switched (its first
 // master change, from the observer) or that it did not.
 func (d *drill) followFailover(fo *failoverJSON) {
-	sc := d.client.(*sentinel.Client)
 	deadline := time.Now().Add(d.f.failoverWait)
-	for sc.Master() == d.oldMaster && time.Now().Before(deadline) {
+	for d.master() == fo.OldMaster && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	d.evMu.Lock()
 	at, to := d.switchedAt, d.switchedTo
 	d.evMu.Unlock()
 	if at.IsZero() {
-		fo.Error = fmt.Sprintf("the client did not follow the failover within %v of the load's end (master still %s)", d.f.failoverWait, sc.Master())
+		fo.Error = fmt.Sprintf("the client did not follow the failover within %v of the load's end (master still %s)", d.f.failoverWait, d.master())
 		return
 	}
 	fo.NewMaster = to
 	fo.SwitchedAfterS = at.Sub(d.began).Seconds() - fo.RequestedAtS
+}
+
+// master is the client's master of the drill's keys: the Sentinel
+// client's, or for a cluster the first master the old one's slots moved
+// to (observeCluster), the old one until then.
+func (d *drill) master() string {
+	if d.cc == nil {
+		return d.client.(*sentinel.Client).Master()
+	}
+	d.evMu.Lock()
+	defer d.evMu.Unlock()
+	if d.switchedTo != "" {
+		return d.switchedTo
+	}
+	return d.oldMaster
 }
 
 // printTimeline sorts the client's events by time (the observer records
@@ -574,7 +658,11 @@ func (d *drill) printTimeline() {
 	events := slices.Clone(d.rep.Events)
 	d.evMu.Unlock()
 	if len(events) > 0 {
-		d.text("timeline (seconds since the load started; the Sentinel client's events):\n")
+		kind := "Sentinel"
+		if d.cc != nil {
+			kind = "cluster"
+		}
+		d.text("timeline (seconds since the load started; the %s client's events):\n", kind)
 		for _, ev := range events {
 			d.text("  %+7.3fs  %s\n", ev.AtS, ev.Detail)
 		}
@@ -686,17 +774,20 @@ func errKind(err error) string {
 	var mce *sentinel.MasterChangedError
 	var nde *sentinel.NotDurableError
 	var de *sentinel.DiscoveryError
+	var cmce *cluster.MasterChangedError
+	var cnde *cluster.NotDurableError
+	var cnme *cluster.NoMasterError
 	var ne net.Error
 	switch {
-	case errors.As(err, &mce):
+	case errors.As(err, &mce), errors.As(err, &cmce):
 		return "master changed"
-	case errors.As(err, &nde):
+	case errors.As(err, &nde), errors.As(err, &cnde):
 		return "not durable"
 	case errors.Is(err, sentinel.ErrFailoverInProgress):
 		return "failover in progress"
-	case errors.Is(err, sentinel.ErrNoReplica):
+	case errors.Is(err, sentinel.ErrNoReplica), errors.Is(err, cluster.ErrNoReplica):
 		return "no replica"
-	case errors.As(err, &de):
+	case errors.As(err, &de), errors.As(err, &cnme):
 		return "no master"
 	case redis.IsReadOnlyError(err):
 		return "READONLY"
@@ -755,7 +846,7 @@ func verifyDrill(ctx context.Context, c redis.UniversalClient, timeout time.Dura
 // readList reads a list in pages of 10,000, each bounded by timeout.
 func readList(ctx context.Context, c redis.UniversalClient, timeout time.Duration, key string) ([]string, error) {
 	const page = 10000
-	ctx = sentinel.WithReadFrom(ctx, sentinel.Master)
+	ctx = masterContext(ctx)
 	var all []string
 	for start := int64(0); ; start += page {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -771,21 +862,31 @@ func readList(ctx context.Context, c redis.UniversalClient, timeout time.Duratio
 	}
 }
 
-// sendFailover asks the target's sentinels, in order, for SENTINEL
-// FAILOVER until one accepts; it returns that sentinel's address.
-func sendFailover(ctx context.Context, t *target) (string, error) {
+// masterContext makes reads on ctx go to the master, for the Sentinel
+// client and the cluster client alike.
+func masterContext(ctx context.Context) context.Context {
+	return cluster.WithReadFrom(sentinel.WithReadFrom(ctx, sentinel.Master), cluster.Master)
+}
+
+// sendFirst sends a command (SENTINEL FAILOVER, CLUSTER FAILOVER) to the
+// servers at addrs, in order, until one accepts; it returns that server's
+// address.
+func sendFirst(ctx context.Context, t *target, addrs []string, user, pass string, args ...any) (string, error) {
 	tlsCfg, err := t.cfg.TLSConfig()
 	if err != nil {
 		return "", err
 	}
+	if len(addrs) == 0 {
+		return "", errors.New("no server to send it to")
+	}
 	var errs []error
-	for _, addr := range t.cfg.Sentinels {
+	for _, addr := range addrs {
 		c := redis.NewClient(redisopt.Inner(&redis.Options{
-			Addr: addr, Username: t.cfg.SentinelUsername, Password: t.cfg.SentinelPassword, TLSConfig: tlsCfg,
+			Addr: addr, Username: user, Password: pass, TLSConfig: tlsCfg,
 			DialTimeout: t.timeout, ReadTimeout: t.timeout, WriteTimeout: t.timeout,
 		}))
 		sctx, cancel := context.WithTimeout(ctx, t.timeout)
-		err := c.Do(sctx, "SENTINEL", "FAILOVER", t.cfg.MasterName).Err()
+		err := c.Do(sctx, args...).Err()
 		cancel()
 		_ = c.Close()
 		if err == nil {
@@ -810,11 +911,16 @@ func judgeLab(ctx context.Context, t *target) (ok bool, why string) {
 		addr, user, pass string
 	}
 	var servers []server
-	if t.isSentinel() {
+	switch {
+	case t.isSentinel():
 		for _, s := range t.cfg.Sentinels {
 			servers = append(servers, server{s, t.cfg.SentinelUsername, t.cfg.SentinelPassword})
 		}
-	} else {
+	case t.isCluster():
+		for _, s := range t.cfg.Addrs {
+			servers = append(servers, server{s, t.cfg.Username, t.cfg.Password})
+		}
+	default:
 		servers = append(servers, server{t.cfg.Addr, t.cfg.Username, t.cfg.Password})
 	}
 	marker := func(s server, sentinelToo bool) (string, error) {

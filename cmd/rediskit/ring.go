@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/rediskit/rediskit/cluster"
 	"github.com/rediskit/rediskit/examples/ringworker/worker"
 	"github.com/rediskit/rediskit/hashring"
 )
@@ -38,7 +39,8 @@ func (f *ringFlags) config() hashring.Config {
 	return cfg
 }
 
-// openRing resolves the target and returns a client for it.
+// open resolves the target and returns a client for it: the rediskit
+// cluster client for a cluster URL.
 func (f *ringFlags) open(ctx context.Context, args []string) (*target, redis.UniversalClient, error) {
 	if f.key == "" {
 		return nil, nil, usagef("--key is required: the ring's Redis key")
@@ -47,7 +49,12 @@ func (f *ringFlags) open(ctx context.Context, args []string) (*target, redis.Uni
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := t.client(nil)
+	var c redis.UniversalClient
+	if t.isCluster() {
+		c, err = t.clusterClient(cluster.Options{})
+	} else {
+		c, err = t.client(nil)
+	}
 	if err != nil {
 		_ = t.Close()
 		return nil, nil, usageError{err}
@@ -61,7 +68,13 @@ func newRingCommand() *cobra.Command {
 		Short: "Inspect and join a hash ring (package hashring, redis-hashring compatible)",
 		Long: `Inspect a hash ring stored in Redis (package hashring, wire-compatible with
 redis-hashring 0.6), find which node owns an item, or join it with an
-example node.`,
+example node.
+
+On a Redis Cluster (a redis+cluster:// URL, or redis://h1?addr=h2) the
+ring works as on one server, through the rediskit cluster client: the
+ring is one key (a sorted set, --key), so it lives in one slot, on one
+shard, and needs no hash tag; its notices are published on the channel of
+the same name, which cluster pub/sub carries to every node.`,
 	}
 	groupCommand(cmd)
 	cmd.AddCommand(newRingPrintCommand(), newRingOwnerCommand(), newRingJoinCommand())
