@@ -713,3 +713,47 @@ func TestBlackHoledMaster(t *testing.T) {
 		t.Fatalf("GET after: %q, %v", v, err)
 	}
 }
+
+// OnNewNode hands over the client of every node, once each, and those
+// clients carry the caller's commands: a hook added there sees each SET
+// once, and none of the client's own slot-map reads.
+func TestOnNewNode(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Cluster(3, 0))
+	c := newTestClient(t, l, func(o *Options) { o.RefreshInterval = 100 * time.Millisecond })
+	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &testkit.CommandCounter{}
+	var mu sync.Mutex
+	given := map[string]int{}
+	c.OnNewNode(func(rc *redis.Client) {
+		mu.Lock()
+		given[rc.Options().Addr]++
+		mu.Unlock()
+		rc.AddHook(h)
+	})
+	const keys = 30
+	for i := range keys {
+		if err := c.Set(ctx, fmt.Sprintf("k%d", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // slot-map reads, which the hook must not see
+	got := h.Counts()
+	delete(got, "hello") // go-redis's own, on each new connection, as on any client
+	if got["set"] != keys || len(got) != 1 {
+		t.Errorf("the hook saw %v, want %d SETs and nothing else", h.Counts(), keys)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range l.ShardIDs() {
+		m, err := l.ShardMaster(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if given[m.Addr()] != 1 {
+			t.Errorf("master %s given %d times, want once (all: %v)", m.Addr(), given[m.Addr()], given)
+		}
+	}
+}

@@ -220,7 +220,10 @@
 // a durable write refused or not confirmed (*NotDurableError), with the
 // Observer contract of internal/eventq. The same are logged
 // through Options.Logger. Stats counts them, the refreshes by cause, the
-// writes held, and the commands sent to each node.
+// writes held, and the commands sent to each node. OnNewNode hands the
+// node clients that carry the caller's commands to go-redis's
+// instrumentation (redisotel), as go-redis's ClusterClient does; package
+// rediskitotel turns the events and Stats into OpenTelemetry metrics.
 //
 // # Reading from replicas
 //

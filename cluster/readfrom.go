@@ -164,6 +164,9 @@ func (ns *nodeSet) newReader(addr string) *reader {
 	r.batch = routing.NewBatcher(r.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight})
 	ns.mu.Lock()
 	closed := ns.closed
+	for _, fn := range ns.onNew {
+		fn(r.client)
+	}
 	ns.mu.Unlock()
 	if closed {
 		r.close()

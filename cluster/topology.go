@@ -102,6 +102,9 @@ type nodeSet struct {
 	live   map[string]*node
 	byID   []*node // by id - 1
 	closed bool
+	// onNew are Client.OnNewNode's functions, called on every node's
+	// client and replica-read client as it is made.
+	onNew []func(*redis.Client)
 }
 
 // maxNodes bounds the node clients a client makes: a cluster has at most
@@ -130,9 +133,26 @@ func (ns *nodeSet) get(addr string) *node {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
 		_ = n.ctl.Close()
 	}
+	for _, fn := range ns.onNew {
+		fn(n.client)
+	}
 	ns.live[addr] = n
 	ns.byID = append(ns.byID, n)
 	return n
+}
+
+// onNewNode calls fn on the clients of every node, those made and those
+// made later (see Client.OnNewNode).
+func (ns *nodeSet) onNewNode(fn func(*redis.Client)) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	ns.onNew = append(ns.onNew, fn)
+	for _, n := range ns.byID {
+		fn(n.client)
+		if r := n.rd.Load(); r != nil {
+			fn(r.client)
+		}
+	}
 }
 
 // byNumber returns the node numbered id, nil when there is none.

@@ -11,6 +11,8 @@
 //	m.RegisterHealth("redis", monitor)
 //	multidbCfg.Observer = m.MultiDBObserver(nil)                     // multidb.Config
 //	m.RegisterMultiDB(client)
+//	clusterOpts.Observer = m.ClusterObserver(clusterOpts.Observer)   // cluster.Options
+//	m.RegisterCluster(clusterClient)
 //
 // Event-driven counters are recorded as events happen; gauges and the
 // guard's counters are read from the components when metrics are
@@ -79,6 +81,74 @@
 //	rediskit.replica.elections     counter {election}  rediskit.master_name, rediskit.reason
 //	    Election changes by reason (first-round, topology, unreachable,
 //	    link-down, stale, slow, recovered, rtt).
+//
+// Cluster client (ClusterObserver as cluster.Options.Observer; a node is
+// server.address, server.port):
+//
+//	rediskit.cluster.master.changes     counter {change}   rediskit.master.old, rediskit.master.new
+//	    A shard's slots moved to a new master and the old one masters
+//	    none: a failover (a CLUSTER FAILOVER too).
+//	rediskit.cluster.slots.moved        counter {slot}     rediskit.master.old, rediskit.master.new
+//	    Slots moved between two masters that both remain (a migration).
+//	rediskit.cluster.master.failures    counter {failure}  node
+//	    Times a master stopped answering: its writes were held.
+//	rediskit.cluster.master.failed      histogram s        node
+//	    How long a failing master that answered again and kept its slots
+//	    had been failing (one replaced counts as a master change instead).
+//	rediskit.cluster.reads.retried      counter {call}     node
+//	    Reads that failed on the node without an answer and were run again
+//	    once.
+//	rediskit.cluster.writes.rerun       counter {call}     node
+//	    Writes sent again because a refusal (TRYAGAIN, CLUSTERDOWN, a dial
+//	    failure, ...) proved they did not run; once per call.
+//	rediskit.cluster.writes.refused     counter {call}     rediskit.master.old, rediskit.master.new, rediskit.may_have_executed
+//	    Writes failed with a *cluster.MasterChangedError rather than run
+//	    twice.
+//	rediskit.cluster.writes.not_durable counter {call}     node, rediskit.may_have_executed
+//	    Durable writes failed with a *cluster.NotDurableError (false:
+//	    refused unsent).
+//
+// Read from the client's Stats and ReplicaTables at collection
+// (RegisterCluster):
+//
+//	rediskit.cluster.refreshes          counter {refresh}  rediskit.reason (start|periodic|moved|node-failed|failover-poll|refused|pubsub)
+//	    Slot-map reads started, by cause (Stats.RefreshesByCause).
+//	rediskit.cluster.refreshes.failed   counter {refresh}
+//	    Slot-map reads no node answered (cluster.EventRefreshFailed).
+//	rediskit.cluster.redirects          counter {redirect} rediskit.redirect (moved|ask)
+//	    MOVED and ASK redirects followed.
+//	rediskit.cluster.master.failing     gauge              node
+//	    1 for a master of the map whose writes are held, 0 for the others.
+//	rediskit.cluster.node.reads, .writes, .batches, .batched
+//	    Per node, as rediskit.sentinel.node.* (a replica read counts on the
+//	    replica).
+//	rediskit.replica.rtt, .elected, .excluded                rediskit.shard
+//	    Each shard's election, as RegisterReplica reports a selector's,
+//	    with rediskit.shard: the shard master's address. The RTTs appear
+//	    once the prober runs (the first read under a ReadFrom other than
+//	    Master).
+//
+// A cluster has no name as a Sentinel master has: to tell two clusters'
+// client-wide series (refreshes, redirects) apart, give each its own
+// MeterProvider or add an attribute in a View.
+//
+// # The standard go-redis instrumentation
+//
+// go-redis's extra/redisotel (InstrumentTracing, InstrumentMetrics) hooks a
+// *redis.Client. The rediskit clients route each call to a node's own
+// client, so instrument the nodes, present and future, with OnNewNode, as
+// redisotel does on a go-redis ClusterClient; the spans and pool metrics
+// then name the node that served each call, and the clients' own checks
+// (ROLE, slot-map reads, probes) make none:
+//
+//	c.OnNewNode(func(rc *redis.Client) { // sentinel, cluster and multidb clients
+//		_ = redisotel.InstrumentTracing(rc)
+//		_ = redisotel.InstrumentMetrics(rc)
+//	})
+//
+// On a cluster client, a node's replica reads go over a client of their
+// own (its connections send READONLY), also passed to OnNewNode, with the
+// node's address as its pool.name.
 //
 // Guards (RegisterCache, RegisterLimiter, RegisterGate, RegisterHealth;
 // rediskit.name is the name given at registration):

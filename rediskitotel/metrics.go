@@ -36,6 +36,8 @@ const (
 	AttrRingNode     = attribute.Key("rediskit.ring.node")
 	AttrDatabase     = attribute.Key("rediskit.database")
 	AttrSwitchReason = attribute.Key("rediskit.switch.reason")
+	AttrRedirect     = attribute.Key("rediskit.redirect")
+	AttrShard        = attribute.Key("rediskit.shard")
 )
 
 var redisSystem = AttrDBSystem.String("redis")
@@ -65,6 +67,16 @@ type Metrics struct {
 	dbReadsRetried       metric.Int64Counter
 	dbWritesRefused      metric.Int64Counter
 	dbWritesRerun        metric.Int64Counter
+
+	// cluster
+	clusterMasterChanges    metric.Int64Counter
+	clusterSlotsMoved       metric.Int64Counter
+	clusterMasterFailures   metric.Int64Counter
+	clusterMasterFailed     metric.Float64Histogram
+	clusterReadsRetried     metric.Int64Counter
+	clusterWritesRerun      metric.Int64Counter
+	clusterWritesRefused    metric.Int64Counter
+	clusterWritesNotDurable metric.Int64Counter
 
 	// replica
 	elections metric.Int64Counter
@@ -121,7 +133,26 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		"Times a renewal restored a node's ownership after its deadline passed.")
 	m.ringFailures = counter("rediskit.hashring.attempts.failed", "{attempt}",
 		"Failed attempts to keep a node on the ring (retried).")
+	m.clusterMasterChanges = counter("rediskit.cluster.master.changes", "{change}",
+		"Times a shard's slots moved to a new master, the old one no longer a master (a failover).")
+	m.clusterSlotsMoved = counter("rediskit.cluster.slots.moved", "{slot}",
+		"Slots that moved between two masters (a migration).")
+	m.clusterMasterFailures = counter("rediskit.cluster.master.failures", "{failure}",
+		"Times a master stopped answering and its writes were held.")
+	m.clusterReadsRetried = counter("rediskit.cluster.reads.retried", "{call}",
+		"Read-only calls re-run once after a failure without an answer.")
+	m.clusterWritesRerun = counter("rediskit.cluster.writes.rerun", "{call}",
+		"Writes sent again because a refusal proved they did not run.")
+	m.clusterWritesRefused = counter("rediskit.cluster.writes.refused", "{call}",
+		"Writes failed with MasterChangedError instead of being re-run.")
+	m.clusterWritesNotDurable = counter("rediskit.cluster.writes.not_durable", "{call}",
+		"Durable writes failed with NotDurableError: refused unsent, or run and not confirmed.")
 	var err error
+	m.clusterMasterFailed, err = m.meter.Float64Histogram("rediskit.cluster.master.failed",
+		metric.WithUnit("s"),
+		metric.WithDescription("How long a master that answered again and kept its slots had been failing."),
+		metric.WithExplicitBucketBoundaries(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+	errs = append(errs, err)
 	m.discoveryDuration, err = m.meter.Float64Histogram("rediskit.sentinel.discovery.duration",
 		metric.WithUnit("s"),
 		metric.WithDescription("Time to find and verify the master (asking sentinels in order, ROLE)."),

@@ -83,22 +83,26 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string][]point {
 func sum(points []point, want ...attribute.KeyValue) float64 {
 	var total float64
 	for _, p := range points {
-		match := true
-		for _, kv := range want {
-			if v, ok := p.attrs.Value(kv.Key); !ok || v != kv.Value {
-				match = false
-				break
-			}
+		if !p.has(want...) {
+			continue
 		}
-		if match {
-			if p.count > 0 {
-				total += float64(p.count)
-			} else {
-				total += p.value
-			}
+		if p.count > 0 {
+			total += float64(p.count)
+		} else {
+			total += p.value
 		}
 	}
 	return total
+}
+
+// has reports whether the point's attributes include every given one.
+func (p point) has(want ...attribute.KeyValue) bool {
+	for _, kv := range want {
+		if v, ok := p.attrs.Value(kv.Key); !ok || v != kv.Value {
+			return false
+		}
+	}
+	return true
 }
 
 // A lab failover shows as one master change with both addresses, a

@@ -54,10 +54,14 @@ func (m *Metrics) replicaTable() (replicaTable, error) {
 }
 
 func (t replicaTable) observe(o metric.Observer, sel *replica.Selector) {
-	table := sel.Table()
+	t.observeRows(o, sel.Table())
+}
+
+// observeRows reports an RTT table's rows, each with extra attributes.
+func (t replicaTable) observeRows(o metric.Observer, table []replica.NodeStatus, extra ...attribute.KeyValue) {
 	for i := range table {
 		row := &table[i]
-		attrs := append([]attribute.KeyValue{redisSystem, AttrRole.String(string(row.Role))}, addrAttrs(row.Addr)...)
+		attrs := append(append([]attribute.KeyValue{redisSystem, AttrRole.String(string(row.Role))}, extra...), addrAttrs(row.Addr)...)
 		if row.RTT > 0 {
 			o.ObserveFloat64(t.rtt, row.RTT.Seconds(), metric.WithAttributes(attrs...))
 		}
@@ -104,22 +108,14 @@ func (m *Metrics) RegisterReplica(sel *replica.Selector) (metric.Registration, e
 // With a *replica.Selector (the default), its RTT table is reported too
 // (see RegisterReplica).
 func (m *Metrics) RegisterSentinel(c *sentinel.Client) (metric.Registration, error) {
-	reads, err1 := m.meter.Int64ObservableCounter("rediskit.sentinel.node.reads", metric.WithUnit("{call}"),
-		metric.WithDescription("Read-only calls the node served."))
-	writes, err2 := m.meter.Int64ObservableCounter("rediskit.sentinel.node.writes", metric.WithUnit("{call}"),
-		metric.WithDescription("Writing calls sent to the node."))
-	batches, err3 := m.meter.Int64ObservableCounter("rediskit.sentinel.node.batches", metric.WithUnit("{batch}"),
-		metric.WithDescription("Auto-pipelined round trips to the node."))
-	batched, err4 := m.meter.Int64ObservableCounter("rediskit.sentinel.node.batched", metric.WithUnit("{call}"),
-		metric.WithDescription("Commands the node's auto-pipelined round trips carried."))
-	if err := firstErr(err1, err2, err3, err4); err != nil {
+	nc, err := m.nodeCounters("sentinel")
+	if err != nil {
 		return nil, err
 	}
-	instruments := []metric.Observable{reads, writes, batches, batched}
+	instruments := nc.instruments()
 	sel, hasTable := c.Selector().(*replica.Selector)
 	var t replicaTable
 	if hasTable {
-		var err error
 		if t, err = m.replicaTable(); err != nil {
 			return nil, err
 		}
@@ -129,15 +125,44 @@ func (m *Metrics) RegisterSentinel(c *sentinel.Client) (metric.Registration, err
 		st := c.Stats()
 		name := AttrMasterName.String(st.MasterName)
 		for _, n := range st.Nodes {
-			attrs := metric.WithAttributes(append([]attribute.KeyValue{redisSystem, name}, addrAttrs(n.Addr)...)...)
-			o.ObserveInt64(reads, count(n.Reads), attrs)
-			o.ObserveInt64(writes, count(n.Writes), attrs)
-			o.ObserveInt64(batches, count(n.Batches), attrs)
-			o.ObserveInt64(batched, count(n.Batched), attrs)
+			nc.observe(o, n.Addr, n.Reads, n.Writes, n.Batches, n.Batched, redisSystem, name)
 		}
 		if hasTable {
 			t.observe(o, sel)
 		}
 		return nil
 	}, instruments...)
+}
+
+// nodeCounters are the per-node call counters of a routing client
+// (rediskit.<client>.node.*), read from its Stats.
+type nodeCounters struct {
+	reads, writes, batches, batched metric.Int64ObservableCounter
+}
+
+func (m *Metrics) nodeCounters(client string) (nodeCounters, error) {
+	var nc nodeCounters
+	var err1, err2, err3, err4 error
+	prefix := "rediskit." + client + ".node."
+	nc.reads, err1 = m.meter.Int64ObservableCounter(prefix+"reads", metric.WithUnit("{call}"),
+		metric.WithDescription("Read-only calls the node served."))
+	nc.writes, err2 = m.meter.Int64ObservableCounter(prefix+"writes", metric.WithUnit("{call}"),
+		metric.WithDescription("Writing calls sent to the node."))
+	nc.batches, err3 = m.meter.Int64ObservableCounter(prefix+"batches", metric.WithUnit("{batch}"),
+		metric.WithDescription("Auto-pipelined round trips to the node."))
+	nc.batched, err4 = m.meter.Int64ObservableCounter(prefix+"batched", metric.WithUnit("{call}"),
+		metric.WithDescription("Commands the node's auto-pipelined round trips carried."))
+	return nc, firstErr(err1, err2, err3, err4)
+}
+
+func (nc nodeCounters) observe(o metric.Observer, addr string, reads, writes, batches, batched uint64, attrs ...attribute.KeyValue) {
+	set := metric.WithAttributes(append(attrs, addrAttrs(addr)...)...)
+	o.ObserveInt64(nc.reads, count(reads), set)
+	o.ObserveInt64(nc.writes, count(writes), set)
+	o.ObserveInt64(nc.batches, count(batches), set)
+	o.ObserveInt64(nc.batched, count(batched), set)
+}
+
+func (nc nodeCounters) instruments() []metric.Observable {
+	return []metric.Observable{nc.reads, nc.writes, nc.batches, nc.batched}
 }

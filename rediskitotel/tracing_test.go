@@ -2,6 +2,7 @@ package rediskitotel
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"strings"
@@ -11,9 +12,12 @@ import (
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/rediskit/rediskit/cluster"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/multidb"
@@ -32,11 +36,12 @@ func spanRecorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryEx
 // spanNodes returns, for each span of a call, its name and the server it
 // names (server.address:server.port). The spans go-redis's instrumentation
 // makes for a new connection (redis.dial, and its HELLO) are left out: a
-// plain go-redis client has them too.
+// plain go-redis client has them too, as a go-redis ClusterClient's
+// replica connections have their READONLY.
 func spanNodes(exp *tracetest.InMemoryExporter) []string {
 	var out []string
 	for _, s := range exp.GetSpans() {
-		if s.Name == "redis.dial" || s.Name == "hello" {
+		if s.Name == "redis.dial" || s.Name == "hello" || s.Name == "readonly" {
 			continue
 		}
 		host, port := "", ""
@@ -51,6 +56,40 @@ func spanNodes(exp *tracetest.InMemoryExporter) []string {
 		out = append(out, s.Name+"@"+net.JoinHostPort(host, port))
 	}
 	return out
+}
+
+// nodeInstrumenter's instrument is an OnNewNode function: it instruments
+// each client with redisotel's tracing (and its metrics, with mp) and
+// records the client's address.
+type nodeInstrumenter struct {
+	t     *testing.T
+	tp    *sdktrace.TracerProvider
+	mp    *sdkmetric.MeterProvider
+	mu    sync.Mutex // instrument runs on the client's goroutines as nodes appear
+	addrs []string
+}
+
+func (ni *nodeInstrumenter) instrument(rc *redis.Client) {
+	ni.mu.Lock()
+	ni.addrs = append(ni.addrs, rc.Options().Addr)
+	ni.mu.Unlock()
+	err := redisotel.InstrumentTracing(rc, redisotel.WithTracerProvider(ni.tp))
+	if ni.mp != nil {
+		err = errors.Join(err, redisotel.InstrumentMetrics(rc, redisotel.WithMeterProvider(ni.mp)))
+	}
+	if err != nil {
+		ni.t.Error(err)
+	}
+}
+
+// check fails the test unless the master and the replica were instrumented.
+func (ni *nodeInstrumenter) check(master, replica string) {
+	ni.t.Helper()
+	ni.mu.Lock()
+	defer ni.mu.Unlock()
+	if !slices.Contains(ni.addrs, master) || !slices.Contains(ni.addrs, replica) {
+		ni.t.Fatalf("instrumented %v, want the master %s and the replica %s", ni.addrs, master, replica)
+	}
 }
 
 // The standard go-redis instrumentation (redisotel) works through
@@ -68,16 +107,8 @@ func TestStandardTracingThroughOnNewNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var mu sync.Mutex // fn runs on the client's goroutines as nodes appear
-	var instrumented []string
-	c.OnNewNode(func(rc *redis.Client) {
-		mu.Lock()
-		instrumented = append(instrumented, rc.Options().Addr)
-		mu.Unlock()
-		if err := redisotel.InstrumentTracing(rc, redisotel.WithTracerProvider(tp)); err != nil {
-			t.Error(err)
-		}
-	})
+	nodes := &nodeInstrumenter{t: t, tp: tp}
+	c.OnNewNode(nodes.instrument)
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +152,80 @@ func TestStandardTracingThroughOnNewNode(t *testing.T) {
 			t.Errorf("span %d: %s, want %s", i, got[i], want[i])
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Contains(instrumented, master) || !slices.Contains(instrumented, replica) {
-		t.Fatalf("instrumented %v, want the master %s and the replica %s", instrumented, master, replica)
+	nodes.check(master, replica)
+}
+
+// On a cluster client, the standard go-redis instrumentation (tracing and
+// metrics) works through OnNewNode as on go-redis's ClusterClient: one
+// span per call on the node that served it (the slot's master, the
+// replica a read went to), pool metrics per node, and nothing for the
+// client's own slot-map reads and probes.
+func TestStandardInstrumentationThroughClusterOnNewNode(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	tp, exp := spanRecorder(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	l := lab.New(t, lab.Cluster(3, 1))
+	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs(), ReadFrom: cluster.Replica,
+		RefreshInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer c.Close()
+	nodes := &nodeInstrumenter{t: t, tp: tp, mp: mp}
+	c.OnNewNode(nodes.instrument)
+	const key = "k"
+	if err := c.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	master, err := l.SlotOwner(ctx, cluster.Slot(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replicaAddr string
+	for _, n := range l.ShardNodes(master.Shard()) {
+		if n != master {
+			replicaAddr = n.Addr()
+		}
+	}
+	testkit.WaitFor(t, 10*time.Second, "a read on the replica", func() bool { return c.Get(ctx, key).Err() == nil })
+	exp.Reset()
+	time.Sleep(500 * time.Millisecond) // slot-map reads and probe rounds, none traced
+	if got := spanNodes(exp); len(got) != 0 {
+		t.Fatalf("spans of the client's own work: %v", got)
+	}
+	if err := c.Set(ctx, key, "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, key)
+		p.Get(ctx, key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := spanNodes(exp)
+	want := []string{"set@" + master.Addr(), "get@" + replicaAddr, "redis.pipeline get@" + replicaAddr}
+	if len(got) != len(want) {
+		t.Fatalf("spans %v, want one per call: %v", got, want)
+	}
+	for i := range want {
+		name, addr, _ := strings.Cut(want[i], "@")
+		if !strings.HasPrefix(got[i], name) || !strings.HasSuffix(got[i], "@"+addr) {
+			t.Errorf("span %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	points := collect(t, reader)["db.client.connections.use_time"]
+	for _, addr := range []string{master.Addr(), replicaAddr} {
+		if n := sum(points, attribute.String("pool.name", addr)); n < 1 {
+			t.Errorf("redisotel's use_time on %s: %v (all: %v)", addr, n, points)
+		}
+	}
+	nodes.check(master.Addr(), replicaAddr)
 }
 
 // Through a multi-database client, a database's nodes are instrumented
