@@ -429,7 +429,7 @@ func durableReplicas(addr, id string, role redisinfo.Role, shards []redis.Cluste
 	var own *redis.ClusterShard
 	for i := range shards {
 		for _, n := range shards[i].Nodes {
-			a, _ := shardNodeAddr(n, tls)
+			a, _ := ShardNodeAddr(n, tls)
 			if n.Role == "master" && (id != "" && n.ID == id || a == addr) {
 				own = &shards[i]
 			}
@@ -440,7 +440,7 @@ func durableReplicas(addr, id string, role redisinfo.Role, shards []redis.Cluste
 	}
 	set := map[string]bool{}
 	for _, n := range own.Nodes {
-		if a, ok := shardNodeAddr(n, tls); ok && n.Role != "master" && !failedHealth(n.Health) {
+		if a, ok := ShardNodeAddr(n, tls); ok && n.Role != "master" && !failedHealth(n.Health) {
 			set[a] = true
 		}
 	}

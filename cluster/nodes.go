@@ -128,7 +128,7 @@ func fromShards(shards []redis.ClusterShard, tls bool) []nodeLine {
 			}
 		}
 		for _, n := range sh.Nodes {
-			addr, ok := shardNodeAddr(n, tls)
+			addr, ok := ShardNodeAddr(n, tls)
 			if !ok {
 				continue
 			}
@@ -145,10 +145,10 @@ func fromShards(shards []redis.ClusterShard, tls bool) []nodeLine {
 	return out
 }
 
-// shardNodeAddr is the address clients reach a CLUSTER SHARDS node at: its
+// ShardNodeAddr is the address clients reach a CLUSTER SHARDS node at: its
 // preferred endpoint (its IP when it has none) and its port, the TLS one
 // with tls; false for a node without an ID, an endpoint or a port.
-func shardNodeAddr(n redis.Node, tls bool) (string, bool) {
+func ShardNodeAddr(n redis.Node, tls bool) (string, bool) {
 	port := n.Port
 	if tls && n.TLSPort > 0 || port <= 0 {
 		port = n.TLSPort

@@ -30,11 +30,21 @@ each stage's duration:
       the first answering sentinel named, then the replica read-only work
       would use;
   redis:// and rediss://  TCP, TLS, AUTH, HELLO, PING, SELECT and ROLE on the
-      server.
+      server;
+  redis+cluster://h1,h2 and redis://h1?addr=h2  each seed node (NODE: PING
+      RTT, server version, CLUSTER SHARDS), whether the seeds agree on the
+      shards and their masters (SHARDS, naming the seed that disagrees),
+      whether every one of the 16384 slots is served (SLOTS, naming the
+      ranges that are not), ROLE on every shard's master and replicas (role,
+      offset, link state), then per shard the replica read-only work would
+      use (REPLICA: the rediskit cluster client's election after its first
+      probe round). Every stage runs; any that fails fails the check.
 
 --write adds the write probe of package guard on the master (or server): a
 SET of <prefix>:health:write with a 60s TTL, which tells a writable master
-from a read-only replica or a server out of memory.
+from a read-only replica or a server out of memory. On a cluster it runs
+on every shard's master, with a key of the shard's slots
+(<prefix>:health:{N}:write, N a hash tag chosen per shard).
 
 A failed stage is named with its server, e.g.
 "AUTH failed on 10.0.0.5:6379: WRONGPASS ...", and the exit code is 1.
@@ -42,6 +52,7 @@ Passwords come from the URL, or from REDISKIT_PASSWORD and
 REDISKIT_SENTINEL_PASSWORD when the URL has none; they are never printed.`,
 		Example: `  rediskit check redis+sentinel://10.0.0.1,10.0.0.2,10.0.0.3/mymaster
   REDISKIT_PASSWORD=... rediskit check rediss://cache.internal:6380?caFile=ca.pem --write
+  rediskit check redis+cluster://10.0.0.1:7000,10.0.0.2:7000 --write
   rediskit check --lab --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: withTarget(&f, func(ctx context.Context, out io.Writer, t *target) error {
@@ -78,26 +89,25 @@ type stepJSON struct {
 
 func runCheck(ctx context.Context, out io.Writer, t *target, write bool, prefix string, asJSON bool) error {
 	if t.cfg.Kind == redisurl.Unix {
-		return usagef("check traces TCP connections: give a redis://, rediss:// or redis+sentinel:// URL (health takes unix://)")
-	}
-	opts, err := t.sentinelConfig()
-	if err != nil {
-		return usageError{err}
+		return usagef("check traces TCP connections: give a redis://, rediss://, redis+sentinel:// or redis+cluster:// URL (health takes unix://)")
 	}
 	var d *sentinel.Diagnosis
-	if t.isSentinel() {
-		d, err = sentinel.Diagnose(ctx, opts)
+	var steps []sentinel.Step
+	var err error
+	if t.isCluster() {
+		d = &sentinel.Diagnosis{}
+		steps = clusterCheckSteps(ctx, t, write, prefix)
+		err = firstStepError(steps)
 	} else {
-		d, err = sentinel.DiagnoseNode(ctx, t.cfg.Addr, opts)
-	}
-	if d == nil {
-		return usageError{err} // invalid options
-	}
-	steps := d.Steps
-	if err == nil && write {
-		step := writeProbeStep(ctx, t, d.Master, prefix)
-		steps = append(steps, step)
-		err = step.Err
+		if d, err = diagnose(ctx, t); d == nil {
+			return usageError{err} // invalid options
+		}
+		steps = d.Steps
+		if err == nil && write {
+			step := writeProbeStep(ctx, t, d.Master, prefix, "")
+			steps = append(steps, step)
+			err = step.Err
+		}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -125,7 +135,7 @@ func runCheck(ctx context.Context, out io.Writer, t *target, write bool, prefix 
 			fmt.Fprintln(out, s.String())
 		}
 		if err == nil {
-			fmt.Fprintf(out, "ok: %s\n", checkSummary(d, write))
+			fmt.Fprintf(out, "ok: %s\n", checkSummary(t, d, write))
 		}
 	}
 	if err != nil {
@@ -134,8 +144,34 @@ func runCheck(ctx context.Context, out io.Writer, t *target, write bool, prefix 
 	return nil
 }
 
-func checkSummary(d *sentinel.Diagnosis, write bool) string {
+// diagnose traces a sentinel or a direct target; a nil Diagnosis means
+// invalid options.
+func diagnose(ctx context.Context, t *target) (*sentinel.Diagnosis, error) {
+	opts, err := t.sentinelConfig()
+	if err != nil {
+		return nil, err
+	}
+	if t.isSentinel() {
+		return sentinel.Diagnose(ctx, opts)
+	}
+	return sentinel.DiagnoseNode(ctx, t.cfg.Addr, opts)
+}
+
+// firstStepError is the error of the first failed step, nil when none.
+func firstStepError(steps []sentinel.Step) error {
+	for _, s := range steps {
+		if s.Err != nil {
+			return s.Err
+		}
+	}
+	return nil
+}
+
+func checkSummary(t *target, d *sentinel.Diagnosis, write bool) string {
 	s := "reached " + d.Master
+	if t.isCluster() {
+		s = fmt.Sprintf("%d seed(s) agree, every slot served, every shard's nodes answered ROLE", len(t.cfg.Addrs))
+	}
 	if d.Sentinel != "" {
 		s = fmt.Sprintf("sentinel %s named master %s, verified", d.Sentinel, d.Master)
 		if d.Replica != "" {
@@ -151,17 +187,41 @@ func checkSummary(d *sentinel.Diagnosis, write bool) string {
 }
 
 // writeProbeStep runs guard's write probe on addr with the target's
-// credentials and TLS, as a stage of the trace.
-func writeProbeStep(ctx context.Context, t *target, addr, prefix string) sentinel.Step {
-	step := sentinel.Step{Stage: stageWrite, Server: addr}
+// credentials and TLS, as a stage of the trace; key is the probe's key
+// under prefix ("": guard's DefaultProbeKey).
+func writeProbeStep(ctx context.Context, t *target, addr, prefix, key string) sentinel.Step {
+	r, probeKey, err := checkNode(ctx, t, addr, prefix, key, true)
+	took := r.Write
+	if !r.WriteProbed {
+		took = r.Ping
+	}
 	fail := func(err error) sentinel.Step {
-		step.Err = &sentinel.StageError{Stage: stageWrite, Server: addr, Err: err}
-		step.Detail = step.Err.Error()
+		step := failedStep(stageWrite, addr, err)
+		step.Took = took
 		return step
 	}
+	var re *guard.RedisError
+	switch {
+	case err != nil:
+		return fail(err)
+	case errors.As(r.Err, &re):
+		return fail(fmt.Errorf("%s: %w", re.Kind, re.Err))
+	case r.Err != nil:
+		return fail(r.Err)
+	}
+	step := sentinel.Step{Stage: stageWrite, Server: addr, Took: took}
+	step.Detail = fmt.Sprintf("SET %s (TTL %v) accepted", probeKey, guard.DefaultProbeTTL)
+	return step
+}
+
+// checkNode runs one check of guard's Checker on addr with the target's
+// credentials and TLS, with the write probe when write (key as in
+// writeProbeStep), and returns the report and the probe's full key. The
+// error is a bad configuration or ctx's end.
+func checkNode(ctx context.Context, t *target, addr, prefix, key string, write bool) (guard.Report, string, error) {
 	tlsCfg, err := t.cfg.TLSConfig()
 	if err != nil {
-		return fail(err)
+		return guard.Report{}, "", err
 	}
 	g, err := guard.Open(guard.ClientConfig{
 		Addr: addr, Username: t.cfg.Username, Password: t.cfg.Password, DB: t.cfg.DB, TLSConfig: tlsCfg,
@@ -171,28 +231,13 @@ func writeProbeStep(ctx context.Context, t *target, addr, prefix string) sentine
 		CallLimit:    t.timeout,
 	})
 	if err != nil {
-		return fail(err)
+		return guard.Report{}, "", err
 	}
 	defer g.Close()
-	c, err := guard.NewChecker(g, guard.HealthConfig{WriteProbe: true})
+	c, err := guard.NewChecker(g, guard.HealthConfig{WriteProbe: write, ProbeKey: key})
 	if err != nil {
-		return fail(err)
+		return guard.Report{}, "", err
 	}
 	r, err := c.Check(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	step.Took = r.Write
-	if !r.WriteProbed {
-		step.Took = r.Ping
-	}
-	var re *guard.RedisError
-	switch {
-	case errors.As(r.Err, &re):
-		return fail(fmt.Errorf("%s: %w", re.Kind, re.Err))
-	case r.Err != nil:
-		return fail(r.Err)
-	}
-	step.Detail = fmt.Sprintf("SET %s (TTL %v) accepted", c.ProbeKey(), guard.DefaultProbeTTL)
-	return step
+	return r, c.ProbeKey(), err
 }

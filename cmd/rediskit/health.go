@@ -32,9 +32,18 @@ probe (SET <prefix>:health:write with a 60s TTL). The report is one of
 Each call (PING, the probe) is bounded by --timeout, as guard's CallLimit.
 A redis+sentinel:// URL is checked through the rediskit Sentinel client:
 its master is found first (within the same bound), then checked. A
-unix:// URL works too.`,
+unix:// URL works too.
+
+A cluster URL (redis+cluster://h1,h2 or redis://h1?addr=h2) is checked
+per shard: the seeds' CLUSTER SHARDS name the shards, and each shard's
+master gets the check (the write probe with a key of the shard's slots,
+<prefix>:health:{N}:write). The verdict is ok (every shard writable or
+reachable, exit 0), degraded (some are not) or down (none is, or no seed
+answered), exit 1; --json gives {"target", "verdict", "ok", "shards": [the
+report above, with "slots"], "error"}.`,
 		Example: `  rediskit health redis://10.0.0.5:6379 --write
-  rediskit health redis+sentinel://10.0.0.1/mymaster --json`,
+  rediskit health redis+sentinel://10.0.0.1/mymaster --json
+  rediskit health redis+cluster://10.0.0.1:7000,10.0.0.2:7000 --write`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: withTarget(&f, func(ctx context.Context, out io.Writer, t *target) error {
 			return runHealth(ctx, out, t, w.write, w.prefix, f.json)
@@ -57,10 +66,14 @@ type healthJSON struct {
 	WriteMS     float64 `json:"write_ms"`
 	TookMS      float64 `json:"took_ms"`
 	ProbeKey    string  `json:"probe_key,omitempty"`
+	Slots       string  `json:"slots,omitempty"` // a cluster shard's slots`
 	Error       string  `json:"error,omitempty"`
 }
 
 func runHealth(ctx context.Context, out io.Writer, t *target, write bool, prefix string, asJSON bool) error {
+	if t.isCluster() {
+		return runClusterHealth(ctx, out, t, write, prefix, asJSON)
+	}
 	g, closeClient, err := openGuard(t, prefix)
 	if err != nil {
 		return err
@@ -80,15 +93,7 @@ func runHealth(ctx context.Context, out io.Writer, t *target, write bool, prefix
 		server = sc.Master()
 		r.Server = fmt.Sprintf("master %s of %q", server, t.cfg.MasterName)
 	}
-	rep := healthJSON{Target: t.String(), Server: server, State: r.State.String(),
-		OK:     r.State == guard.StateWritable || r.State == guard.StateReachable,
-		PingOK: r.PingOK, PingMS: ms(r.Ping), WriteProbed: r.WriteProbed, WriteMS: ms(r.Write), TookMS: ms(r.Took)}
-	if write {
-		rep.ProbeKey = c.ProbeKey()
-	}
-	if r.Err != nil {
-		rep.Error = r.Err.Error()
-	}
+	rep := healthOf(t, server, r, write, c.ProbeKey())
 	if asJSON {
 		if err := writeJSON(out, rep); err != nil {
 			return err
@@ -101,6 +106,20 @@ func runHealth(ctx context.Context, out io.Writer, t *target, write bool, prefix
 		return checkFailed{fmt.Errorf("%s: %w", r.State, r.Err)}
 	}
 	return nil
+}
+
+// healthOf is the JSON report of one check of server.
+func healthOf(t *target, server string, r guard.Report, write bool, probeKey string) healthJSON {
+	rep := healthJSON{Target: t.String(), Server: server, State: r.State.String(),
+		OK:     r.State == guard.StateWritable || r.State == guard.StateReachable,
+		PingOK: r.PingOK, PingMS: ms(r.Ping), WriteProbed: r.WriteProbed, WriteMS: ms(r.Write), TookMS: ms(r.Took)}
+	if write {
+		rep.ProbeKey = probeKey
+	}
+	if r.Err != nil {
+		rep.Error = r.Err.Error()
+	}
+	return rep
 }
 
 // openGuard returns a guard for the target: guard's own fail-fast client

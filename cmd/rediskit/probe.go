@@ -50,9 +50,19 @@ election and one table after another.
 With --json: {"target", "master_name", "round", "at", "nodes": [{"addr",
 "role", "rtt_ms", "last_rtt_ms", "samples", "healthy", "error", "link_up",
 "lag_bytes", "lag_ms", "lag_at_least", "elected", "nearest", "excluded",
-"why"}]}, one line per round with --watch.`,
+"why"}]}, one line per round with --watch.
+
+A cluster URL (redis+cluster://h1,h2 or redis://h1?addr=h2) runs the
+rediskit cluster client's elections, one per shard, and prints each
+shard's table (its master first) after the first round: exit 1 when any
+shard's master did not answer or no replica of a shard with replicas is
+elected. With --watch the tables are printed again every --interval,
+one set after another (the election's changes are not listed); with
+--json: {"target", "at", "shards": [{"slots", "master", "nodes": [as
+above]}]}.`,
 		Example: `  rediskit probe redis+sentinel://10.0.0.1,10.0.0.2,10.0.0.3/mymaster
-  rediskit probe --lab --watch --interval 500ms`,
+  rediskit probe --lab --watch --interval 500ms
+  rediskit probe redis+cluster://10.0.0.1:7000,10.0.0.2:7000`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.interval < replica.MinProbeInterval {
@@ -63,8 +73,11 @@ With --json: {"target", "master_name", "round", "at", "nodes": [{"addr",
 				return err
 			}
 			defer t.Close()
+			if t.isCluster() {
+				return runClusterProbe(cmd.Context(), cmd.OutOrStdout(), t, &f)
+			}
 			if !t.isSentinel() {
-				return usagef("probe needs a redis+sentinel:// URL: the election chooses among a master's replicas")
+				return usagef("probe needs a redis+sentinel:// URL or a cluster URL: the election chooses among a master's replicas")
 			}
 			return runProbe(cmd.Context(), cmd.OutOrStdout(), t, &f)
 		},

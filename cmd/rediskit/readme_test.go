@@ -21,7 +21,7 @@ var updateReadme = flag.Bool("update-readme", false, "run the commands and rewri
 // readmeSamples names the output samples README.md holds, each between
 // <!-- sample NAME --> and <!-- /sample --> lines.
 var readmeSamples = []string{
-	"lab-up", "check", "check-failures", "probe", "health", "ring", "drill", "demo",
+	"lab-up", "check", "check-failures", "check-cluster", "probe", "health", "ring", "drill", "demo",
 }
 
 var sampleBlock = regexp.MustCompile(`(?s)<!-- sample ([a-z-]+) -->\n.*?<!-- /sample -->`)
@@ -71,6 +71,7 @@ func TestREADMESamples(t *testing.T) {
 		s.run("check", "redis+sentinel://"+dead+","+l.SentinelAddrs()[0]+"/mymaster"),
 		s.run("check", strings.Replace(url, "/mymaster", "/shop", 1), "--json"),
 	)
+	samples["check-cluster"] = clusterSample(t, s)
 	samples["probe"] = s.join(
 		s.run("probe", url),
 		s.untilInterrupt(`round 3 of "mymaster"`, "probe", url, "--watch", "--interval", "500ms"),
@@ -124,6 +125,13 @@ func TestREADMESamples(t *testing.T) {
 	if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// clusterSample is check's, probe's and health's output on a 3×1 lab
+// cluster with a password.
+func clusterSample(t *testing.T, s *sampler) string {
+	url := clusterURL(lab.New(t, clusterLabConfig()))
+	return s.join(s.run("check", url, "--write"), s.run("probe", url), s.run("health", url, "--write"))
 }
 
 // sampler runs the commands of README's samples and formats what they
