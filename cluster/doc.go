@@ -222,6 +222,11 @@
 // through Options.Logger. Stats counts them, the refreshes by cause, the
 // writes held, and the commands sent to each node.
 //
+// AddHook and OnNewNode reach the go-redis clients of the nodes (a node's
+// client, its replica-read client, the clients subscriptions dial
+// through), present and future, as on go-redis's ClusterClient; the
+// control clients of the client's own map reads are not among them.
+//
 // # Reading from replicas
 //
 // Options.ReadFrom (per call: WithReadFrom) says where read-only commands

@@ -102,6 +102,9 @@ type nodeSet struct {
 	live   map[string]*node
 	byID   []*node // by id - 1
 	closed bool
+	// clients are the clients of the caller's work, for OnNewNode and
+	// AddHook (hooks.go).
+	clients callerClients
 }
 
 // maxNodes bounds the node clients a client makes: a cluster has at most
@@ -123,7 +126,7 @@ func (ns *nodeSet) get(addr string) *node {
 	ctl := ns.opts.nodeOptions(addr)
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = ctlPoolSize, 0, ctlPoolSize
 	n := &node{addr: addr, id: uint64(len(ns.byID) + 1),
-		client: redis.NewClient(ns.opts.nodeOptions(addr)), ctl: redis.NewClient(respguard.Guard(ctl))}
+		client: ns.clients.made(redis.NewClient(ns.opts.nodeOptions(addr))), ctl: redis.NewClient(respguard.Guard(ctl))}
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight,
 		Confirm: ns.opts.confirmCmds}) // durable writes' WAIT (durable.go)
 	if ns.closed {
