@@ -239,21 +239,6 @@ func (c *Client) Stats() Stats {
 	return st
 }
 
-// OnNewNode calls fn with the go-redis client of every node the client
-// sends the caller's commands to (a node's own, and the one a replica's
-// reads go over), those it has now and every one it makes later, as
-// go-redis's ClusterClient does. It is the way to instrument the nodes,
-// one span or metric per call on the node that served it:
-//
-//	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
-//
-// The clients of the client's own work (slot-map reads, probes, durable
-// checks) and of subscriptions are not passed. Call it before the first
-// command: fn is called under the client's node lock, on the caller's
-// goroutine for the clients there are, later on whichever goroutine makes
-// a client; it must be safe for concurrent use and must not block.
-func (c *Client) OnNewNode(fn func(*redis.Client)) { c.nodes.onNewNode(fn) }
-
 // ForEachMaster runs fn on each master's client of the current map, all at
 // once, and returns their errors joined.
 func (c *Client) ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {

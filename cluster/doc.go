@@ -225,6 +225,11 @@
 // instrumentation (redisotel), as go-redis's ClusterClient does; package
 // rediskitotel turns the events and Stats into OpenTelemetry metrics.
 //
+// AddHook and OnNewNode reach the go-redis clients of the nodes (a node's
+// client, its replica-read client, the clients subscriptions dial
+// through), present and future, as on go-redis's ClusterClient; the
+// control clients of the client's own map reads are not among them.
+//
 // # Reading from replicas
 //
 // Options.ReadFrom (per call: WithReadFrom) says where read-only commands

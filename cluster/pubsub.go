@@ -62,7 +62,7 @@ func newPubsubRouter(c *Client) *pubsubRouter {
 	r.dial = redis.NewDialer(c.opts.nodeOptions("cluster/pubsub"))
 	o := c.opts.nodeOptions("cluster/pubsub")
 	o.Dialer = r.dialBroadcast
-	r.broadcast = redis.NewClient(o)
+	r.broadcast = c.nodes.clients.made(redis.NewClient(o))
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -184,7 +184,7 @@ func (r *pubsubRouter) slotSub(slot int) *slotSub {
 		s = &slotSub{slot: slot}
 		o := r.c.opts.nodeOptions(fmt.Sprintf("cluster/pubsub/slot-%d", slot))
 		o.Dialer = func(ctx context.Context, network, _ string) (net.Conn, error) { return r.dialSlot(ctx, network, s) }
-		s.client = redis.NewClient(o)
+		s.client = r.c.nodes.clients.made(redis.NewClient(o))
 		r.slots[slot] = s
 	}
 	return s

@@ -138,6 +138,7 @@ type reader struct {
 	inflight atomic.Int64
 	retired  atomic.Bool
 	once     sync.Once
+	owner    *callerClients // forgets client when it closes
 }
 
 func (r *reader) release() {
@@ -153,20 +154,22 @@ func (r *reader) retire() {
 	}
 }
 
-func (r *reader) close() { r.once.Do(func() { _ = r.client.Close() }) }
+func (r *reader) close() {
+	r.once.Do(func() {
+		r.owner.forget(r.client)
+		_ = r.client.Close()
+	})
+}
 
 // newReader makes addr's replica-read client; a closed one once the node
 // set is closed (its calls fail with redis.ErrClosed).
 func (ns *nodeSet) newReader(addr string) *reader {
 	o := ns.opts.nodeOptions(addr)
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
-	r := &reader{client: redis.NewClient(o)}
+	r := &reader{client: ns.clients.made(redis.NewClient(o)), owner: &ns.clients}
 	r.batch = routing.NewBatcher(r.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight})
 	ns.mu.Lock()
 	closed := ns.closed
-	for _, fn := range ns.onNew {
-		fn(r.client)
-	}
 	ns.mu.Unlock()
 	if closed {
 		r.close()

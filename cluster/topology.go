@@ -102,9 +102,9 @@ type nodeSet struct {
 	live   map[string]*node
 	byID   []*node // by id - 1
 	closed bool
-	// onNew are Client.OnNewNode's functions, called on every node's
-	// client and replica-read client as it is made.
-	onNew []func(*redis.Client)
+	// clients are the clients of the caller's work, for OnNewNode and
+	// AddHook (hooks.go).
+	clients callerClients
 }
 
 // maxNodes bounds the node clients a client makes: a cluster has at most
@@ -126,33 +126,16 @@ func (ns *nodeSet) get(addr string) *node {
 	ctl := ns.opts.nodeOptions(addr)
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = ctlPoolSize, 0, ctlPoolSize
 	n := &node{addr: addr, id: uint64(len(ns.byID) + 1),
-		client: redis.NewClient(ns.opts.nodeOptions(addr)), ctl: redis.NewClient(respguard.Guard(ctl))}
+		client: ns.clients.made(redis.NewClient(ns.opts.nodeOptions(addr))), ctl: redis.NewClient(respguard.Guard(ctl))}
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight,
 		Confirm: ns.opts.confirmCmds}) // durable writes' WAIT (durable.go)
 	if ns.closed {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
 		_ = n.ctl.Close()
 	}
-	for _, fn := range ns.onNew {
-		fn(n.client)
-	}
 	ns.live[addr] = n
 	ns.byID = append(ns.byID, n)
 	return n
-}
-
-// onNewNode calls fn on the clients of every node, those made and those
-// made later (see Client.OnNewNode).
-func (ns *nodeSet) onNewNode(fn func(*redis.Client)) {
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	ns.onNew = append(ns.onNew, fn)
-	for _, n := range ns.byID {
-		fn(n.client)
-		if r := n.rd.Load(); r != nil {
-			fn(r.client)
-		}
-	}
 }
 
 // byNumber returns the node numbered id, nil when there is none.

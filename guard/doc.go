@@ -103,6 +103,19 @@
 // required, so two applications sharing a Redis cannot collide by
 // accident.
 //
+// On a Redis Cluster (a rediskit cluster.Client, or go-redis's
+// ClusterClient, given to New) every component works as on one server:
+// each of their operations touches one key (the limiter's script has one
+// KEYS, the gate's SET NX one key, the cache's GET and SET one), so none
+// needs a hash tag, and the ids of one component spread over the shards.
+// The limiter's script is cached on each node as it is first needed: when
+// SCRIPT LOAD (which has no key) reached another node than the key's, the
+// limiter runs the script by EVAL there. The Checker's write probe writes
+// one key, so it checks the master of that key's shard only. Keys of your
+// own used together in one command, script or transaction must share a
+// slot: give them one hash tag ("shop:{order-1}:items",
+// "shop:{order-1}:total").
+//
 // # Probes
 //
 // Redis belongs neither in liveness (a restart does not bring Redis back)

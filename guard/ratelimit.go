@@ -70,7 +70,9 @@ type LimiterStats struct {
 // already have been counted, and a retry would count it twice. The one
 // exception is a NOSCRIPT reply (the server does not have the script,
 // after a restart, a failover or SCRIPT FLUSH): nothing ran, so the
-// limiter loads the script and runs it again within the same call limit.
+// limiter loads the script and runs it again within the same call limit
+// (by EVAL when the load reached another node than the key's, as a
+// cluster client's may).
 type Limiter struct {
 	g        *Guard
 	name     string
@@ -150,6 +152,12 @@ func (l *Limiter) run(ctx context.Context, c redis.Cmdable, key string) (count, 
 			return 0, 0, err
 		}
 		res, err = c.EvalSha(ctx, LimitScriptSHA, keys, l.windowMS).Int64Slice()
+		if failure.NoScript(err) {
+			// A cluster client sends SCRIPT LOAD (it has no key) to a node
+			// of its choosing, not always the key's. Nothing has run: EVAL
+			// runs the script on the key's node, which caches it.
+			res, err = c.Eval(ctx, LimitScript, keys, l.windowMS).Int64Slice()
+		}
 	}
 	if err != nil {
 		return 0, 0, err

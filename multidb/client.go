@@ -469,8 +469,8 @@ func (c *Client) Close() error {
 // OnNewNode calls fn with the go-redis client of every node the client
 // routes work to, present and future: a database's *redis.Client itself,
 // or, for a database whose client has nodes of its own (sentinel.Client,
-// *redis.ClusterClient, *redis.Ring), each of those, through that client's
-// OnNewNode. It is the way to instrument them:
+// cluster.Client, *redis.ClusterClient, *redis.Ring), each of those,
+// through that client's OnNewNode. It is the way to instrument them:
 //
 //	c.OnNewNode(func(rc *redis.Client) { _ = redisotel.InstrumentTracing(rc) })
 //
@@ -501,8 +501,8 @@ func onNewNode(client redis.UniversalClient, fn func(*redis.Client)) {
 // future (including clients passed in Database.Client), so it sees each
 // command on the database that runs it, and each connection it dials,
 // subscription connections included (Subscribe goes through the
-// database's client) except on a cluster client or ring, whose node
-// clients dial them.
+// database's client) except on go-redis's cluster client or ring, whose
+// node clients dial them.
 func (c *Client) AddHook(h redis.Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -59,7 +59,7 @@ type Database struct {
 	Weight float64
 
 	// Client is the go-redis client of the database: a *redis.Client, our
-	// *sentinel.Client, a *redis.ClusterClient, anything that satisfies
+	// *sentinel.Client or *cluster.Client, a *redis.ClusterClient, anything that satisfies
 	// redis.UniversalClient. Commands and subscriptions both go through
 	// it. The caller keeps it: multidb never closes it. It must not retry
 	// on its own (MaxRetries -1, DialerRetries 1) and must honour context

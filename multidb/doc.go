@@ -17,7 +17,21 @@
 // Subscribe and the rest behave as in go-redis, sent to the active
 // database. A database is given as go-redis options (multidb builds and
 // closes the client) or as any redis.UniversalClient: a *redis.Client, our
-// *sentinel.Client, a *redis.ClusterClient.
+// *sentinel.Client or *cluster.Client, a *redis.ClusterClient.
+//
+// A database that is a Redis Cluster is best given as our cluster.Client
+// (package cluster): it follows the cluster's own failovers, shard by
+// shard, holding a shard's writes meanwhile, and refuses to re-send a
+// write whose outcome is unknown, so multidb's rules below hold across
+// both layers: a write is run on the next database only if neither the
+// cluster client nor the server could have run it. A failover inside the
+// cluster is not a switch of database. multidb switches when the cluster
+// as a whole fails the trip rules or the health checks; the default
+// PingProbe asks one master (the cluster client sends keyless commands to
+// the first master of its map), so to check every shard give a Probe that
+// does (errors.Join of cc.ForEachMaster's PINGs, say). Hooks (AddHook,
+// InternalHook, OnNewNode, the subscriptions' dial hook) reach the
+// cluster's node clients, present and future.
 //
 // multidb moves traffic; it does not move data. The databases must hold
 // the same data (Active-Active replication, or a standby kept in sync),
@@ -300,9 +314,9 @@
 // adds one such hook (go-redis cannot remove hooks): reuse one
 // Database.Client across many multidb clients, not one per database
 // change. Hooks added with AddHook see the subscriptions' connections on
-// a standalone or Sentinel database client, not the relay; a cluster
-// client or ring dials them through its node clients, which AddHook's
-// hooks do not reach.
+// a standalone, Sentinel or rediskit cluster database client, not the
+// relay; go-redis's cluster client and ring dial them through node
+// clients, which AddHook's hooks do not reach.
 //
 // # SCAN cursors, Conn, and the methods that cannot be routed
 //

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -110,12 +109,7 @@ func TestKillActiveUnderLoad(t *testing.T) {
 	if err := nodes[0].Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	for _, o := range ops {
-		if o.write {
-			keys = append(keys, o.key)
-		}
-	}
+	keys := writeKeys(ops)
 	counts := make([]map[string]int, len(nodes))
 	for i, n := range nodes {
 		counts[i] = countKeys(t, ctx, n, keys)
@@ -180,24 +174,23 @@ func TestKillActiveUnderLoad(t *testing.T) {
 	t.Logf("trip: %v", sw[0].Err)
 }
 
+// writeKeys are the keys of the writes among ops.
+func writeKeys(ops []op) []string {
+	var keys []string
+	for _, o := range ops {
+		if o.write {
+			keys = append(keys, o.key)
+		}
+	}
+	return keys
+}
+
 // countKeys returns the value of each key that exists on the node.
 func countKeys(t *testing.T, ctx context.Context, n *lab.Node, keys []string) map[string]int {
 	t.Helper()
 	cl := n.NewClient()
 	defer cl.Close()
-	out := map[string]int{}
-	for chunk := range slices.Chunk(keys, 500) {
-		vals, err := cl.MGet(ctx, chunk...).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range vals {
-			if s, ok := v.(string); ok {
-				out[chunk[i]], _ = strconv.Atoi(s)
-			}
-		}
-	}
-	return out
+	return countKeysOn(t, ctx, cl, keys)
 }
 
 // TestFailbackAfterDwell kills the active database, then makes it flap
