@@ -225,6 +225,10 @@
 // instrumentation (redisotel), as go-redis's ClusterClient does; package
 // rediskitotel turns the events and Stats into OpenTelemetry metrics.
 //
+// ScriptLoad, ScriptExists and ScriptFlush run on every master (they have
+// no key), as on go-redis's ClusterClient, so an EVALSHA finds its script
+// on whichever shard its key is.
+//
 // AddHook and OnNewNode reach the go-redis clients of the nodes (a node's
 // client, its replica-read client, the clients subscriptions dial
 // through), present and future, as on go-redis's ClusterClient; the
