@@ -26,10 +26,10 @@ const (
 
 // clusterTour starts a 3 × 1 Redis Cluster and shows rediskit's cluster
 // client on it: Nearest reads land on each shard's near replica; then
-// shard 0's master is killed under a write load: writes to the shard are
-// held until its replica is promoted and resume there, a write that was in
-// flight on the killed master is refused as may-have-executed (never
-// re-run), and every other write is acknowledged once. The writers append
+// shard 0's master is killed under a write load: the writes in flight on
+// it wait for its replica's promotion and are refused as may-have-executed
+// (never re-run), the next ones run on the promoted replica, and every
+// other write is acknowledged once. The writers append
 // to lists, so the lists afterwards show duplicates (none) and losses (the
 // writes the killed master acknowledged and had not replicated).
 func (d *demo) clusterTour(ctx context.Context) error {
