@@ -28,8 +28,8 @@ const (
 // client on it: Nearest reads land on each shard's near replica; then
 // shard 0's master is killed under a write load: the writes in flight on
 // it wait for its replica's promotion and are refused as may-have-executed
-// (never re-run), the next ones run on the promoted replica, and every
-// other write is acknowledged once. The writers append
+// (never re-run), a write sent during the failover is held and runs once
+// on the promoted replica, and every other write is acknowledged once. The writers append
 // to lists, so the lists afterwards show duplicates (none) and losses (the
 // writes the killed master acknowledged and had not replicated).
 func (d *demo) clusterTour(ctx context.Context) error {
@@ -82,6 +82,17 @@ func (d *demo) clusterTour(ctx context.Context) error {
 		<-done
 		return err
 	}
+	// A write sent during the failover, after the client saw the master
+	// fail: held until the promotion, then run once on the new master.
+	held := make(chan error, 1)
+	var heldFor time.Duration
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		began := time.Now()
+		err := c.Set(ctx, fmt.Sprintf("{%s}held", tag), "once", 0).Err()
+		heldFor = time.Since(began)
+		held <- err
+	}()
 	next, err := l.WaitPromotion(ctx, 0, shard0)
 	if err != nil {
 		stop()
@@ -89,6 +100,12 @@ func (d *demo) clusterTour(ctx context.Context) error {
 		return err
 	}
 	promoted := time.Now()
+	if err := <-held; err != nil {
+		fmt.Fprintf(d.out, "the write sent 100 ms after the kill failed after %v: %s\n", heldFor.Round(time.Millisecond), clusterErrKind(err))
+	} else {
+		v, _ := next.Do(ctx, "GET", fmt.Sprintf("{%s}held", tag)).Text()
+		fmt.Fprintf(d.out, "the write sent 100 ms after the kill was held %v and ran on %s (GET there: %q)\n", heldFor.Round(time.Millisecond), next.Name(), v)
+	}
 	time.Sleep(500 * time.Millisecond)
 	stop()
 	<-done

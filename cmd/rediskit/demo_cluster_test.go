@@ -41,4 +41,7 @@ func TestDemoClusterStep(t *testing.T) {
 	if n := num(`client: (\d+) master changes`); n == 0 {
 		t.Error("the client saw no master change")
 	}
+	if n := num(`(\d+) writes held`); n == 0 || !regexp.MustCompile(`was held \S+ and ran on \S+ \(GET there: "once"\)`).MatchString(out.String()) {
+		t.Errorf("the write sent during the failover was not held and run on the new master (%d held)", n)
+	}
 }
