@@ -21,7 +21,7 @@ var updateReadme = flag.Bool("update-readme", false, "run the commands and rewri
 // readmeSamples names the output samples README.md holds, each between
 // <!-- sample NAME --> and <!-- /sample --> lines.
 var readmeSamples = []string{
-	"lab-up", "check", "check-failures", "check-cluster", "probe", "health", "ring", "drill", "demo",
+	"lab-up", "check", "check-failures", "check-cluster", "probe", "health", "ring", "drill", "cluster-drill", "demo",
 }
 
 var sampleBlock = regexp.MustCompile(`(?s)<!-- sample ([a-z-]+) -->\n.*?<!-- /sample -->`)
@@ -71,7 +71,7 @@ func TestREADMESamples(t *testing.T) {
 		s.run("check", "redis+sentinel://"+dead+","+l.SentinelAddrs()[0]+"/mymaster"),
 		s.run("check", strings.Replace(url, "/mymaster", "/shop", 1), "--json"),
 	)
-	samples["check-cluster"] = clusterSample(t, s)
+	samples["check-cluster"], samples["cluster-drill"] = clusterSamples(t, s)
 	samples["probe"] = s.join(
 		s.run("probe", url),
 		s.untilInterrupt(`round 3 of "mymaster"`, "probe", url, "--watch", "--interval", "500ms"),
@@ -127,11 +127,26 @@ func TestREADMESamples(t *testing.T) {
 	}
 }
 
-// clusterSample is check's, probe's and health's output on a 3×1 lab
-// cluster with a password.
-func clusterSample(t *testing.T, s *sampler) string {
+// clusterSamples are the outputs on a 3×1 lab cluster with a password:
+// check's, probe's and health's; then the drill's, with a failover of
+// shard 1 under load, and the ring's, two workers on the cluster URL.
+func clusterSamples(t *testing.T, s *sampler) (checks, drillRing string) {
 	url := clusterURL(lab.New(t, clusterLabConfig()))
-	return s.join(s.run("check", url, "--write"), s.run("probe", url), s.run("health", url, "--write"))
+	checks = s.join(s.run("check", url, "--write"), s.run("probe", url), s.run("health", url, "--write"))
+
+	drill := s.run("drill", url, "--failover", "--shard", "1", "--duration", "6s")
+	join := func() *running {
+		return startRediskit(t, s.ctx, s.env, false, "ring", "join", url, "--key", "example-ring", "--items", "12")
+	}
+	a := join()
+	a.waitForLast(t, "owns 12 of 12 items (1 node(s)")
+	b := join()
+	b.waitForLast(t, "(2 node(s) on the ring)")
+	a.waitForLast(t, "(2 node(s) on the ring)")
+	owners := s.run("ring", "owner", url, "--key", "example-ring", "3", "7", "account-42")
+	b.interrupt(t)
+	a.interrupt(t)
+	return checks, s.join(drill, owners)
 }
 
 // sampler runs the commands of README's samples and formats what they
