@@ -25,6 +25,11 @@ func renderDrills(w io.Writer, f Format, ds []*Drill) error {
 	if f != SVG && f != PNG {
 		return &FormatError{Format: f}
 	}
+	return writeSheet(w, f, newSheet(drillPanels(ds)))
+}
+
+// drillPanels are the drills' panels on one scale.
+func drillPanels(ds []*Drill) []*panel {
 	sc := newDrillScale(ds)
 	panels := make([]*panel, len(ds))
 	bins := make([]*drillBins, len(ds))
@@ -35,7 +40,7 @@ func renderDrills(w io.Writer, f Format, ds []*Drill) error {
 	for i, d := range ds {
 		panels[i] = sc.panel(d, bins[i])
 	}
-	return writeSheet(w, f, newSheet(panels))
+	return panels
 }
 
 // drillLength is the x axis a drill asks for: Length, or up to its last
@@ -157,16 +162,16 @@ func newDrillScale(ds []*Drill) *drillScale {
 // drillBins is one drill's counts per bucket. Series index len(nodes)
 // is "other nodes", kind index len(kinds) "other errors".
 type drillBins struct {
-	w, r          [][]float64 // [node][bucket]
-	we, re        [][]float64 // [kind][bucket]
-	lost, dup     []int
-	nLost, nDup   int
-	seenW, seenR  []bool
-	seenK         []bool
+	w, r           [][]float64 // [node][bucket]
+	we, re         [][]float64 // [kind][bucket]
+	lost, dup      []int
+	nLost, nDup    int
+	seenW, seenR   []bool
+	seenK          []bool
 	otherW, otherR int // distinct nodes in "other"
-	otherK        int
-	ops, skipped  int
-	length        time.Duration // this drill's own
+	otherK         int
+	ops, skipped   int
+	length         time.Duration // this drill's own
 }
 
 func grid(rows, cols int) [][]float64 {
@@ -346,7 +351,7 @@ func (sc *drillScale) panel(d *Drill, b *drillBins) *panel {
 		ylo, yhi := yRange(hi, lo, sc.errs)
 		label := what + " per " + bl
 		if sc.errs {
-			label = what + " (up), errors (down) per " + bl
+			label = what + " / errors per " + bl
 		}
 		pl := newPlot(xmax, ylo, yhi, label, xlabels, spans)
 		pl.Add(stacked{bucket: bucket, length: length, series: up, colors: upC, sign: 1})

@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -124,6 +125,23 @@ func WriteFile(path string, fig Figure) (err error) {
 	return nil
 }
 
+// fallbackFonts names, after each of vgsvg's font families, the fonts a
+// viewer without Liberation Sans should use: Arial and Helvetica have its
+// metrics (Liberation Sans was drawn to match Arial), so the layout,
+// measured in Liberation, still fits. The family only appears at the start
+// of a style attribute: text is escaped, so no `style="` occurs in it.
+type fallbackFonts struct{ *vgsvg.Canvas }
+
+func (f fallbackFonts) WriteTo(w io.Writer) (int64, error) {
+	var buf bytes.Buffer
+	if _, err := f.Canvas.WriteTo(&buf); err != nil {
+		return 0, err
+	}
+	b := bytes.ReplaceAll(buf.Bytes(), []byte(`style="font-family:Liberation Sans;`), []byte(`style="font-family:'Liberation Sans',Arial,Helvetica,sans-serif;`))
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
 // writeSheet draws a sheet on a canvas of the format and writes it.
 func writeSheet(w io.Writer, f Format, s *sheet) error {
 	var (
@@ -133,7 +151,7 @@ func writeSheet(w io.Writer, f Format, s *sheet) error {
 	switch f {
 	case SVG:
 		sc := vgsvg.NewWith(vgsvg.UseWH(s.w, s.h), vgsvg.EmbedFonts(false))
-		cw, c = sc, sc
+		cw, c = fallbackFonts{sc}, sc
 	case PNG:
 		ic := vgimg.NewWith(vgimg.UseWH(s.w, s.h), vgimg.UseDPI(PNGDPI))
 		cw, c = vgimg.PngCanvas{Canvas: ic}, ic

@@ -34,6 +34,11 @@ const (
 	keyRowH      = vg.Length(12.5)
 	keyGap       = vg.Length(10)
 	maxBandRows  = 3 // per kind (event numbers, window labels); beyond, labels share the last row
+
+	// fontSlack widens the room kept for a text beyond its width in
+	// Liberation Sans: an SVG viewer without the font (it is not
+	// embedded) draws a wider one, such as DejaVu Sans.
+	fontSlack = 1.15
 	keyCols2From = 7 // events from which the key takes two columns
 )
 
@@ -308,7 +313,7 @@ func itoa(i int) string {
 // start, at least as wide as the window.
 func windowSpan(x func(float64) vg.Length, w bandWindow) [2]vg.Length {
 	x0 := x(w.from)
-	x1 := max32(x(w.to), x0+bandWinStyle.Width(w.label))
+	x1 := max32(x(w.to), x0+bandWinStyle.Width(w.label)*fontSlack)
 	return [2]vg.Length{x0, x1}
 }
 
@@ -323,14 +328,14 @@ func newSheet(panels []*panel) *sheet {
 	s := &sheet{panels: panels}
 	for _, p := range panels {
 		for _, e := range p.legend {
-			w := newLegend().ThumbnailWidth + legendStyle.Width(" "+e.name) + 4
+			w := newLegend().ThumbnailWidth + (legendStyle.Width(" ")+legendStyle.Width(e.name))*fontSlack + 4
 			s.legendW = max32(s.legendW, w)
 		}
 	}
 	s.legendW = min(max32(s.legendW, 1.2*vg.Inch), maxLegendW)
 	for _, p := range panels {
 		for i := range p.legend {
-			p.legend[i].name = fit(legendStyle, p.legend[i].name, s.legendW-newLegend().ThumbnailWidth-legendStyle.Width(" ")-4)
+			p.legend[i].name = fit(legendStyle, p.legend[i].name, (s.legendW-newLegend().ThumbnailWidth-4)/fontSlack-legendStyle.Width(" ")+0.01)
 		}
 	}
 
@@ -434,7 +439,7 @@ func (s *sheet) drawPanel(c draw.Canvas, p *panel, x0 vg.Length) {
 		c.StrokeLines(draw.LineStyle{Color: windowInk, Width: 0.8}, []vg.Point{{X: x0w, Y: base + 3}, {X: x0w, Y: base}, {X: x1w, Y: base}, {X: x1w, Y: base + 3}})
 		sty := bandWinStyle
 		lx := x0w
-		if lw := sty.Width(w.label); lx+lw > dMax {
+		if lw := sty.Width(w.label) * fontSlack; lx+lw > dMax {
 			lx = max32(dMax-lw, dMin)
 		}
 		c.FillText(sty, vg.Point{X: lx, Y: base + 3}, w.label)
@@ -480,7 +485,7 @@ func (s *sheet) drawPanel(c draw.Canvas, p *panel, x0 vg.Length) {
 	numW := keyNumStyle.Width(numLabel(len(p.events)))
 	timeW := vg.Length(0)
 	for _, e := range p.events {
-		timeW = max32(timeW, keyStyle.Width(atLabel(e.at)))
+		timeW = max32(timeW, keyStyle.Width(atLabel(e.at))*fontSlack)
 	}
 	for i, e := range p.events {
 		col, row := 0, i
@@ -494,11 +499,11 @@ func (s *sheet) drawPanel(c draw.Canvas, p *panel, x0 vg.Length) {
 		c.FillText(ns, vg.Point{X: bx + numW, Y: by}, numLabel(i))
 		ts := keyStyle
 		ts.XAlign, ts.YAlign = draw.XRight, draw.YTop
-		c.FillText(ts, vg.Point{X: bx + numW + 8 + timeW, Y: by}, atLabel(e.at))
+		c.FillText(ts, vg.Point{X: bx + numW + 10 + timeW, Y: by}, atLabel(e.at))
 		ds := keyStyle
 		ds.YAlign = draw.YTop
-		tx := bx + numW + 8 + timeW + 8
-		c.FillText(ds, vg.Point{X: tx, Y: by}, fit(ds, e.text, bx+colW-tx-10))
+		tx := bx + numW + 10 + timeW + 12
+		c.FillText(ds, vg.Point{X: tx, Y: by}, fit(ds, e.text, (bx+colW-tx-10)/fontSlack))
 	}
 	if p.moreEvents > 0 {
 		ms := keyStyle
