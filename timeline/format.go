@@ -83,7 +83,7 @@ type Figure interface {
 // (FormatOf). It writes a temporary file in the same directory and renames
 // it over path, so a reader never sees half a picture and a failed render
 // leaves an older file in place.
-func WriteFile(path string, fig Figure) (err error) {
+func WriteFile(path string, fig Figure) error {
 	f, err := FormatOf(path)
 	if err != nil {
 		return err
@@ -99,30 +99,32 @@ func WriteFile(path string, fig Figure) (err error) {
 	if err != nil {
 		return fmt.Errorf("timeline: writing %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriter(tmp)
-	if err = fig.Render(bw, f); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
+	if err := writeTemp(tmp, fig, f); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("timeline: writing %s: %w", path, err)
 	}
-	// CreateTemp makes the file 0600; a picture is for others to read.
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("timeline: writing %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("timeline: writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("timeline: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeTemp renders fig into tmp and closes it.
+func writeTemp(tmp *os.File, fig Figure, f Format) error {
+	bw := bufio.NewWriter(tmp)
+	if err := fig.Render(bw, f); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; a picture is for others to read.
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	return tmp.Close()
 }
 
 // fallbackFonts names, after each of vgsvg's font families, the fonts a

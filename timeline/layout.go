@@ -24,21 +24,21 @@ const (
 	// times as wide.
 	PanelWidth = 10 * vg.Inch
 
-	margin       = 0.2 * vg.Inch
-	plotHeight   = 3.2 * vg.Inch // the plots of a panel with one plot
-	plotHeight2  = 4.8 * vg.Inch // with two (a Drill with reads)
-	plotGap      = 0.12 * vg.Inch
-	legendGap    = 0.2 * vg.Inch
-	maxLegendW   = 3.2 * vg.Inch
-	bandRowH     = vg.Length(12)
-	keyRowH      = vg.Length(12.5)
-	keyGap       = vg.Length(10)
-	maxBandRows  = 3 // per kind (event numbers, window labels); beyond, labels share the last row
+	margin      = 0.2 * vg.Inch
+	plotHeight  = 3.2 * vg.Inch // the plots of a panel with one plot
+	plotHeight2 = 4.8 * vg.Inch // with two (a Drill with reads)
+	plotGap     = 0.12 * vg.Inch
+	legendGap   = 0.2 * vg.Inch
+	maxLegendW  = 3.2 * vg.Inch
+	bandRowH    = vg.Length(12)
+	keyRowH     = vg.Length(12.5)
+	keyGap      = vg.Length(10)
+	maxBandRows = 3 // per kind (event numbers, window labels); beyond, labels share the last row
 
 	// fontSlack widens the room kept for a text beyond its width in
 	// Liberation Sans: an SVG viewer without the font (it is not
 	// embedded) draws a wider one, such as DejaVu Sans.
-	fontSlack = 1.15
+	fontSlack    = 1.15
 	keyCols2From = 7 // events from which the key takes two columns
 )
 
@@ -58,20 +58,18 @@ var (
 // its red and grey, which mark lost writes and "other"): the same address
 // gets the same colour in every panel of a SideBySide.
 var nodePalette = []color.Color{
-	rgb(0x1f77b4), rgb(0xff7f0e), rgb(0x2ca02c), rgb(0x9467bd),
-	rgb(0x17becf), rgb(0x8c564b), rgb(0xe377c2), rgb(0xbcbd22),
+	rgb(0x1f, 0x77, 0xb4), rgb(0xff, 0x7f, 0x0e), rgb(0x2c, 0xa0, 0x2c), rgb(0x94, 0x67, 0xbd),
+	rgb(0x17, 0xbe, 0xcf), rgb(0x8c, 0x56, 0x4b), rgb(0xe3, 0x77, 0xc2), rgb(0xbc, 0xbd, 0x22),
 }
 
 // errPalette colours error kinds in sorted order: darker, muted tones so
 // that the bars below zero do not read as a node's.
 var errPalette = []color.Color{
-	rgb(0x636363), rgb(0xbd9e39), rgb(0xad494a), rgb(0xa55194),
-	rgb(0x6b6ecf), rgb(0x8ca252),
+	rgb(0x63, 0x63, 0x63), rgb(0xbd, 0x9e, 0x39), rgb(0xad, 0x49, 0x4a), rgb(0xa5, 0x51, 0x94),
+	rgb(0x6b, 0x6e, 0xcf), rgb(0x8c, 0xa2, 0x52),
 }
 
-func rgb(v uint32) color.Color {
-	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
-}
+func rgb(r, g, b uint8) color.Color { return color.RGBA{R: r, G: g, B: b, A: 0xff} }
 
 // lighter mixes c with white: a node's read bars.
 func lighter(c color.Color, f float64) color.Color {
@@ -92,11 +90,11 @@ func sans(size vg.Length, bold bool, c color.Color) text.Style {
 // characters (a newline would start a second line) and the non-characters
 // XML forbids become spaces, runs of space collapse, and s is cut to max
 // runes with an ellipsis.
-func clean(s string, max int) string {
+func clean(s string, limit int) string {
 	var b strings.Builder
 	n := 0
 	space := false
-	for i := 0; i < len(s) && n < max+1; {
+	for i := 0; i < len(s) && n < limit+1; {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) || r == 0xFFFE || r == 0xFFFF || !unicode.IsPrint(r) {
@@ -114,9 +112,9 @@ func clean(s string, max int) string {
 		n++
 	}
 	out := strings.TrimRight(b.String(), " ")
-	if utf8.RuneCountInString(out) > max {
+	if utf8.RuneCountInString(out) > limit {
 		rs := []rune(out)
-		out = strings.TrimRight(string(rs[:max-1]), " ") + "…"
+		out = strings.TrimRight(string(rs[:limit-1]), " ") + "…"
 	}
 	return out
 }
@@ -242,7 +240,7 @@ func align(p *panel, c draw.Canvas) []draw.Canvas {
 // rows assigns each label (an x span) the first row where it clears the
 // labels already there; past max rows it goes to the row that ends
 // soonest. It returns each label's row and the rows used.
-func rows(spans [][2]vg.Length, max int) ([]int, int) {
+func rows(spans [][2]vg.Length, maxRows int) ([]int, int) {
 	const gap = 3
 	var ends []vg.Length
 	out := make([]int, len(spans))
@@ -260,7 +258,7 @@ func rows(spans [][2]vg.Length, max int) ([]int, int) {
 				break
 			}
 		}
-		if row < 0 && len(ends) < max {
+		if row < 0 && len(ends) < maxRows {
 			ends = append(ends, 0)
 			row = len(ends) - 1
 		}
