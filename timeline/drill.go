@@ -25,6 +25,11 @@ func renderDrills(w io.Writer, f Format, ds []*Drill) error {
 	if f != SVG && f != PNG {
 		return &FormatError{Format: f}
 	}
+	return writeSheet(w, f, newSheet(drillPanels(ds)))
+}
+
+// drillPanels are the drills' panels on one scale.
+func drillPanels(ds []*Drill) []*panel {
 	sc := newDrillScale(ds)
 	panels := make([]*panel, len(ds))
 	bins := make([]*drillBins, len(ds))
@@ -35,7 +40,7 @@ func renderDrills(w io.Writer, f Format, ds []*Drill) error {
 	for i, d := range ds {
 		panels[i] = sc.panel(d, bins[i])
 	}
-	return writeSheet(w, f, newSheet(panels))
+	return panels
 }
 
 // drillLength is the x axis a drill asks for: Length, or up to its last
@@ -157,16 +162,15 @@ func newDrillScale(ds []*Drill) *drillScale {
 // drillBins is one drill's counts per bucket. Series index len(nodes)
 // is "other nodes", kind index len(kinds) "other errors".
 type drillBins struct {
-	w, r          [][]float64 // [node][bucket]
-	we, re        [][]float64 // [kind][bucket]
-	lost, dup     []int
-	nLost, nDup   int
-	seenW, seenR  []bool
-	seenK         []bool
+	w, r           [][]float64 // [node][bucket]
+	we, re         [][]float64 // [kind][bucket]
+	lost, dup      []int
+	nLost, nDup    int
+	seenW, seenR   []bool
+	seenK          []bool
 	otherW, otherR int // distinct nodes in "other"
-	otherK        int
-	ops, skipped  int
-	length        time.Duration // this drill's own
+	otherK         int
+	ops, skipped   int
 }
 
 func grid(rows, cols int) [][]float64 {
@@ -184,62 +188,67 @@ func (sc *drillScale) bin(d *Drill) *drillBins {
 		we: grid(nk, sc.nb), re: grid(nk, sc.nb),
 		lost: make([]int, sc.nb), dup: make([]int, sc.nb),
 		seenW: make([]bool, nn), seenR: make([]bool, nn), seenK: make([]bool, nk),
-		length: drillLength(d),
 	}
-	otherW, otherR, otherK := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	others := [3]map[string]bool{{}, {}, {}} // writes' nodes, reads' nodes, error kinds
 	for _, o := range d.Ops {
 		if o.Kind != KindWrite && o.Kind != KindRead {
 			b.skipped++
 			continue
 		}
 		b.ops++
-		i := int(clampDur(o.At, sc.length) / sc.bucket)
-		if i >= sc.nb {
-			i = sc.nb - 1
-		}
-		write := o.Kind == KindWrite
+		i := min(int(clampDur(o.At, sc.length)/sc.bucket), sc.nb-1)
 		if o.Err != OutcomeOK {
-			k, ok := sc.kindIdx[o.Err]
-			if !ok {
-				k = len(sc.kinds)
-				otherK[o.Err] = true
-			}
-			b.seenK[k] = true
-			if write {
-				b.we[k][i]++
-			} else {
-				b.re[k][i]++
-			}
+			sc.binError(b, o, i, others[2])
 		} else {
-			n, ok := sc.nodeIdx[o.Node]
-			if !ok {
-				n = len(sc.nodes)
-			}
-			if write {
-				b.w[n][i]++
-				b.seenW[n] = true
-				if !ok {
-					otherW[o.Node] = true
-				}
-				if o.Lost {
-					b.lost[i]++
-					b.nLost++
-				}
-			} else {
-				b.r[n][i]++
-				b.seenR[n] = true
-				if !ok {
-					otherR[o.Node] = true
-				}
-			}
+			sc.binOK(b, o, i, others)
 		}
-		if write && o.Duplicated {
+		if o.Kind == KindWrite && o.Duplicated {
 			b.dup[i]++
 			b.nDup++
 		}
 	}
-	b.otherW, b.otherR, b.otherK = len(otherW), len(otherR), len(otherK)
+	b.otherW, b.otherR, b.otherK = len(others[0]), len(others[1]), len(others[2])
 	return b
+}
+
+// binError counts an op that ended in an error, by its kind.
+func (sc *drillScale) binError(b *drillBins, o Op, i int, otherKinds map[string]bool) {
+	k, ok := sc.kindIdx[o.Err]
+	if !ok {
+		k = len(sc.kinds)
+		otherKinds[o.Err] = true
+	}
+	b.seenK[k] = true
+	if o.Kind == KindWrite {
+		b.we[k][i]++
+	} else {
+		b.re[k][i]++
+	}
+}
+
+// binOK counts an acknowledged write or answered read, by its node.
+func (sc *drillScale) binOK(b *drillBins, o Op, i int, others [3]map[string]bool) {
+	n, ok := sc.nodeIdx[o.Node]
+	if !ok {
+		n = len(sc.nodes)
+	}
+	if o.Kind == KindRead {
+		b.r[n][i]++
+		b.seenR[n] = true
+		if !ok {
+			others[1][o.Node] = true
+		}
+		return
+	}
+	b.w[n][i]++
+	b.seenW[n] = true
+	if !ok {
+		others[0][o.Node] = true
+	}
+	if o.Lost {
+		b.lost[i]++
+		b.nLost++
+	}
 }
 
 func sums(g [][]float64, nb int) []float64 {
@@ -290,68 +299,27 @@ func nodeName(n string) string {
 }
 
 func (sc *drillScale) panel(d *Drill, b *drillBins) *panel {
-	p := &panel{title: clean(d.Run.Title, 200)}
-	caption := d.Run.Caption()
-	addNote := func(s string) {
-		if caption != "" {
-			caption += "; "
-		}
-		caption += s
-	}
-	if sc.bucket != sc.asked {
-		addNote("bars of " + durLabel(sc.bucket) + ", widened from " + durLabel(sc.asked) + " to keep at most " + strconv.Itoa(MaxBuckets) + " bars")
-	}
-	if b.skipped > 0 {
-		addNote(strconv.Itoa(b.skipped) + " operations of no known kind not drawn")
-	}
-	p.caption = clean(caption, 400)
-
-	xmax := secs(sc.length)
-	bucket := secs(sc.bucket)
-	bl := durLabel(sc.bucket)
-	length := secs(sc.length)
-
+	p := &panel{title: clean(d.Run.Title, 200), caption: sc.caption(d, b)}
+	xmax, bucket, bl := secs(sc.length), secs(sc.bucket), durLabel(sc.bucket)
 	p.events, p.moreEvents = keyEvents(d.Events, sc.length)
 	var spans [][2]float64
-	for _, w := range d.Windows {
-		from, to := clampDur(w.From, sc.length), clampDur(w.To, sc.length)
-		if to < from {
-			from, to = to, from
-		}
-		spans = append(spans, [2]float64{secs(from), secs(to)})
-		label := clean(w.Label, maxLabel)
-		if label == "" {
-			label = "window"
-		}
-		p.windows = append(p.windows, bandWindow{from: secs(from), to: secs(to), label: label + " (" + durLabel(to-from) + ")"})
-	}
+	spans, p.windows = drillWindows(d.Windows, sc.length)
 	evAt := make([]float64, len(p.events))
 	for i, e := range p.events {
 		evAt[i] = e.at
 	}
-
-	// Colours per series.
-	nn := len(sc.nodes) + 1
-	wc, rc := make([]color.Color, nn), make([]color.Color, nn)
-	for i := range nn {
-		wc[i] = sc.nodeColor(i)
-		rc[i] = lighter(wc[i], 0.45)
-	}
-	kc := make([]color.Color, len(sc.kinds)+1)
-	for i := range kc {
-		kc[i] = sc.kindColor(i)
-	}
+	wc, rc, kc := sc.colors()
 
 	build := func(hi, lo float64, what string, xlabels bool, up, down [][]float64, upC []color.Color) *plot.Plot {
 		ylo, yhi := yRange(hi, lo, sc.errs)
 		label := what + " per " + bl
 		if sc.errs {
-			label = what + " (up), errors (down) per " + bl
+			label = what + " / errors per " + bl
 		}
 		pl := newPlot(xmax, ylo, yhi, label, xlabels, spans)
-		pl.Add(stacked{bucket: bucket, length: length, series: up, colors: upC, sign: 1})
+		pl.Add(stacked{bucket: bucket, length: xmax, series: up, colors: upC, sign: 1})
 		if sc.errs {
-			pl.Add(stacked{bucket: bucket, length: length, series: down, colors: kc, sign: -1})
+			pl.Add(stacked{bucket: bucket, length: xmax, series: down, colors: kc, sign: -1})
 			pl.Add(zeroLine{})
 		}
 		if len(evAt) > 0 {
@@ -373,35 +341,99 @@ func (sc *drillScale) panel(d *Drill, b *drillBins) *panel {
 	if b.ops == 0 {
 		p.empty = "no operations"
 	}
+	p.legend = sc.legend(b, wc, rc, kc)
+	return p
+}
 
-	// The legend: what this drill holds, in drawing order.
+// caption is the run's caption and what the figure had to change.
+func (sc *drillScale) caption(d *Drill, b *drillBins) string {
+	caption := d.Run.Caption()
+	addNote := func(s string) {
+		if caption != "" {
+			caption += "; "
+		}
+		caption += s
+	}
+	if sc.bucket != sc.asked {
+		addNote("bars of " + durLabel(sc.bucket) + ", widened from " + durLabel(sc.asked) + " to keep at most " + strconv.Itoa(MaxBuckets) + " bars")
+	}
+	if b.skipped > 0 {
+		addNote(strconv.Itoa(b.skipped) + " operations of no known kind not drawn")
+	}
+	if n := len(d.Windows) - MaxWindows; n > 0 {
+		addNote(strconv.Itoa(n) + " more windows not drawn")
+	}
+	return clean(caption, 400)
+}
+
+// drillWindows are the first MaxWindows windows clamped to the axis (one
+// given backwards turned round), as spans to shade and labels for the
+// band.
+func drillWindows(ws []Window, length time.Duration) ([][2]float64, []bandWindow) {
+	var spans [][2]float64
+	var labels []bandWindow
+	if len(ws) > MaxWindows {
+		ws = ws[:MaxWindows]
+	}
+	for _, w := range ws {
+		from, to := clampDur(w.From, length), clampDur(w.To, length)
+		if to < from {
+			from, to = to, from
+		}
+		spans = append(spans, [2]float64{secs(from), secs(to)})
+		label := clean(w.Label, maxLabel)
+		if label == "" {
+			label = "window"
+		}
+		labels = append(labels, bandWindow{from: secs(from), to: secs(to), label: label + " (" + durLabel(to-from) + ")"})
+	}
+	return spans, labels
+}
+
+// colors are the write, read and error colour of each series.
+func (sc *drillScale) colors() (wc, rc, kc []color.Color) {
+	nn := len(sc.nodes) + 1
+	wc, rc = make([]color.Color, nn), make([]color.Color, nn)
 	for i := range nn {
+		wc[i] = sc.nodeColor(i)
+		rc[i] = lighter(wc[i], 0.45)
+	}
+	kc = make([]color.Color, len(sc.kinds)+1)
+	for i := range kc {
+		kc[i] = sc.kindColor(i)
+	}
+	return wc, rc, kc
+}
+
+// legend is what this drill holds, in drawing order.
+func (sc *drillScale) legend(b *drillBins, wc, rc, kc []color.Color) []legendEntry {
+	var l []legendEntry
+	for i := range wc {
 		if b.seenW[i] {
-			p.legend = append(p.legend, legendEntry{name: "writes via " + sc.seriesName(i, b.otherW), thumbs: thumbs(rectThumb{wc[i]})})
+			l = append(l, legendEntry{name: "writes via " + sc.seriesName(i, b.otherW), thumbs: thumbs(rectThumb{wc[i]})})
 		}
 	}
-	for i := range nn {
+	for i := range rc {
 		if b.seenR[i] {
-			p.legend = append(p.legend, legendEntry{name: "reads via " + sc.seriesName(i, b.otherR), thumbs: thumbs(rectThumb{rc[i]})})
+			l = append(l, legendEntry{name: "reads via " + sc.seriesName(i, b.otherR), thumbs: thumbs(rectThumb{rc[i]})})
 		}
 	}
 	for i := range kc {
 		if b.seenK[i] {
 			name := "error: other (" + strconv.Itoa(b.otherK) + " kinds)"
 			if i < len(sc.kinds) {
-				k := sc.kinds[i]
-				name = "error: " + clean(k, maxLabel)
+				name = "error: " + clean(sc.kinds[i], maxLabel)
 			}
-			p.legend = append(p.legend, legendEntry{name: name, thumbs: thumbs(rectThumb{kc[i]})})
+			l = append(l, legendEntry{name: name, thumbs: thumbs(rectThumb{kc[i]})})
 		}
 	}
 	if b.nLost > 0 {
-		p.legend = append(p.legend, legendEntry{name: "acknowledged, lost (" + strconv.Itoa(b.nLost) + ")", thumbs: thumbs(glyphThumb{lostGlyph})})
+		l = append(l, legendEntry{name: "acknowledged, lost (" + strconv.Itoa(b.nLost) + ")", thumbs: thumbs(glyphThumb{lostGlyph})})
 	}
 	if b.nDup > 0 {
-		p.legend = append(p.legend, legendEntry{name: "duplicated (" + strconv.Itoa(b.nDup) + ")", thumbs: thumbs(glyphThumb{dupGlyph})})
+		l = append(l, legendEntry{name: "duplicated (" + strconv.Itoa(b.nDup) + ")", thumbs: thumbs(glyphThumb{dupGlyph})})
 	}
-	return p
+	return l
 }
 
 func thumbs(t ...plot.Thumbnailer) []plot.Thumbnailer { return t }

@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -82,7 +83,7 @@ type Figure interface {
 // (FormatOf). It writes a temporary file in the same directory and renames
 // it over path, so a reader never sees half a picture and a failed render
 // leaves an older file in place.
-func WriteFile(path string, fig Figure) (err error) {
+func WriteFile(path string, fig Figure) error {
 	f, err := FormatOf(path)
 	if err != nil {
 		return err
@@ -98,30 +99,49 @@ func WriteFile(path string, fig Figure) (err error) {
 	if err != nil {
 		return fmt.Errorf("timeline: writing %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriter(tmp)
-	if err = fig.Render(bw, f); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
+	if err := writeTemp(tmp, fig, f); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("timeline: writing %s: %w", path, err)
 	}
-	// CreateTemp makes the file 0600; a picture is for others to read.
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("timeline: writing %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("timeline: writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("timeline: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeTemp renders fig into tmp and closes it.
+func writeTemp(tmp *os.File, fig Figure, f Format) error {
+	bw := bufio.NewWriter(tmp)
+	if err := fig.Render(bw, f); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; a picture is for others to read.
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	return tmp.Close()
+}
+
+// fallbackFonts names, after each of vgsvg's font families, the fonts a
+// viewer without Liberation Sans should use: Arial and Helvetica have its
+// metrics (Liberation Sans was drawn to match Arial), so the layout,
+// measured in Liberation, still fits. The family only appears at the start
+// of a style attribute: text is escaped, so no `style="` occurs in it.
+type fallbackFonts struct{ *vgsvg.Canvas }
+
+func (f fallbackFonts) WriteTo(w io.Writer) (int64, error) {
+	var buf bytes.Buffer
+	if _, err := f.Canvas.WriteTo(&buf); err != nil {
+		return 0, err
+	}
+	b := bytes.ReplaceAll(buf.Bytes(), []byte(`style="font-family:Liberation Sans;`), []byte(`style="font-family:'Liberation Sans',Arial,Helvetica,sans-serif;`))
+	n, err := w.Write(b)
+	return int64(n), err
 }
 
 // writeSheet draws a sheet on a canvas of the format and writes it.
@@ -133,7 +153,7 @@ func writeSheet(w io.Writer, f Format, s *sheet) error {
 	switch f {
 	case SVG:
 		sc := vgsvg.NewWith(vgsvg.UseWH(s.w, s.h), vgsvg.EmbedFonts(false))
-		cw, c = sc, sc
+		cw, c = fallbackFonts{sc}, sc
 	case PNG:
 		ic := vgimg.NewWith(vgimg.UseWH(s.w, s.h), vgimg.UseDPI(PNGDPI))
 		cw, c = vgimg.PngCanvas{Canvas: ic}, ic

@@ -24,16 +24,21 @@ const (
 	// times as wide.
 	PanelWidth = 10 * vg.Inch
 
-	margin       = 0.2 * vg.Inch
-	plotHeight   = 3.2 * vg.Inch // the plots of a panel with one plot
-	plotHeight2  = 4.8 * vg.Inch // with two (a Drill with reads)
-	plotGap      = 0.12 * vg.Inch
-	legendGap    = 0.2 * vg.Inch
-	maxLegendW   = 3.2 * vg.Inch
-	bandRowH     = vg.Length(12)
-	keyRowH      = vg.Length(12.5)
-	keyGap       = vg.Length(10)
-	maxBandRows  = 3 // per kind (event numbers, window labels); beyond, labels share the last row
+	margin      = 0.2 * vg.Inch
+	plotHeight  = 3.2 * vg.Inch // the plots of a panel with one plot
+	plotHeight2 = 4.8 * vg.Inch // with two (a Drill with reads)
+	plotGap     = 0.12 * vg.Inch
+	legendGap   = 0.2 * vg.Inch
+	maxLegendW  = 3.2 * vg.Inch
+	bandRowH    = vg.Length(12)
+	keyRowH     = vg.Length(12.5)
+	keyGap      = vg.Length(10)
+	maxBandRows = 3 // per kind (event numbers, window labels); beyond, labels share the last row
+
+	// fontSlack widens the room kept for a text beyond its width in
+	// Liberation Sans: an SVG viewer without the font (it is not
+	// embedded) draws a wider one, such as DejaVu Sans.
+	fontSlack    = 1.15
 	keyCols2From = 7 // events from which the key takes two columns
 )
 
@@ -53,20 +58,18 @@ var (
 // its red and grey, which mark lost writes and "other"): the same address
 // gets the same colour in every panel of a SideBySide.
 var nodePalette = []color.Color{
-	rgb(0x1f77b4), rgb(0xff7f0e), rgb(0x2ca02c), rgb(0x9467bd),
-	rgb(0x17becf), rgb(0x8c564b), rgb(0xe377c2), rgb(0xbcbd22),
+	rgb(0x1f, 0x77, 0xb4), rgb(0xff, 0x7f, 0x0e), rgb(0x2c, 0xa0, 0x2c), rgb(0x94, 0x67, 0xbd),
+	rgb(0x17, 0xbe, 0xcf), rgb(0x8c, 0x56, 0x4b), rgb(0xe3, 0x77, 0xc2), rgb(0xbc, 0xbd, 0x22),
 }
 
 // errPalette colours error kinds in sorted order: darker, muted tones so
 // that the bars below zero do not read as a node's.
 var errPalette = []color.Color{
-	rgb(0x636363), rgb(0xbd9e39), rgb(0xad494a), rgb(0xa55194),
-	rgb(0x6b6ecf), rgb(0x8ca252),
+	rgb(0x63, 0x63, 0x63), rgb(0xbd, 0x9e, 0x39), rgb(0xad, 0x49, 0x4a), rgb(0xa5, 0x51, 0x94),
+	rgb(0x6b, 0x6e, 0xcf), rgb(0x8c, 0xa2, 0x52),
 }
 
-func rgb(v uint32) color.Color {
-	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
-}
+func rgb(r, g, b uint8) color.Color { return color.RGBA{R: r, G: g, B: b, A: 0xff} }
 
 // lighter mixes c with white: a node's read bars.
 func lighter(c color.Color, f float64) color.Color {
@@ -87,11 +90,11 @@ func sans(size vg.Length, bold bool, c color.Color) text.Style {
 // characters (a newline would start a second line) and the non-characters
 // XML forbids become spaces, runs of space collapse, and s is cut to max
 // runes with an ellipsis.
-func clean(s string, max int) string {
+func clean(s string, limit int) string {
 	var b strings.Builder
 	n := 0
 	space := false
-	for i := 0; i < len(s) && n < max+1; {
+	for i := 0; i < len(s) && n < limit+1; {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) || r == 0xFFFE || r == 0xFFFF || !unicode.IsPrint(r) {
@@ -109,9 +112,9 @@ func clean(s string, max int) string {
 		n++
 	}
 	out := strings.TrimRight(b.String(), " ")
-	if utf8.RuneCountInString(out) > max {
+	if utf8.RuneCountInString(out) > limit {
 		rs := []rune(out)
-		out = strings.TrimRight(string(rs[:max-1]), " ") + "…"
+		out = strings.TrimRight(string(rs[:limit-1]), " ") + "…"
 	}
 	return out
 }
@@ -237,7 +240,7 @@ func align(p *panel, c draw.Canvas) []draw.Canvas {
 // rows assigns each label (an x span) the first row where it clears the
 // labels already there; past max rows it goes to the row that ends
 // soonest. It returns each label's row and the rows used.
-func rows(spans [][2]vg.Length, max int) ([]int, int) {
+func rows(spans [][2]vg.Length, maxRows int) ([]int, int) {
 	const gap = 3
 	var ends []vg.Length
 	out := make([]int, len(spans))
@@ -255,7 +258,7 @@ func rows(spans [][2]vg.Length, max int) ([]int, int) {
 				break
 			}
 		}
-		if row < 0 && len(ends) < max {
+		if row < 0 && len(ends) < maxRows {
 			ends = append(ends, 0)
 			row = len(ends) - 1
 		}
@@ -308,7 +311,7 @@ func itoa(i int) string {
 // start, at least as wide as the window.
 func windowSpan(x func(float64) vg.Length, w bandWindow) [2]vg.Length {
 	x0 := x(w.from)
-	x1 := max32(x(w.to), x0+bandWinStyle.Width(w.label))
+	x1 := max32(x(w.to), x0+bandWinStyle.Width(w.label)*fontSlack)
 	return [2]vg.Length{x0, x1}
 }
 
@@ -323,14 +326,14 @@ func newSheet(panels []*panel) *sheet {
 	s := &sheet{panels: panels}
 	for _, p := range panels {
 		for _, e := range p.legend {
-			w := newLegend().ThumbnailWidth + legendStyle.Width(" "+e.name) + 4
+			w := newLegend().ThumbnailWidth + (legendStyle.Width(" ")+legendStyle.Width(e.name))*fontSlack + 4
 			s.legendW = max32(s.legendW, w)
 		}
 	}
 	s.legendW = min(max32(s.legendW, 1.2*vg.Inch), maxLegendW)
 	for _, p := range panels {
 		for i := range p.legend {
-			p.legend[i].name = fit(legendStyle, p.legend[i].name, s.legendW-newLegend().ThumbnailWidth-legendStyle.Width(" ")-4)
+			p.legend[i].name = fit(legendStyle, p.legend[i].name, (s.legendW-newLegend().ThumbnailWidth-4)/fontSlack-legendStyle.Width(" ")+0.01)
 		}
 	}
 
@@ -434,7 +437,7 @@ func (s *sheet) drawPanel(c draw.Canvas, p *panel, x0 vg.Length) {
 		c.StrokeLines(draw.LineStyle{Color: windowInk, Width: 0.8}, []vg.Point{{X: x0w, Y: base + 3}, {X: x0w, Y: base}, {X: x1w, Y: base}, {X: x1w, Y: base + 3}})
 		sty := bandWinStyle
 		lx := x0w
-		if lw := sty.Width(w.label); lx+lw > dMax {
+		if lw := sty.Width(w.label) * fontSlack; lx+lw > dMax {
 			lx = max32(dMax-lw, dMin)
 		}
 		c.FillText(sty, vg.Point{X: lx, Y: base + 3}, w.label)
@@ -480,7 +483,7 @@ func (s *sheet) drawPanel(c draw.Canvas, p *panel, x0 vg.Length) {
 	numW := keyNumStyle.Width(numLabel(len(p.events)))
 	timeW := vg.Length(0)
 	for _, e := range p.events {
-		timeW = max32(timeW, keyStyle.Width(atLabel(e.at)))
+		timeW = max32(timeW, keyStyle.Width(atLabel(e.at))*fontSlack)
 	}
 	for i, e := range p.events {
 		col, row := 0, i
@@ -494,11 +497,11 @@ func (s *sheet) drawPanel(c draw.Canvas, p *panel, x0 vg.Length) {
 		c.FillText(ns, vg.Point{X: bx + numW, Y: by}, numLabel(i))
 		ts := keyStyle
 		ts.XAlign, ts.YAlign = draw.XRight, draw.YTop
-		c.FillText(ts, vg.Point{X: bx + numW + 8 + timeW, Y: by}, atLabel(e.at))
+		c.FillText(ts, vg.Point{X: bx + numW + 10 + timeW, Y: by}, atLabel(e.at))
 		ds := keyStyle
 		ds.YAlign = draw.YTop
-		tx := bx + numW + 8 + timeW + 8
-		c.FillText(ds, vg.Point{X: tx, Y: by}, fit(ds, e.text, bx+colW-tx-10))
+		tx := bx + numW + 10 + timeW + 12
+		c.FillText(ds, vg.Point{X: tx, Y: by}, fit(ds, e.text, (bx+colW-tx-10)/fontSlack))
 	}
 	if p.moreEvents > 0 {
 		ms := keyStyle

@@ -29,6 +29,9 @@ const (
 	// MaxBuckets is the most bars a Drill figure draws: a longer run
 	// gets wider bars (the next 1-2-5 width), and its caption says so.
 	MaxBuckets = 2000
+	// MaxWindows is how many windows a Drill figure shades (the first
+	// ones given); its caption says how many more there were.
+	MaxWindows = 20
 	// EmptyLength is the x axis of a figure with nothing on it.
 	EmptyLength = time.Second
 
@@ -38,13 +41,13 @@ const (
 
 func secs(d time.Duration) float64 { return d.Seconds() }
 
-// clampDur puts d in [0, max].
-func clampDur(d, max time.Duration) time.Duration {
+// clampDur puts d in [0, limit].
+func clampDur(d, limit time.Duration) time.Duration {
 	if d < 0 {
 		return 0
 	}
-	if d > max {
-		return max
+	if d > limit {
+		return limit
 	}
 	return d
 }
@@ -237,13 +240,18 @@ func niceMax(v, room float64) float64 {
 }
 
 // stacked draws per-bucket bars stacked in series order, upwards
-// (sign 1) or downwards (sign -1) from zero; one path per series.
+// (sign 1) or downwards (sign -1) from zero. Neighbouring bars of a
+// series with the same bottom and top are one rectangle, and a series'
+// rectangles are filled a chunk at a time: freetype's rasterizer (under
+// vgimg) slows with the square of the cells in one path.
 type stacked struct {
 	bucket, length float64 // seconds
 	series         [][]float64
 	colors         []color.Color
 	sign           float64
 }
+
+const rectsPerPath = 64
 
 func (s stacked) Plot(c draw.Canvas, p *plot.Plot) {
 	tx, ty := p.Transforms(&c)
@@ -254,27 +262,41 @@ func (s stacked) Plot(c draw.Canvas, p *plot.Plot) {
 	base := make([]float64, nb)
 	for i, ser := range s.series {
 		var path vg.Path
-		any := false
-		for b := 0; b < nb; b++ {
-			v := ser[b]
-			if v <= 0 {
+		n := 0
+		flush := func() {
+			if n > 0 {
+				c.SetColor(s.colors[i])
+				c.Fill(path)
+			}
+			path, n = nil, 0
+		}
+		for b := 0; b < nb; {
+			if ser[b] <= 0 {
+				b++
 				continue
 			}
+			y0, y1 := base[b], base[b]+s.sign*ser[b]
+			e := b + 1 // the run of bars with the same bottom and top
+			for e < nb && ser[e] == ser[b] && base[e] == y0 {
+				e++
+			}
+			for k := b; k < e; k++ {
+				base[k] = y1
+			}
 			x0 := float64(b) * s.bucket
-			x1 := math.Min(float64(b+1)*s.bucket, s.length)
-			y0, y1 := base[b], base[b]+s.sign*v
-			base[b] = y1
+			x1 := math.Min(float64(e)*s.bucket, s.length)
 			path.Move(vg.Point{X: tx(x0), Y: ty(y0)})
 			path.Line(vg.Point{X: tx(x1), Y: ty(y0)})
 			path.Line(vg.Point{X: tx(x1), Y: ty(y1)})
 			path.Line(vg.Point{X: tx(x0), Y: ty(y1)})
 			path.Close()
-			any = true
+			n++
+			if n == rectsPerPath {
+				flush()
+			}
+			b = e
 		}
-		if any {
-			c.SetColor(s.colors[i])
-			c.Fill(path)
-		}
+		flush()
 	}
 }
 

@@ -25,12 +25,17 @@ func renderProbes(w io.Writer, f Format, ps []*Probe) error {
 	if f != SVG && f != PNG {
 		return &FormatError{Format: f}
 	}
+	return writeSheet(w, f, newSheet(probePanels(ps)))
+}
+
+// probePanels are the probes' panels on one scale.
+func probePanels(ps []*Probe) []*panel {
 	sc := newProbeScale(ps)
 	panels := make([]*panel, len(ps))
 	for i, p := range ps {
 		panels[i] = sc.panel(p)
 	}
-	return writeSheet(w, f, newSheet(panels))
+	return panels
 }
 
 func probeLength(p *Probe) time.Duration {
