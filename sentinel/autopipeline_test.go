@@ -27,7 +27,15 @@ type autoCmdable interface {
 // command's own, and the commands share round trips.
 func TestAutoPipelineRoutesEachCommand(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
-	l := lab.New(t, lab.Sentinel(1))
+	// Each node 2 ms away: while one batch is on the wire the other
+	// goroutines' commands queue behind it, so the commands share round
+	// trips because of the concurrency, however busy the machine is. (On
+	// bare loopback a round trip takes tens of microseconds, and how many
+	// commands meet in a batch depends on the scheduler: under load a
+	// replica's reads went out nearly one by one.)
+	cfg := lab.Sentinel(1)
+	cfg.Nodes = []lab.NodeConfig{{Latency: 2 * time.Millisecond}, {Latency: 2 * time.Millisecond}}
+	l := lab.New(t, cfg)
 	// The round-robin selector reads the replica from the start (the
 	// latency-aware one reads the master until its first probe round).
 	auto, _ := newTestClient(t, l, func(o *Config) {
