@@ -56,10 +56,19 @@ func atLabel(sec float64) string {
 	return "+" + strconv.FormatFloat(sec, 'f', 3, 64) + "s"
 }
 
-// durLabel prints a bar width: "50 ms", "1.5 s", "200 µs".
+// durLabel prints a bar width or a window's length to three significant
+// digits at most: "50 ms", "1.5 s", "200 µs", "190 ms" (for 190.065117 ms:
+// a window measured between two events is not exact to the nanosecond).
 func durLabel(d time.Duration) string {
 	f := func(v float64, unit string) string {
-		return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
+		scale := 100.0
+		switch {
+		case v >= 100:
+			scale = 1
+		case v >= 10:
+			scale = 10
+		}
+		return strconv.FormatFloat(math.Round(v*scale)/scale, 'f', -1, 64) + " " + unit
 	}
 	switch {
 	case d < time.Microsecond:

@@ -674,3 +674,23 @@ func FuzzProbeRender(f *testing.F) {
 		}
 	})
 }
+
+func TestDurLabel(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{50 * time.Millisecond, "50 ms"},
+		{1500 * time.Millisecond, "1.5 s"},
+		{200 * time.Microsecond, "200 µs"},
+		{190065117 * time.Nanosecond, "190 ms"},
+		{12345 * time.Microsecond, "12.3 ms"},
+		{1234567 * time.Nanosecond, "1.23 ms"},
+		{999 * time.Nanosecond, "999 ns"},
+		{90 * time.Second, "90 s"},
+	} {
+		if got := durLabel(tc.d); got != tc.want {
+			t.Errorf("durLabel(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}

@@ -478,11 +478,17 @@ type clusterShardProbe struct {
 // and prints each shard's RTT table after the first round; with --watch
 // again every --interval until Ctrl-C. Without --watch the exit code is
 // probeVerdict's over every shard.
-func runClusterProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) error {
+func runClusterProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) (err error) {
 	shards, steps := clusterView(ctx, t)
 	if shards == nil {
 		return checkFailed{noSeed(steps)}
 	}
+	titles := make([]string, len(shards))
+	for i, s := range shards {
+		titles[i] = fmt.Sprintf("rediskit probe, shard of slots %s (master %s)", s.slotsText(), s.Master)
+	}
+	fig := newProbeRecord(f, titles...)
+	defer func() { err = cmp.Or(err, fig.write(out, f)) }()
 	cc, tables, err := clusterElection(ctx, t, shards, replica.Config{ProbeInterval: f.interval, MaxStaleness: f.maxStaleness})
 	if cc != nil {
 		defer cc.Close()
@@ -499,8 +505,9 @@ func runClusterProbe(ctx context.Context, out io.Writer, t *target, f *probeFlag
 		rep := clusterProbeJSON{Target: t.String(), At: time.Now(), Shards: []clusterShardProbe{}}
 		var verdicts []error
 		var b strings.Builder
-		for _, s := range shards {
+		for i, s := range shards {
 			table := tables[s.Master]
+			fig.round(i, rep.At, table)
 			sp := clusterShardProbe{Slots: s.slotsText(), Master: s.Master, Nodes: []probeNodeJSON{}}
 			for _, n := range table {
 				sp.Nodes = append(sp.Nodes, nodeJSON(n))

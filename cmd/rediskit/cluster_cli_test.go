@@ -59,6 +59,7 @@ func testClusterDrill(t *testing.T, ctx context.Context, l *lab.Lab) {
 		fo.SwitchedAfterS <= 0 || fo.RequestedAtS < 4.0/3 || fo.RequestedAtS >= rep.DurationS/2 {
 		t.Fatalf("failover %+v (load %.3fs)", fo, rep.DurationS)
 	}
+	checkByNode(t, "writes", rep.Writes, fo.OldMaster, fo.NewMaster)
 	owner, err := l.SlotOwner(ctx, cluster.Slot(opsKey))
 	if err != nil || owner.Addr() != fo.NewMaster {
 		t.Fatalf("slot %d of %s: owner %v, %v; want %s", cluster.Slot(opsKey), opsKey, owner, err, fo.NewMaster)

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -171,7 +172,11 @@ func TestClusterCommands(t *testing.T) {
 	})
 
 	t.Run("probe", func(t *testing.T) {
-		out := mustRun(t, ctx, env, exitOK, "probe", url, "--interval", "200ms")
+		svg := filepath.Join(t.TempDir(), "probe.svg")
+		out := mustRun(t, ctx, env, exitOK, "probe", url, "--interval", "200ms", "--svg", svg)
+		// One round: each shard's nodes side by side, no election change.
+		contains(t, out, "RTT per node drawn in "+svg)
+		checkProbeFigure(t, svg, masters, 0)
 		for _, m := range masters {
 			matches(t, out, `(?m)^\S+  shard of slots [0-9-]+, master `+q(m)+`, every 200ms$`,
 				`(?m)^`+q(m)+` +master +\d`)

@@ -35,8 +35,9 @@ type drillFlags struct {
 	failover     bool
 	failoverWait time.Duration
 	yes          bool
-	shard        int  // a cluster's shard by index in address order of masters; -1: random
-	keepKeys     bool // leave the drill's keys for inspection
+	shard        int    // a cluster's shard by index in address order of masters; -1: random
+	keepKeys     bool   // leave the drill's keys for inspection
+	svg, png     string // files to draw the timeline in ("": none)
 }
 
 func newDrillCommand() *cobra.Command {
@@ -80,11 +81,18 @@ server, that its config file lies in a rediskit lab directory
 (rediskit-lab-*, as lab up and the lab package create them). Anything else, including a lab started with a
 directory of its own, needs --yes.
 
+--svg FILE (and --png FILE) draws the run's timeline at the end: the
+acknowledged writes and answered reads per 50 ms, stacked by the node
+that served them, the errors per 50 ms by kind below the axis, the lost
+and duplicated writes marked, the client's write holds shaded and its
+events as numbered markers, keyed under the plot.
+
 The exit code is 1 when an acknowledged write was lost or a write was
 applied twice, when the failover was asked for and the client did not
 follow it, or when the result could not be checked.`,
 		Example: `  rediskit drill --lab --failover
-  rediskit drill redis+sentinel://10.0.0.1,10.0.0.2/mymaster --failover --duration 30s --yes`,
+  rediskit drill redis+sentinel://10.0.0.1,10.0.0.2/mymaster --failover --duration 30s --yes
+  rediskit drill --lab --failover --svg drill.svg`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -96,6 +104,9 @@ follow it, or when the result could not be checked.`,
 				return usagef("--rate cannot be negative")
 			case f.failoverWait <= 0:
 				return usagef("--failover-wait must be positive")
+			}
+			if err := figureFlags(f.svg, f.png); err != nil {
+				return err
 			}
 			t, err := openTarget(cmd.Context(), args, &f.targetFlags)
 			if err != nil {
@@ -121,6 +132,8 @@ follow it, or when the result could not be checked.`,
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "run against a target that is not a rediskit lab")
 	cmd.Flags().IntVar(&f.shard, "shard", -1, "a cluster's shard for the keys and the failover, by index in address order of its masters (default: random)")
 	cmd.Flags().BoolVar(&f.keepKeys, "keep-keys", false, "leave the drill's keys in place at the end, to inspect them (delete them by hand)")
+	cmd.Flags().StringVar(&f.svg, "svg", "", "draw the timeline (operations per 50 ms by serving node, errors by kind, the client's events) in this SVG file")
+	cmd.Flags().StringVar(&f.png, "png", "", "draw the timeline in this PNG file")
 	return cmd
 }
 
@@ -143,6 +156,7 @@ type drillJSON struct {
 	Failover     *failoverJSON `json:"failover"`
 	Verification *verifyJSON   `json:"verification"`
 	DeletedKeys  int64         `json:"deleted_keys"`
+	Figures      []string      `json:"figures,omitempty"` // the --svg and --png files written
 	Events       []drillEvent  `json:"events"`
 	OK           bool          `json:"ok"`
 	Error        string        `json:"error,omitempty"`
@@ -153,6 +167,7 @@ type drillOpsJSON struct {
 	Succeeded    int            `json:"succeeded"`
 	Failed       int            `json:"failed"`
 	Errors       map[string]int `json:"errors"`
+	ByNode       map[string]int `json:"by_node"` // succeeded, by the node that served them
 	LongestGapMS float64        `json:"longest_gap_ms"`
 	GapAtS       float64        `json:"gap_at_s"`
 	P50MS        float64        `json:"p50_ms"`
@@ -189,6 +204,7 @@ type opRecord struct {
 	end  time.Time
 	took time.Duration
 	err  error
+	node string // the node whose client ran it last ("": none did)
 }
 
 func newRunID() string {
@@ -230,6 +246,8 @@ type drill struct {
 	fo        *failoverJSON // the failover requested, nil without one
 	oldMaster string        // the client's master when it was requested (behind evMu)
 
+	present map[string]int // the op list's ids on the master, counted (nil: unread)
+
 	wroteNothing bool   // the setup's SET did not run: no key to delete
 	cleanup      func() // deletes the keys, once (deleteKeys)
 }
@@ -270,6 +288,7 @@ func runDrill(ctx context.Context, out io.Writer, t *target, f *drillFlags) erro
 	d.printTimeline()
 	d.printOps()
 	failures = append(failures, d.verify(ctx)...)
+	failures = append(failures, d.drawFigures()...)
 	return d.finish(failures)
 }
 
@@ -313,6 +332,7 @@ func (d *drill) openClient() error {
 			return err
 		}
 		d.client, d.cc = cc, cc
+		tagServingNodes(cc)
 		return nil
 	}
 	client, err := d.t.client(func(o *sentinel.Config) { o.Observer = d.observe })
@@ -320,6 +340,7 @@ func (d *drill) openClient() error {
 		return err
 	}
 	d.client = client
+	tagServingNodes(client)
 	return nil
 }
 
@@ -488,10 +509,11 @@ func (d *drill) writer(ctx context.Context, w int) {
 	for i := 0; d.pace(&next); i++ {
 		id := fmt.Sprintf("%d-%d", w, i)
 		octx, cancel := context.WithTimeout(ctx, d.t.timeout)
+		octx, served := withServedBy(octx)
 		start := time.Now()
 		err := d.client.RPush(octx, d.opsKey, id).Err()
 		cancel()
-		d.record(&d.writes, id, start, err)
+		d.record(&d.writes, id, start, err, served)
 	}
 }
 
@@ -500,21 +522,24 @@ func (d *drill) reader(ctx context.Context) {
 	next := time.Now()
 	for d.pace(&next) {
 		octx, cancel := context.WithTimeout(ctx, d.t.timeout)
+		octx, served := withServedBy(octx)
 		start := time.Now()
 		err := d.client.Get(octx, d.readKey).Err()
 		cancel()
 		if errors.Is(err, redis.Nil) {
 			err = nil // a replica that has not the key yet answered
 		}
-		d.record(&d.reads, "", start, err)
+		d.record(&d.reads, "", start, err, served)
 	}
 }
 
-// record adds an operation that started at start and ends now to ops.
-func (d *drill) record(ops *[]opRecord, id string, start time.Time, err error) {
+// record adds an operation that started at start and ends now to ops,
+// with the node its client ran it on last (served).
+func (d *drill) record(ops *[]opRecord, id string, start time.Time, err error, served *servedBy) {
+	rec := opRecord{id: id, end: time.Now(), took: time.Since(start), err: err, node: served.node()}
 	d.opsMu.Lock()
 	defer d.opsMu.Unlock()
-	*ops = append(*ops, opRecord{id: id, end: time.Now(), took: time.Since(start), err: err})
+	*ops = append(*ops, rec)
 }
 
 // pace waits for a worker's next turn under the --rate cap (next is the
@@ -695,7 +720,8 @@ func (d *drill) printOps() {
 // outcomes; it returns the failures: the list unread, acknowledged writes
 // lost, writes applied twice.
 func (d *drill) verify(ctx context.Context) []string {
-	v, err := verifyDrill(ctx, d.client, d.t.timeout, d.opsKey, d.writes)
+	v, count, err := verifyDrill(ctx, d.client, d.t.timeout, d.opsKey, d.writes)
+	d.present = count
 	if err != nil {
 		d.text("check: could not read %s: %v\n", d.opsKey, err)
 		return []string{"check: " + err.Error()}
@@ -736,7 +762,7 @@ func errorsText(m map[string]int) string {
 // summarizeOps counts outcomes, classifies errors, and finds the longest
 // time without a success, from the load's start to its last operation.
 func summarizeOps(ops []opRecord, began time.Time) drillOpsJSON {
-	s := drillOpsJSON{Attempted: len(ops), Errors: map[string]int{}}
+	s := drillOpsJSON{Attempted: len(ops), Errors: map[string]int{}, ByNode: map[string]int{}}
 	var ok []time.Time
 	var lat []time.Duration
 	last := began
@@ -750,6 +776,7 @@ func summarizeOps(ops []opRecord, began time.Time) drillOpsJSON {
 			continue
 		}
 		s.Succeeded++
+		s.ByNode[op.node]++
 		ok = append(ok, op.end)
 		lat = append(lat, op.took)
 	}
@@ -805,10 +832,9 @@ func errKind(err error) string {
 }
 
 // verifyDrill reads the op list on the master and compares it with the
-// writes' outcomes.
-func verifyDrill(ctx context.Context, c redis.UniversalClient, timeout time.Duration, key string, writes []opRecord) (*verifyJSON, error) {
+// writes' outcomes; count is how many times each id is in the list.
+func verifyDrill(ctx context.Context, c redis.UniversalClient, timeout time.Duration, key string, writes []opRecord) (v *verifyJSON, count map[string]int, err error) {
 	var present []string
-	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		if attempt > 0 {
 			time.Sleep(200 * time.Millisecond)
@@ -819,13 +845,13 @@ func verifyDrill(ctx context.Context, c redis.UniversalClient, timeout time.Dura
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	count := make(map[string]int, len(present))
+	count = make(map[string]int, len(present))
 	for _, id := range present {
 		count[id]++
 	}
-	v := &verifyJSON{Present: len(present)}
+	v = &verifyJSON{Present: len(present)}
 	for _, w := range writes {
 		n := count[w.id]
 		if n > 1 {
@@ -840,7 +866,7 @@ func verifyDrill(ctx context.Context, c redis.UniversalClient, timeout time.Dura
 			v.FailedButFound++
 		}
 	}
-	return v, nil
+	return v, count, nil
 }
 
 // readList reads a list in pages of 10,000, each bounded by timeout.

@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,10 @@ import (
 func TestDrillLabFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stdout, stderr, code := rediskitSplit(t, ctx, nil, "drill", "--lab", "--failover", "--duration", "4s", "--rate", "400", "--json")
+	dir := t.TempDir()
+	svg, png := filepath.Join(dir, "drill.svg"), filepath.Join(dir, "drill.png")
+	stdout, stderr, code := rediskitSplit(t, ctx, nil, "drill", "--lab", "--failover", "--duration", "4s", "--rate", "400", "--json",
+		"--svg", svg, "--png", png)
 	var rep drillJSON
 	decodeJSON(t, stdout+stderr, stdout, &rep)
 	t.Logf("drill: exit %d, error %q, duration %.3fs, writes %+v, reads %+v, failover %+v, verification %+v, events %+v; stderr %q",
@@ -59,6 +64,38 @@ func TestDrillLabFailover(t *testing.T) {
 	}
 	if !clean && (code != exitFailed || !strings.Contains(stderr, "rediskit: drill failed: ")) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+
+	// Every acknowledged write was served by the old master or the new
+	// one, both of which served some; every answered read by a node.
+	if fo != nil {
+		checkByNode(t, "writes", rep.Writes, fo.OldMaster, fo.NewMaster)
+	}
+	checkByNode(t, "reads", rep.Reads)
+	if !slices.Equal(rep.Figures, []string{svg, png}) {
+		t.Errorf("figures %v, want %v", rep.Figures, []string{svg, png})
+	}
+	checkDrillFigure(t, svg, png, rep)
+}
+
+// checkByNode checks that ops' successes by node add up, that no success
+// lacks a node, and, given nodes, that exactly those served them.
+func checkByNode(t *testing.T, what string, ops drillOpsJSON, nodes ...string) {
+	t.Helper()
+	sum := 0
+	for node, n := range ops.ByNode {
+		sum += n
+		if node == "" || (len(nodes) > 0 && !slices.Contains(nodes, node)) {
+			t.Errorf("%s: %d served by %q (want only %v)", what, n, node, nodes)
+		}
+	}
+	for _, node := range nodes {
+		if ops.ByNode[node] == 0 {
+			t.Errorf("%s: none served by %s: %v", what, node, ops.ByNode)
+		}
+	}
+	if sum != ops.Succeeded {
+		t.Errorf("%s: by node %v sums to %d, %d succeeded", what, ops.ByNode, sum, ops.Succeeded)
 	}
 }
 

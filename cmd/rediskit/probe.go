@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ type probeFlags struct {
 	watch        bool
 	interval     time.Duration
 	maxStaleness time.Duration
+	svg, png     string // files to draw the RTT per node in ("": none)
 }
 
 func newProbeCommand() *cobra.Command {
@@ -47,6 +49,12 @@ terminal it redraws the screen (as watch(1) does) with the last five changes
 of the election under the table; otherwise it prints each change of the
 election and one table after another.
 
+--svg FILE (and --png FILE) draws, when the probe ends (after the first
+round, or at Ctrl-C with --watch), the RTT per node over the rounds seen,
+one line per node, where reads went marked on it, and the election's
+changes as numbered markers; a cluster's shards side by side. It keeps the
+last 1,800 rounds.
+
 With --json: {"target", "master_name", "round", "at", "nodes": [{"addr",
 "role", "rtt_ms", "last_rtt_ms", "samples", "healthy", "error", "link_up",
 "lag_bytes", "lag_ms", "lag_at_least", "elected", "nearest", "excluded",
@@ -62,11 +70,15 @@ one set after another (the election's changes are not listed); with
 above]}]}.`,
 		Example: `  rediskit probe redis+sentinel://10.0.0.1,10.0.0.2,10.0.0.3/mymaster
   rediskit probe --lab --watch --interval 500ms
+  rediskit probe --lab --watch --svg rtt.svg
   rediskit probe redis+cluster://10.0.0.1:7000,10.0.0.2:7000`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.interval < replica.MinProbeInterval {
 				return usagef("--interval must be at least %v", replica.MinProbeInterval)
+			}
+			if err := figureFlags(f.svg, f.png); err != nil {
+				return err
 			}
 			t, err := openTarget(cmd.Context(), args, &f.targetFlags)
 			if err != nil {
@@ -86,6 +98,8 @@ above]}]}.`,
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "re-print the table after every probe round until Ctrl-C")
 	cmd.Flags().DurationVar(&f.interval, "interval", replica.DefaultProbeInterval, "time between probe rounds")
 	cmd.Flags().DurationVar(&f.maxStaleness, "max-staleness", 0, "exclude replicas lagging more than this (0: no bound), as replica.Config.MaxStaleness")
+	cmd.Flags().StringVar(&f.svg, "svg", "", "at the end, draw the RTT per node and the election over the rounds seen in this SVG file")
+	cmd.Flags().StringVar(&f.png, "png", "", "at the end, draw the RTT per node and the election in this PNG file")
 	return cmd
 }
 
@@ -132,6 +146,7 @@ type prober struct {
 
 	tty    bool     // --watch redraws the screen
 	recent []string // the last election changes, shown under the table on a terminal
+	fig    *probeRecord
 }
 
 // runProbe opens the election and its client, waits for the client's
@@ -139,7 +154,7 @@ type prober struct {
 // probing; then, round after round, waits for the round and prints its
 // table. Without --watch it stops after the first round with the verdict;
 // with it, at Ctrl-C.
-func runProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) error {
+func runProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) (err error) {
 	p := &prober{out: out, t: t, f: f, tty: !f.json && isTerminal(out)}
 	if err := p.open(); err != nil {
 		return usageError{err}
@@ -148,11 +163,14 @@ func runProbe(ctx context.Context, out io.Writer, t *target, f *probeFlags) erro
 	if err := p.start(ctx); err != nil {
 		return err
 	}
+	p.fig = newProbeRecord(f, fmt.Sprintf("rediskit probe of %q, %s", t.cfg.MasterName, t))
+	defer func() { err = cmp.Or(err, p.fig.write(out, f)) }()
 	for round := uint64(1); ; round++ {
 		if done, err := p.awaitRound(ctx, round); done {
 			return err
 		}
 		table := p.sel.Table()
+		p.fig.round(0, time.Now(), table)
 		if err := p.report(table); err != nil {
 			return err
 		}
@@ -238,6 +256,9 @@ func (p *prober) report(table []replica.NodeStatus) error {
 	evs := p.events
 	p.events = nil
 	p.evMu.Unlock()
+	for _, ev := range evs {
+		p.fig.change(0, ev)
+	}
 	rep := probeJSON{Target: p.t.String(), MasterName: p.t.cfg.MasterName, Round: p.sel.Rounds(), At: time.Now(), Nodes: []probeNodeJSON{}}
 	for _, n := range table {
 		rep.Nodes = append(rep.Nodes, nodeJSON(n))

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -59,7 +60,8 @@ func TestProbe(t *testing.T) {
 
 	// --watch, not on a terminal: one table per round, and the changes of
 	// the election, until Ctrl-C.
-	r := startRediskit(t, ctx, envPasswords, false, "probe", url, "--watch", "--interval", "200ms")
+	svg := filepath.Join(t.TempDir(), "probe.svg")
+	r := startRediskit(t, ctx, envPasswords, false, "probe", url, "--watch", "--interval", "200ms", "--svg", svg)
 	r.waitFor(t, `round 4 of "mymaster"`)
 	// The far replica comes near: it joins the election.
 	l.Node(2).SetLatency(10 * time.Millisecond)
@@ -77,6 +79,10 @@ func TestProbe(t *testing.T) {
 	if strings.Contains(text, "\x1b[") {
 		t.Error("probe --watch moved the cursor though its output is not a terminal")
 	}
+	// The figure, written at Ctrl-C: a line per node, the election's
+	// changes as markers.
+	contains(t, text, "RTT per node drawn in "+svg)
+	checkProbeFigure(t, svg, []string{master, near, far}, strings.Count(text, " election changed ("))
 
 	// Failures.
 	out = mustRun(t, ctx, envPasswords, exitFailed, "probe", strings.Replace(url, "/mymaster", "/nosuchmaster", 1), "--timeout", "500ms")
