@@ -358,9 +358,17 @@ type markRow struct {
 
 func (m marks) Plot(c draw.Canvas, p *plot.Plot) {
 	tx, ty := p.Transforms(&c)
+	// Where each row's last count label ends: a label that would overlap
+	// it is left out (its mark stays), so that a run of marks in
+	// neighbouring bars, as a client losing writes for a second gives,
+	// reads as marks with a count now and then, not as a smear of digits.
+	labelEnd := make([]vg.Length, len(m.rows))
+	for i := range labelEnd {
+		labelEnd[i] = -1e9
+	}
 	for b := range m.top {
 		y := ty(m.top[b]) + 2
-		for _, r := range m.rows {
+		for i, r := range m.rows {
 			n := r.counts[b]
 			if n == 0 {
 				continue
@@ -371,7 +379,11 @@ func (m marks) Plot(c draw.Canvas, p *plot.Plot) {
 			sty := markStyle
 			sty.Color = r.glyph.Color
 			sty.YAlign = draw.YCenter
-			c.FillText(sty, vg.Point{X: x + r.glyph.Radius + 1.5, Y: pt.Y}, itoa(n))
+			label, at := itoa(n), x+r.glyph.Radius+1.5
+			if at-r.glyph.Radius > labelEnd[i] {
+				c.FillText(sty, vg.Point{X: at, Y: pt.Y}, label)
+				labelEnd[i] = at + sty.Width(label)
+			}
 			y += 2*r.glyph.Radius + 2
 		}
 	}
