@@ -3,11 +3,13 @@ package replica_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,8 +55,18 @@ func (r *readLog) wrap(dial dialFunc) dialFunc {
 		if err != nil {
 			return nil, err
 		}
-		return &getCountingConn{Conn: conn, addr: addr, log: r}, nil
+		return &getCountingConn{Conn: conn, addr: loopbackAddr(addr), log: r}, nil
 	}
+}
+
+// loopbackAddr is addr with an empty host made 127.0.0.1: go-redis's
+// cluster client (RouteByLatency) dials a loopback node the sentinels name
+// 127.0.0.1:port as ":port", which reaches the same node.
+func loopbackAddr(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // note records the GETs in b, written to addr now.
@@ -96,14 +108,18 @@ func (r *readLog) totals() map[string]int {
 func (r *readLog) check(nodes []*lab.Node, gets *counter) error {
 	ran, _ := gets.deltas()
 	written := r.totals()
+	var bad []string
 	for i, n := range nodes {
 		if written[n.Addr()] != ran[i] {
-			return fmt.Errorf("node %d (%s) ran %d GETs, the client's connections wrote %d", i, n.Addr(), ran[i], written[n.Addr()])
+			bad = append(bad, fmt.Sprintf("node %d (%s) ran %d GETs, the client's connections wrote %d", i, n.Addr(), ran[i], written[n.Addr()]))
 		}
 		delete(written, n.Addr())
 	}
 	if len(written) > 0 {
-		return fmt.Errorf("GETs written to addresses that are not the lab's nodes: %v", written)
+		bad = append(bad, fmt.Sprintf("GETs written to addresses that are not the lab's nodes: %v", written))
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
 	}
 	return nil
 }
@@ -240,6 +256,20 @@ func TestReadLogNote(t *testing.T) {
 		r.note([]byte(tt.wrote), "a", time.Now())
 		if got := r.totals()["a"]; got != tt.want {
 			t.Errorf("%s: counted %d GETs, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// loopbackAddr names go-redis's ":port" dial as the lab's address.
+func TestLoopbackAddr(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{":6379", "127.0.0.1:6379"},
+		{"127.0.0.1:6379", "127.0.0.1:6379"},
+		{"[::1]:6379", "[::1]:6379"},
+		{"/tmp/redis.sock", "/tmp/redis.sock"},
+	} {
+		if got := loopbackAddr(tt.in); got != tt.want {
+			t.Errorf("loopbackAddr(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
