@@ -2,7 +2,8 @@
 # on Redis 7 and on Valkey 8). Both install Redis first when redis-server or
 # redis-sentinel is missing, and a C compiler when there is none (go test
 # -race needs cgo); make test (and make demo SERVER=valkey) installs Valkey
-# too.
+# too. make figures redraws the timelines in docs/ that README.md and
+# BENCHMARKS.md show, from fresh benchmark runs.
 
 GO        ?= go
 TESTFLAGS ?= -race -count=1 -timeout 14m
@@ -16,7 +17,7 @@ SERVER    ?= redis
 # Where make test-redis8 builds Redis 8.0 (outside the tree).
 REDIS8_CACHE ?= $(HOME)/.cache/rediskit/redis8
 
-.PHONY: all redis valkey test test-redis8 vet lint demo bench fuzz faults generate
+.PHONY: all redis valkey test test-redis8 vet lint demo bench figures fuzz faults generate
 
 all: test
 
@@ -122,6 +123,24 @@ faults: redis
 # BENCHMARKS.md for the method and the figures.
 bench: redis
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The timelines README.md and BENCHMARKS.md embed, redrawn into docs/ from
+# fresh runs on a local lab (SERVER: redis or valkey), each figure captioned
+# with its run's date, machine and load:
+#   docs/failover-under-load.svg, -zoom.svg (and .png): TestFailoverUnderLoad,
+#     rediskit (default) and go-redis NewFailoverClient side by side, every
+#     write and read by serving node and outcome, through 5 failovers (the
+#     test runs all five of its clients: about a minute and a half);
+#   docs/replica-adaptation.svg, -rtt.svg (and .png): BenchmarkReplicaAdaptation
+#     at master=6ms, reads per 50 ms by node around the latency swap for
+#     rediskit Nearest and go-redis RouteByLatency, and rediskit's election
+#     round by round (go-redis's run takes up to its 2-minute limit).
+figures: redis $(if $(filter valkey,$(SERVER)),valkey)
+	mkdir -p docs
+	REDISKIT_LAB_SERVER=$(SERVER) $(GO) test ./sentinel -run 'TestFailoverUnderLoad$$' -count=1 -timeout 15m -v -figures $(CURDIR)/docs
+	REDISKIT_LAB_SERVER=$(SERVER) $(GO) test ./replica -run '^$$' -bench 'ReplicaAdaptation/master=6ms' -benchtime 1x -timeout 15m -figures $(CURDIR)/docs
+# RESERVED: docs/drill.svg, from rediskit drill --svg (cmd/rediskit); its
+# owner adds that line here.
 
 # Every fuzz target of the repo (each func FuzzX in a _test.go file, found
 # with grep) runs for $(FUZZTIME) on its own, after its seed corpus: go test

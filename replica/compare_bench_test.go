@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/replica"
 	"github.com/rediskit/rediskit/sentinel"
+	"github.com/rediskit/rediskit/timeline"
 )
 
 // The comparison benchmarks of BENCHMARKS.md ("Latency-aware replica
@@ -58,16 +60,43 @@ func failoverOptions(l *lab.Lab) *redis.FailoverOptions {
 }
 
 func rediskitClient(rf sentinel.ReadFrom) func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+	return rediskitRecorded(rf, nil, nil)
+}
+
+// rediskitRecorded is rediskitClient with the data nodes' connections
+// counting their GETs into reads and the election's events into election
+// (each when not nil); nothing else differs.
+func rediskitRecorded(rf sentinel.ReadFrom, reads *readLog, election *electionLog) func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
 	return func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
-		sel, err := replica.NewSelector(replica.Config{}) // the client's default settings
+		var scfg replica.Config // the client's default settings
+		if election != nil {
+			scfg.Observer = election.observe
+		}
+		sel, err := replica.NewSelector(scfg)
 		if err != nil {
 			b.Fatal(err)
 		}
-		c, err := sentinel.NewClient(sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: rf, ReplicaSelector: sel})
+		cfg := sentinel.Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), ReadFrom: rf, ReplicaSelector: sel}
+		if reads != nil {
+			cfg.NodeOptions = func(o *redis.Options) { o.Dialer = reads.wrap(o.Dialer) }
+		}
+		c, err := sentinel.NewClient(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return c, sel
+	}
+}
+
+// routeByLatencyRecorded is benchClients' go-redis RouteByLatency with its
+// connections counting their GETs into reads: go-redis's default dialer
+// (redis.NewDialer, DialTimeout's 5 s default), wrapped.
+func routeByLatencyRecorded(reads *readLog) func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+	return func(b *testing.B, l *lab.Lab) (redis.UniversalClient, *replica.Selector) {
+		o := failoverOptions(l)
+		o.RouteByLatency = true
+		o.Dialer = reads.wrap(redis.NewDialer(&redis.Options{DialTimeout: 5 * time.Second}))
+		return redis.NewFailoverClusterClient(o), nil
 	}
 }
 
@@ -474,21 +503,45 @@ func joinLines(rows []string) string {
 // node (on the master or B, both 6 ms away) and on B itself. It runs on
 // the lab above (master +6 ms), where the master is as near as A, and with
 // the master at +20 ms, where the near replica is the one nearest node.
+//
+// Every client's connections count the GETs they write (readLog), which
+// must equal the GETs the nodes ran; with -figures, the master=6ms runs of
+// rediskit Nearest and go-redis RouteByLatency are drawn from them side by
+// side (replica-adaptation), and rediskit's election round by round
+// (replica-adaptation-rtt).
 func BenchmarkReplicaAdaptation(b *testing.B) {
 	l := benchLab(b)
 	var rows []string
+	type recorded struct {
+		reads    *readLog
+		election *electionLog
+		swapped  time.Time
+		run      timeline.Run
+	}
+	figures := map[string]*recorded{} // by client, the master=6ms runs
 	for _, master := range []time.Duration{6 * ms, 20 * ms} {
-		for _, bc := range []benchClient{
-			{"rediskit Nearest", rediskitClient(sentinel.Nearest)},
-			{"rediskit ReplicaPreferred", rediskitClient(sentinel.ReplicaPreferred)},
-			{"go-redis RouteByLatency", benchClients[3].open},
-		} {
-			b.Run(fmt.Sprintf("master=%v/%s", master, bc.name), func(b *testing.B) {
+		for _, name := range []string{"rediskit Nearest", "rediskit ReplicaPreferred", "go-redis RouteByLatency"} {
+			b.Run(fmt.Sprintf("master=%v/%s", master, name), func(b *testing.B) {
 				for range b.N {
+					rec := &recorded{reads: &readLog{}, election: &electionLog{}}
+					open := routeByLatencyRecorded(rec.reads)
+					switch name {
+					case "rediskit Nearest":
+						open = rediskitRecorded(sentinel.Nearest, rec.reads, rec.election)
+					case "rediskit ReplicaPreferred":
+						open = rediskitRecorded(sentinel.ReplicaPreferred, rec.reads, rec.election)
+					}
 					l.Node(0).SetLatency(master)
 					l.Node(1).SetLatency(6 * ms)
 					l.Node(2).SetLatency(42 * ms)
-					c, sel := bc.open(b, l)
+					rec.run = timeline.ThisRun(name + ": reads per node around the latency swap")
+					rec.run.Note = fmt.Sprintf("%s, master +%d ms, replica A +6 → +42 ms, B +42 → +6 ms, 8 readers; reads counted as sent",
+						l.ServerVersion(), master.Milliseconds())
+					gets := countGets(b, l.Nodes())
+					c, sel := open(b, l)
+					if sel != nil {
+						rec.election.watch(sel)
+					}
 					warm(b, c, sel, 3*time.Second)
 					// The worst phase for each: rediskit swaps just after a
 					// probe round; go-redis a few seconds after it measured
@@ -498,20 +551,84 @@ func BenchmarkReplicaAdaptation(b *testing.B) {
 					if sel != nil {
 						beforeSwap = func() { _ = sel.WaitRound(context.Background(), sel.Rounds()+1) }
 					}
-					before, offFar, onB, err := adapt(l, c, beforeSwap, 2*time.Minute)
+					before, offFar, onB, swapped, err := adapt(l, c, beforeSwap, 2*time.Minute, figureAfter)
+					rec.election.stop()
 					_ = c.Close()
 					if err != nil {
 						b.Fatal(err)
 					}
+					if err := rec.reads.check(l.Nodes(), gets); err != nil {
+						b.Fatal(err)
+					}
+					rec.swapped = swapped
+					if master == 6*ms {
+						figures[name] = rec
+					}
 					b.ReportMetric(offFar.Seconds(), "off-far-s")
 					b.ReportMetric(onB.Seconds(), "on-B-s")
 					rows = append(rows, fmt.Sprintf("| +%v | %s | %.0f%% / %.0f%% / %.0f%% | %s | %s |",
-						master.Milliseconds(), bc.name, before[0], before[1], before[2], fmtAdapt(offFar), fmtAdapt(onB)))
+						master.Milliseconds(), name, before[0], before[1], before[2], fmtAdapt(offFar), fmtAdapt(onB)))
 				}
 			})
 		}
 	}
 	b.Logf("\n| master | client | reads on master / A / B before the swap | 95%% of reads off the far node | 95%% of reads on the new near replica |\n|---|---|---|---|---|\n%s", joinLines(rows))
+
+	ours, theirs := figures["rediskit Nearest"], figures["go-redis RouteByLatency"]
+	if ours == nil || theirs == nil {
+		return // -bench left one out: no figure
+	}
+	node := nodeNames(l)
+	var drills []timeline.Figure
+	for _, r := range []*recorded{ours, theirs} {
+		from, to := r.swapped.Add(-figureBefore), r.swapped.Add(figureAfter)
+		d := r.reads.drill(r.run, from, to, node)
+		d.Events = append([]timeline.Event{{At: figureBefore, Name: "latency swap", Detail: "A +6 → +42 ms, B +42 → +6 ms"}},
+			r.election.electionEvents(from, to)...)
+		if len(d.Ops) == 0 {
+			b.Fatalf("%s: no reads recorded around the swap", r.run.Title)
+		}
+		drills = append(drills, d)
+	}
+	from, to := ours.swapped.Add(-figureBefore), ours.swapped.Add(figureAfter)
+	run := ours.run
+	run.Title = "rediskit Nearest: RTT per node round by round around the latency swap"
+	p := ours.election.probe(run, from, to, node)
+	p.Events = append([]timeline.Event{{At: figureBefore, Name: "latency swap", Detail: "A +6 → +42 ms, B +42 → +6 ms"}}, p.Events...)
+	fig := timeline.SideBySide(drills...)
+	// Drawn whether or not they are written: a timeline the renderer
+	// cannot draw fails here, not only in make figures.
+	for _, f := range []timeline.Figure{fig, p} {
+		if err := f.Render(io.Discard, timeline.SVG); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if *figuresDir != "" {
+		writeFigures(b, "replica-adaptation", fig)
+		writeFigures(b, "replica-adaptation-rtt", p)
+	}
+}
+
+// The adaptation figures span figureBefore before the swap to figureAfter
+// after it; adapt keeps reading at least until figureAfter.
+const (
+	figureBefore = 2 * time.Second
+	figureAfter  = 6 * time.Second
+)
+
+// nodeNames names the lab's nodes in the figures by their part and
+// address ("A 127.0.0.1:40001").
+func nodeNames(l *lab.Lab) func(string) string {
+	names := map[string]string{}
+	for i, part := range []string{"master", "A", "B"} {
+		names[l.Node(i).Addr()] = part + " " + l.Node(i).Addr()
+	}
+	return func(addr string) string {
+		if n, ok := names[addr]; ok {
+			return n
+		}
+		return addr
+	}
 }
 
 func fmtAdapt(d time.Duration) string {
@@ -523,9 +640,10 @@ func fmtAdapt(d time.Duration) string {
 
 // adapt runs 8 readers, swaps A's and B's latencies once beforeSwap
 // returns, and returns the share of reads per node in the 500 ms before,
-// and the time from the swap to the end of the first 100 ms window in
-// which 95% of the reads ran off A, and on B (-1: not within limit).
-func adapt(l *lab.Lab, c redis.UniversalClient, beforeSwap func(), limit time.Duration) (before [3]float64, offFar, onB time.Duration, err error) {
+// the time from the swap to the end of the first 100 ms window in which
+// 95% of the reads ran off A, and on B (-1: not within limit), and when
+// it swapped. The readers read at least until atLeast after the swap.
+func adapt(l *lab.Lab, c redis.UniversalClient, beforeSwap func(), limit, atLeast time.Duration) (before [3]float64, offFar, onB time.Duration, swapped time.Time, err error) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var readErr atomic.Pointer[error]
@@ -566,9 +684,9 @@ func adapt(l *lab.Lab, c redis.UniversalClient, beforeSwap func(), limit time.Du
 	prev = counts()
 	l.Node(1).SetLatency(42 * ms)
 	l.Node(2).SetLatency(6 * ms)
-	swapped := time.Now()
+	swapped = time.Now()
 	offFar, onB = -1, -1
-	for time.Since(swapped) < limit && (offFar < 0 || onB < 0) {
+	for time.Since(swapped) < limit && (offFar < 0 || onB < 0 || time.Since(swapped) < atLeast) {
 		time.Sleep(100 * ms)
 		cur := counts()
 		var d [3]int
@@ -590,9 +708,9 @@ func adapt(l *lab.Lab, c redis.UniversalClient, beforeSwap func(), limit time.Du
 		}
 	}
 	if e := readErr.Load(); e != nil {
-		return before, offFar, onB, *e
+		return before, offFar, onB, swapped, *e
 	}
-	return before, offFar, onB, nil
+	return before, offFar, onB, swapped, nil
 }
 
 // calls is cmdCalls without a testing.TB, for the benchmark's poller.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"sort"
@@ -20,6 +21,7 @@ import (
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/timeline"
 )
 
 // loadConfig is the topology of the failover-under-load runs: 1 master,
@@ -38,15 +40,17 @@ type ackRecord struct {
 
 type failoverWindow struct {
 	requested, agreed, settled time.Time
-	newMaster                  string // the address clients dial
+	oldMaster, newMaster       string // the addresses clients dial
 }
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // servedBy records, for each op id, the address of the node the RPUSH
 // carrying it was last written to (a command re-sent elsewhere is
-// recorded where it went last, which is where its reply came from). The
-// clients' dialers are wrapped so that every connection knows its node.
+// recorded where it went last, which is where its reply came from), and
+// likewise for each read's key (a GET of a key that starts with
+// readKeyPrefix). The clients' dialers are wrapped so that every
+// connection knows its node.
 type servedBy struct {
 	mu   sync.Mutex
 	addr map[string]string
@@ -72,9 +76,16 @@ func (s *servedBy) get(id string) string {
 }
 
 // note finds the op ids of the RPUSH ops commands in a buffer a client
-// writes (RESP: ... $3\r\nops\r\n$<n>\r\n<id>\r\n).
+// writes (RESP: ... $3\r\nops\r\n$<n>\r\n<id>\r\n), and the keys of the
+// readers' GETs (... $3\r\nget\r\n$<n>\r\nprobe:<id>\r\n).
 func (s *servedBy) note(b []byte, addr string) {
-	const marker = "\r\n$3\r\nops\r\n$"
+	s.noteAfter(b, addr, "\r\n$3\r\nops\r\n$", "")
+	s.noteAfter(b, addr, "\r\n$3\r\nget\r\n$", readKeyPrefix)
+}
+
+// noteAfter records the bulk string after each marker in b that starts
+// with prefix.
+func (s *servedBy) noteAfter(b []byte, addr, marker, prefix string) {
 	for rest := b; ; {
 		i := bytes.Index(rest, []byte(marker))
 		if i < 0 {
@@ -90,10 +101,13 @@ func (s *servedBy) note(b []byte, addr string) {
 			return
 		}
 		id := string(rest[nl+2 : nl+2+n])
+		rest = rest[nl+2+n:]
+		if !strings.HasPrefix(id, prefix) {
+			continue
+		}
 		s.mu.Lock()
 		s.addr[id] = addr
 		s.mu.Unlock()
-		rest = rest[nl+2+n:]
 	}
 }
 
@@ -127,6 +141,8 @@ type loadReport struct {
 	switches        []int // per failover: master changes the client reported
 	windows         []failoverWindow
 	writesPerSecond float64
+	// drill is the run's timeline, every op with its node and outcome.
+	drill *timeline.Drill
 }
 
 func (r *loadReport) row() string {
@@ -207,16 +223,29 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 	if err := client.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
+	run := timeline.ThisRun(fmt.Sprintf("%s, %d failovers under load", name, failovers))
+	run.Note = fmt.Sprintf("%s, master and 2 replicas each +6 ms, 3 sentinels, 8 writers and 8 readers", l.ServerVersion())
 
 	rep := &loadReport{name: name, writeErrs: map[string]int{}, readErrs: map[string]int{}}
 	var mu sync.Mutex
 	var acks []ackRecord
 	var readErrTimes []time.Time
 	var writes, reads atomic.Int64
+	// Each goroutine keeps its ops to itself and hands them over when it
+	// returns: the readers take no lock for an answered read.
+	var ops [][]opRecord
+	handOver := func(mine []opRecord) {
+		mu.Lock()
+		ops = append(ops, mine)
+		mu.Unlock()
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	loadStart := time.Now()
 	for w := range 8 {
 		wg.Go(func() {
+			var mine []opRecord
+			defer func() { handOver(mine) }()
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
@@ -228,38 +257,52 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 				err := client.RPush(octx, "ops", id).Err()
 				cancel()
 				writes.Add(1)
+				op := opRecord{id: id, kind: timeline.KindWrite}
 				mu.Lock()
+				op.at = time.Now()
 				if err == nil {
-					acks = append(acks, ackRecord{id: id, at: time.Now()})
+					acks = append(acks, ackRecord{id: id, at: op.at})
 				} else {
-					rep.writeErrs[errKind(err)]++
+					op.err, op.replied = errKind(err), failure.Reply(err)
+					rep.writeErrs[op.err]++
 				}
 				mu.Unlock()
+				mine = append(mine, op)
 				if err != nil {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
 		})
 	}
-	for range 8 {
+	for r := range 8 {
 		wg.Go(func() {
-			for {
+			var mine []opRecord
+			defer func() { handOver(mine) }()
+			for i := 0; ; i++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
+				key := fmt.Sprintf("%s%d-%d", readKeyPrefix, r, i)
 				octx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				err := client.Get(octx, "probe").Err()
+				err := client.Get(octx, key).Err()
 				cancel()
 				reads.Add(1)
+				op := opRecord{id: key, kind: timeline.KindRead}
 				if err != nil && !errors.Is(err, redis.Nil) {
 					mu.Lock()
-					rep.readErrs[errKind(err)]++
-					readErrTimes = append(readErrTimes, time.Now())
+					op.at = time.Now()
+					op.err, op.replied = errKind(err), failure.Reply(err)
+					rep.readErrs[op.err]++
+					readErrTimes = append(readErrTimes, op.at)
 					mu.Unlock()
+					mine = append(mine, op)
 					time.Sleep(5 * time.Millisecond)
+					continue
 				}
+				op.at = time.Now()
+				mine = append(mine, op)
 			}
 		})
 	}
@@ -278,12 +321,14 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 			wg.Wait()
 			t.Fatal(err)
 		}
-		rep.windows = append(rep.windows, failoverWindow{requested: res.Requested, agreed: res.Agreed, settled: time.Now(), newMaster: res.NewMaster.Addr()})
+		rep.windows = append(rep.windows, failoverWindow{requested: res.Requested, agreed: res.Agreed, settled: time.Now(),
+			oldMaster: res.OldMaster.Addr(), newMaster: res.NewMaster.Addr()})
 		time.Sleep(time.Second)
 	}
 	close(stop)
 	wg.Wait()
 	elapsed := time.Since(began)
+	loadEnd := time.Now()
 
 	if err := l.WaitSettled(ctx); err != nil {
 		t.Fatal(err)
@@ -359,6 +404,7 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 		errSummary(rep.writeErrs), errSummary(rep.readErrs), rep.readErrsOutside, rep.gaps, rep.firstOnNew)
 	// When the client reported them: the hold on the leader's announcement,
 	// and the switch, relative to each failover command.
+	holds := 0 // failovers with a hold and a switch after it: the timeline's shaded windows
 	for k, w := range rep.windows {
 		var held, switched time.Duration = -1, -1
 		switches := 0
@@ -379,10 +425,24 @@ func runFailoverLoad(t *testing.T, name string, failovers int, newClient func(*l
 				switched = ev.Time.Sub(w.requested)
 			}
 		}
+		if held >= 0 && switched >= held {
+			holds++
+		}
 		if held >= 0 || switched >= 0 {
 			t.Logf("%s failover %d: writes held at %v, switched at %v after the command (-1: not seen); sentinels agreed at %v",
 				name, k+1, held, switched, w.agreed.Sub(w.requested))
 		}
+	}
+	var all []opRecord
+	for _, mine := range ops {
+		all = append(all, mine...)
+	}
+	rep.drill = loadDrill(run, loadStart, loadEnd, all, present, served, rep.windows, events.all())
+	checkDrill(t, rep, rep.drill, present, holds)
+	// Every run's figure is drawn, written or not, so that a timeline the
+	// renderer cannot draw fails here rather than in make figures.
+	if err := rep.drill.Render(io.Discard, timeline.SVG); err != nil {
+		t.Errorf("%s: drawing the timeline: %v", name, err)
 	}
 	return rep
 }
@@ -417,6 +477,11 @@ func TestServedByNote(t *testing.T) {
 		{"two RPUSHes", "*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$3\r\n1-1\r\n*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$4\r\n2-10\r\n",
 			map[string]string{"1-1": "a", "2-10": "a"}},
 		{"a GET", "*2\r\n$3\r\nget\r\n$5\r\nprobe\r\n", map[string]string{}},
+		{"a reader's GET", "*2\r\n$3\r\nget\r\n$9\r\nprobe:3-7\r\n", map[string]string{"probe:3-7": "a"}},
+		{"a GET and an RPUSH auto-pipelined", "*2\r\n$3\r\nget\r\n$10\r\nprobe:0-12\r\n*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$3\r\n4-2\r\n",
+			map[string]string{"probe:0-12": "a", "4-2": "a"}},
+		{"a GET of a key named like an op id", "*2\r\n$3\r\nget\r\n$3\r\n0-1\r\n", map[string]string{}},
+		{"a reader's GET cut short", "*2\r\n$3\r\nget\r\n$12\r\nprobe:3\r\n", map[string]string{}},
 		{"cut short", "*3\r\n$5\r\nrpush\r\n$3\r\nops\r\n$9\r\n0-1\r\n", map[string]string{}},
 	}
 	for _, tt := range tests {
@@ -466,6 +531,9 @@ func TestFailoverUnderLoad(t *testing.T) {
 	t.Log("| client | acknowledged | duplicates | acknowledged but lost | lost per failover | write errors | read errors | read errors outside failovers | write gap median / max | failover command to first durable write on the new master, median / max |")
 	for _, r := range []*loadReport{def, dur, defAuto, durAuto, gor} {
 		t.Log(r.row())
+	}
+	if *figuresDir != "" {
+		writeLoadFigures(t, def, gor)
 	}
 
 	for _, r := range []*loadReport{def, dur, defAuto, durAuto} {
