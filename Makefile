@@ -134,13 +134,14 @@ bench: redis
 #   docs/replica-adaptation.svg, -rtt.svg (and .png): BenchmarkReplicaAdaptation
 #     at master=6ms, reads per 50 ms by node around the latency swap for
 #     rediskit Nearest and go-redis RouteByLatency, and rediskit's election
-#     round by round (go-redis's run takes up to its 2-minute limit).
+#     round by round (go-redis's run takes up to its 2-minute limit);
+#   docs/drill.svg (and .png): rediskit drill --lab --failover, README's drill.
 figures: redis $(if $(filter valkey,$(SERVER)),valkey)
 	mkdir -p docs
 	REDISKIT_LAB_SERVER=$(SERVER) $(GO) test ./sentinel -run 'TestFailoverUnderLoad$$' -count=1 -timeout 15m -v -figures $(CURDIR)/docs
 	REDISKIT_LAB_SERVER=$(SERVER) $(GO) test ./replica -run '^$$' -bench 'ReplicaAdaptation/master=6ms' -benchtime 1x -timeout 15m -figures $(CURDIR)/docs
-# RESERVED: docs/drill.svg, from rediskit drill --svg (cmd/rediskit); its
-# owner adds that line here.
+	$(GO) build -o bin/rediskit ./cmd/rediskit
+	REDISKIT_LAB_SERVER=$(SERVER) bin/rediskit drill --lab --failover --duration 6s --svg docs/drill.svg --png docs/drill.png
 
 # Every fuzz target of the repo (each func FuzzX in a _test.go file, found
 # with grep) runs for $(FUZZTIME) on its own, after its seed corpus: go test

@@ -92,6 +92,7 @@ type drillScale struct {
 	kinds                 []string // coloured error kinds, sorted
 	kindIdx               map[string]int
 	reads                 bool
+	writes                bool // some drill has a write, acknowledged or failed
 	errs                  bool
 	wHi, wLo, rHi, rLo    float64 // the stacks' extremes, all panels
 }
@@ -130,6 +131,7 @@ func newDrillScale(ds []*Drill) *drillScale {
 			if o.Kind != KindWrite && o.Kind != KindRead {
 				continue
 			}
+			sc.writes = sc.writes || o.Kind == KindWrite
 			if o.Err != OutcomeOK {
 				kinds[o.Err]++
 				continue
@@ -327,14 +329,19 @@ func (sc *drillScale) panel(d *Drill, b *drillBins) *panel {
 		}
 		return pl
 	}
-	wpl := build(sc.wHi, sc.wLo, "writes", !sc.reads, b.w, b.we, wc)
-	if b.nLost > 0 || b.nDup > 0 {
-		wpl.Add(marks{bucket: bucket, top: sums(b.w, sc.nb), rows: []markRow{
-			{counts: b.lost, glyph: lostGlyph},
-			{counts: b.dup, glyph: dupGlyph},
-		}})
+	// The writes panel, unless the drills are reads only (a replica-read
+	// benchmark): then the reads panel alone.
+	p.plots = nil
+	if sc.writes || !sc.reads {
+		wpl := build(sc.wHi, sc.wLo, "writes", !sc.reads, b.w, b.we, wc)
+		if b.nLost > 0 || b.nDup > 0 {
+			wpl.Add(marks{bucket: bucket, top: sums(b.w, sc.nb), rows: []markRow{
+				{counts: b.lost, glyph: lostGlyph},
+				{counts: b.dup, glyph: dupGlyph},
+			}})
+		}
+		p.plots = append(p.plots, wpl)
 	}
-	p.plots = []*plot.Plot{wpl}
 	if sc.reads {
 		p.plots = append(p.plots, build(sc.rHi, sc.rLo, "reads", true, b.r, b.re, rc))
 	}

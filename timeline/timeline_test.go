@@ -694,3 +694,25 @@ func TestDurLabel(t *testing.T) {
 		}
 	}
 }
+
+// A reads-only drill (a replica-read benchmark) draws the reads panel
+// alone; a drill with writes draws both.
+func TestReadsOnlyDrill(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ops         []Op
+		wantWritesY bool
+	}{
+		{"reads only", []Op{{At: time.Second, Kind: KindRead, Node: "a"}}, false},
+		{"a failed write", []Op{{At: time.Second, Kind: KindRead, Node: "a"}, {At: time.Second, Kind: KindWrite, Err: "timeout"}}, true},
+		{"writes only", []Op{{At: time.Second, Kind: KindWrite, Node: "a"}}, true},
+	} {
+		texts := strings.Join(svgTexts(t, render(t, &Drill{Length: 2 * time.Second, Ops: tc.ops}, SVG)), "\n")
+		if got := strings.Contains(texts, "writes"); got != tc.wantWritesY {
+			t.Errorf("%s: a writes axis or legend %v, want %v:\n%s", tc.name, got, tc.wantWritesY, texts)
+		}
+		if !strings.Contains(texts, "reads") && tc.ops[0].Kind == KindRead {
+			t.Errorf("%s: no reads panel:\n%s", tc.name, texts)
+		}
+	}
+}
