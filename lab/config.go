@@ -130,7 +130,8 @@ type Config struct {
 	RedisServer   string
 	RedisSentinel string
 	// StartTimeout bounds Start when the caller's context has no earlier
-	// deadline. Default 15 s.
+	// deadline. Default 15 s (DefaultStartTimeout), plus ClusterNodeTimeout
+	// for a cluster whose node timeout is longer than the default.
 	StartTimeout time.Duration
 	// Logger receives the lab's own records (what it started, stopped,
 	// injected). Default: discarded.
@@ -183,6 +184,14 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = DefaultStartTimeout
+		// A cluster's nodes ping each other at least every half node
+		// timeout: with a long one, a new replica's role can take about a
+		// node timeout to reach every node, and Start waits until all
+		// agree (seen: 20 s, a node still without a shard's replica after
+		// 15 s).
+		if c.Shards > 0 && c.ClusterNodeTimeout > DefaultClusterNodeTimeout {
+			c.StartTimeout += c.ClusterNodeTimeout
+		}
 	}
 	// An unknown ServerEnv value leaves ServerAuto, which validate reports.
 	if kind, err := c.Server.resolve(); err == nil {
