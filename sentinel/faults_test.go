@@ -199,6 +199,27 @@ func TestRandomFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every node is back and in sync: durable writes are confirmed again
+	// in every scope (a known replica refused for good would block the
+	// default scope forever).
+	for _, w := range clients {
+		if !w.c.opts.Durable {
+			continue
+		}
+		began := time.Now()
+		var err error
+		for time.Since(began) < 20*time.Second {
+			if err = w.c.RPush(ctx, "ops:after", w.name).Err(); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("%s: no durable write confirmed within 20 s of the topology settling: %v (counted: %v)", w.name, err, w.c.Stats().DurableReplicas)
+		} else {
+			t.Logf("%s: durable writes confirmed %v after the topology settled", w.name, time.Since(began).Round(time.Millisecond))
+		}
+	}
 	for i, w := range clients {
 		r := results[i]
 		present := map[string]int{}
