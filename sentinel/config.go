@@ -54,20 +54,26 @@ const (
 type DurableScope int
 
 const (
-	// DurablePromotable (the default) counts every replica the master has
-	// connected and every replica some sentinel could promote now (not
-	// flagged down or disconnected, a non-zero priority, its link to the
-	// master not down for too long). A replica that is down when a write
-	// is confirmed is not counted: if it comes back with older data and
-	// is promoted, that write is lost.
-	DurablePromotable DurableScope = iota // promotable
-	// DurableEveryKnownReplica counts every replica any sentinel knows,
-	// down or not (all but those with replica-priority 0, which Sentinel
-	// never promotes): durable writes fail while any known replica is
+	// DurableEveryKnownReplica (the default) counts every replica any
+	// sentinel knows, down or not (all but those with replica-priority 0,
+	// which Sentinel never promotes), and every replica the master has
+	// connected: durable writes are refused while any known replica is
 	// down, and no replica Sentinel knows can be promoted without the
-	// writes it confirmed. A replica that is gone for good is counted
-	// until the sentinels forget it (SENTINEL RESET).
-	DurableEveryKnownReplica // every known replica
+	// writes it confirmed, whatever fails after them (a replica down when
+	// they were confirmed, then promoted; the promoted master killed while
+	// the old one is down, which then restarts stale and is promoted). A
+	// replica that is gone for good is counted until the sentinels forget
+	// it (SENTINEL RESET).
+	DurableEveryKnownReplica DurableScope = iota // every known replica
+	// DurablePromotable is the opt-in for availability: it counts every
+	// replica the master has connected and every replica some sentinel
+	// could promote now (not flagged down or disconnected, a non-zero
+	// priority, its link to the master not down for too long), so durable
+	// writes go on while a replica is down. A replica that is down when a
+	// write is confirmed is not counted: if it comes back with older data
+	// and is promoted (a second fault, such as the death of the master
+	// that confirmed the write), that write is lost.
+	DurablePromotable // promotable
 )
 
 // Defaults for the zero fields of Config.
@@ -148,14 +154,18 @@ type Config struct {
 	// MayHaveExecuted is false.
 	StrictWrites bool
 	// Durable makes every write wait for WAIT to confirm it on every
-	// replica the master has connected and every replica Sentinel could
-	// promote, reachable from the client or not (see the package
-	// documentation for which replicas and why every one), within
-	// DurableTimeout; a call can override it with WithDurable.
+	// replica the master has connected and every replica DurableScope
+	// counts (by default every replica any sentinel knows, down or not),
+	// reachable from the client or not (see the package documentation for
+	// which replicas and why every one), within DurableTimeout; a call can
+	// override it with WithDurable.
 	Durable bool
 	// DurableScope says which replicas a durable write must reach:
-	// DurablePromotable (the default) or DurableEveryKnownReplica (see
-	// the package documentation for what each promises).
+	// DurableEveryKnownReplica (the zero value, the default: every replica
+	// any sentinel knows, down or not) or DurablePromotable (the opt-in for
+	// availability: only the replicas Sentinel could promote now, which
+	// loses acknowledged writes to a double fault). The package
+	// documentation's table says what each survives and costs.
 	DurableScope DurableScope
 	// DurableAOF makes durable writes also wait for the append-only file:
 	// each is confirmed with WAITAOF 1 N instead of WAIT N, which counts
@@ -427,9 +437,9 @@ func (o Config) withDefaults() (Config, error) {
 		return o, configError("ReadFrom", fmt.Sprintf("%q is unknown (want master, replica, replicaPreferred or nearest)", o.ReadFrom))
 	}
 	switch o.DurableScope {
-	case DurablePromotable, DurableEveryKnownReplica:
+	case DurableEveryKnownReplica, DurablePromotable:
 	default:
-		return o, configError("DurableScope", fmt.Sprintf("%d is unknown (want DurablePromotable or DurableEveryKnownReplica)", int(o.DurableScope)))
+		return o, configError("DurableScope", fmt.Sprintf("%d is unknown (want DurableEveryKnownReplica or DurablePromotable)", int(o.DurableScope)))
 	}
 	if o.AutoPipelineMaxBatch < 0 || o.AutoPipelineInflight < 0 {
 		return o, configError("AutoPipelineMaxBatch", fmt.Sprintf("AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight))

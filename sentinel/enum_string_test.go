@@ -27,8 +27,8 @@ func TestEnumString(t *testing.T) {
 		EventIsolationEnded + 1: "EventKind(14)",
 	})
 	testkit.CheckStrings(t, map[DurableScope]string{
-		DurablePromotable:            "promotable",
-		DurableEveryKnownReplica:     "every known replica",
-		DurableEveryKnownReplica + 1: "DurableScope(2)",
+		DurableEveryKnownReplica: "every known replica",
+		DurablePromotable:        "promotable",
+		DurablePromotable + 1:    "DurableScope(2)",
 	})
 }
