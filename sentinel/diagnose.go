@@ -16,6 +16,7 @@ import (
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/replica"
 )
 
@@ -306,6 +307,10 @@ func (t *tracer) connect(ctx context.Context, cs connSettings) (*redis.Conn, fun
 
 	// A client over this one connection: RESP2 and no credentials at
 	// connect time, so go-redis itself sends nothing before our stages.
+	// Its replies are bounded as the client's own connections are
+	// (respguard): a hostile sentinel or node fails the stage it answers
+	// with a *respguard.LimitError naming it, rather than crash the
+	// caller's process.
 	var once sync.Once
 	client := redis.NewClient(redisopt.Inner(&redis.Options{
 		Addr:         addr,
@@ -313,14 +318,14 @@ func (t *tracer) connect(ctx context.Context, cs connSettings) (*redis.Conn, fun
 		PoolSize:     1,
 		ReadTimeout:  cs.readTimeout,
 		WriteTimeout: cs.writeTimeout,
-		Dialer: func(context.Context, string, string) (net.Conn, error) {
+		Dialer: respguard.WrapDialer(func(context.Context, string, string) (net.Conn, error) {
 			var c net.Conn
 			once.Do(func() { c = conn })
 			if c == nil {
 				return nil, errors.New("the traced connection was closed")
 			}
 			return c, nil
-		},
+		}, respguard.Limits{}),
 	}))
 	pinned := client.Conn()
 	done := func() {
