@@ -431,8 +431,8 @@ func roleDetail(r redisinfo.Role) string {
 // replicaStep says which replica read-only work would use: one round of
 // the latency-aware election (package replica, the client's default) over
 // the replicas the sentinel reports healthy and ROLE confirms.
-func replicaStep(ctx context.Context, opts *Config, d *Diagnosis) Step {
-	step := Step{Stage: StageReplica, Server: d.Master}
+func replicaStep(ctx context.Context, opts *Config, d *Diagnosis) (step Step) {
+	step = Step{Stage: StageReplica, Server: d.Master}
 	start := time.Now()
 	o := *opts
 	t := &topology{opts: &o, log: opts.Logger}
@@ -441,6 +441,11 @@ func replicaStep(ctx context.Context, opts *Config, d *Diagnosis) Step {
 	defer t.nodes.closeAll()
 	defer t.sentinels.close()
 	scan := t.scanReplicas(ctx, d.Master)
+	if scan.dropped > 0 {
+		defer func() {
+			step.Detail += fmt.Sprintf(" [the sentinels list %d replicas: only %d kept (Config.MaxReplicas); durable writes are refused]", scan.listed, opts.MaxReplicas)
+		}()
+	}
 	healthy := scan.healthy
 	switch {
 	case !scan.answered():
