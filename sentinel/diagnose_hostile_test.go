@@ -24,9 +24,9 @@ func hostileReplies() []struct{ name, reply string } {
 		{"a map of 2^40 pairs", "%1099511627776\r\n"},
 		{"a line without an end", "+" + strings.Repeat("x", 200_000)},
 		{"nested 100 deep", strings.Repeat("*1\r\n", 100) + ":1\r\n"},
-		// 2^20 + 2 elements of attributes before the reply (pairs count
-		// twice), 6.8 MB.
-		{"an attribute flood", strings.Repeat("|1\r\n+a\r\n+b\r\n", 1<<19+1) + "+OK\r\n"},
+		// 17 attributes of 2^15 pairs before the reply, 2^20 + 2^16
+		// elements in all (pairs count twice), 3.3 MB.
+		{"an attribute flood", strings.Repeat("|32768\r\n"+strings.Repeat("_\r\n", 1<<16), 17) + "+OK\r\n"},
 		{"not RESP", "HTTP/1.1 400 Bad Request\r\n\r\n"},
 	}
 }
@@ -61,10 +61,9 @@ func TestDiagnoseHostileReplies(t *testing.T) {
 					return "-ERR no\r\n"
 				})
 				self = f.Addr()
-				// Timeouts far above the 0.5-1.1 s the attribute flood's
-				// 6.8 MB take to arrive and be refused (measured with
-				// -race at load 18): the refusal, not a timeout, must end
-				// the step.
+				// Timeouts far above the 0.3-1.3 s the attribute flood
+				// takes to arrive and be refused (measured with -race at
+				// load 20): the refusal, not a timeout, must end the step.
 				cfg := Config{MasterName: "mymaster", SentinelAddrs: []string{self},
 					SentinelTimeout: 10 * time.Second, DialTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second}
 				// Diagnose is bounded by the stages' timeouts: at most a
