@@ -450,10 +450,10 @@ func (t *topology) scanReplicas(ctx context.Context, master string) replicaScan 
 	return scan
 }
 
-// keepReplicas bounds the replicas of a refresh to max addresses across
+// keepReplicas bounds the replicas of a refresh to limit addresses across
 // all the views (Config.MaxReplicas): everything after it (ROLE checks,
 // reads, the poll's probes, the durable set) works on what it keeps. Past
-// max it keeps the addresses listed by the most sentinels, ties in the
+// limit it keeps the addresses listed by the most sentinels, ties in the
 // order first listed, refused addresses (refusedRow) after every other,
 // and removes the other rows from the views. It returns how many
 // addresses were listed and how many were dropped.
@@ -463,7 +463,7 @@ func (t *topology) scanReplicas(ctx context.Context, master string) replicaScan 
 // one sentinel listing thousands of addresses cannot push out a replica
 // the others list; the order first listed keeps, among equals, what the
 // sentinels asked first (the one that named the master leads) list first.
-func keepReplicas(views []sentinelView, max int) (listed, dropped int) {
+func keepReplicas(views []sentinelView, limit int) (listed, dropped int) {
 	type entry struct {
 		addr    string
 		refused bool // every row listing it was refused
@@ -495,7 +495,7 @@ func keepReplicas(views []sentinelView, max int) (listed, dropped int) {
 			}
 		}
 	}
-	if len(order) <= max {
+	if len(order) <= limit {
 		return len(order), 0
 	}
 	// A stable sort: among equals, the order first listed.
@@ -508,13 +508,13 @@ func keepReplicas(views []sentinelView, max int) (listed, dropped int) {
 		}
 		return b.count - a.count
 	})
-	keep := make(map[string]bool, max)
-	for _, e := range order[:max] {
+	keep := make(map[string]bool, limit)
+	for _, e := range order[:limit] {
 		keep[e.addr] = true
 	}
 	for i := range views {
 		v := &views[i]
-		kept := make([]map[string]string, 0, min(len(v.rows), max))
+		kept := make([]map[string]string, 0, min(len(v.rows), limit))
 		for _, r := range v.rows {
 			if keep[redisinfo.Addr(r)] {
 				kept = append(kept, r)
@@ -522,7 +522,7 @@ func keepReplicas(views []sentinelView, max int) (listed, dropped int) {
 		}
 		v.rows = kept
 	}
-	return len(order), len(order) - max
+	return len(order), len(order) - limit
 }
 
 // readable reports whether reads may use addr, as far as the sentinels

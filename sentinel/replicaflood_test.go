@@ -130,7 +130,6 @@ func TestReplicaFloodIsBounded(t *testing.T) {
 			if err != nil || len(rows) != listed {
 				t.Fatalf("SENTINEL REPLICAS: %d rows, %v", len(rows), err)
 			}
-			rows = nil
 
 			var mu sync.Mutex
 			dialled := map[string]int{}
