@@ -231,6 +231,19 @@ func TestReplicaFloodIsBounded(t *testing.T) {
 				t.Errorf("the heap grew by %d MiB, past %d MiB", grew>>20, bound>>20)
 			}
 			awaitPoolDialers(t)
+
+			// Diagnose considers the replicas as a refresh does, and says
+			// so.
+			d, err := Diagnose(ctx, Config{MasterName: "mymaster", SentinelAddrs: []string{flood.Addr()}, SentinelTimeout: 10*read + time.Second})
+			if err != nil {
+				t.Fatalf("Diagnose: %v\n%s", err, d)
+			}
+			if last := d.Steps[len(d.Steps)-1]; last.Stage != StageReplica || !strings.Contains(last.Detail, "MaxReplicas") {
+				t.Errorf("Diagnose's last step does not report the cut:\n%s", d)
+			} else {
+				t.Logf("Diagnose: %s", last)
+			}
+			awaitPoolDialers(t)
 		})
 	}
 }
