@@ -181,7 +181,7 @@ func TestReplicaFloodIsBounded(t *testing.T) {
 				t.Fatalf("SET: %v after %v (deadline %v; reading the list takes %v)", err, took, deadline, read)
 			}
 			refreshes := c.Stats().Resolutions
-			testkit.WaitFor(t, 30*time.Second, "three more refreshes", func() bool { return c.Stats().Resolutions >= refreshes+3 })
+			testkit.WaitFor(t, 30*time.Second+10*read, "three more refreshes", func() bool { return c.Stats().Resolutions >= refreshes+3 })
 
 			// Refused unsent: for the replicas left out (MaxReplicas), or,
 			// when every replica listed is disconnected, for want of one
