@@ -90,6 +90,12 @@ const (
 	// DefaultMaxSentinels is the default of Config.MaxSentinels:
 	// deployments run three or five sentinels.
 	DefaultMaxSentinels = 10
+	// DefaultMaxReplicas is the default of Config.MaxReplicas: far above
+	// the few replicas a Sentinel deployment runs (Redis itself has no
+	// limit, but each replica costs its master a replication stream), and
+	// far below what would make the client's refreshes dial thousands of
+	// addresses one sentinel lists.
+	DefaultMaxReplicas = 256
 	// DefaultSentinelPollInterval is how often every sentinel is asked
 	// SENTINEL MASTER: a quarter of a second catches a master cut off from
 	// the sentinels within about half a second of its replicas' losing it,
@@ -321,6 +327,19 @@ type Config struct {
 	// one sentinel cannot fill the set with addresses of its own. Default
 	// DefaultMaxSentinels, and never fewer than len(SentinelAddrs).
 	MaxSentinels int
+	// MaxReplicas bounds how many replicas the client keeps from what the
+	// sentinels list (SENTINEL REPLICAS): the addresses it checks with
+	// ROLE at each refresh, reads from, probes, and counts for durable
+	// writes. Past it, the client keeps the replicas listed by the most
+	// sentinels, ties in the order first listed (the sentinels asked in
+	// order, each's list in its order), addresses it refuses
+	// (AllowedNetworks, MapAddr, malformed) last; it reports the cut once
+	// (EventReplicasLimited, a WARN log) until the lists fit again. While
+	// more are listed than kept, durable writes are refused unsent
+	// (NotDurableError.Unconfirmable says so): the replicas left out could
+	// be promoted without the writes. Default DefaultMaxReplicas; it
+	// cannot be negative.
+	MaxReplicas int
 	// AllowedNetworks, when set, are the only networks the client
 	// connects to: an address a sentinel names outside them (a master, a
 	// replica, another sentinel) is refused with an *AddressError, and a
@@ -449,6 +468,10 @@ func (o Config) withDefaults() (Config, error) {
 	}
 	zero.Default(&o.MaxSentinels, DefaultMaxSentinels)
 	o.MaxSentinels = max(o.MaxSentinels, len(o.SentinelAddrs))
+	if o.MaxReplicas < 0 {
+		return o, configError("MaxReplicas", fmt.Sprintf("%d cannot be negative (0: the default, %d)", o.MaxReplicas, DefaultMaxReplicas))
+	}
+	zero.Default(&o.MaxReplicas, DefaultMaxReplicas)
 	for _, p := range o.AllowedNetworks {
 		if !p.IsValid() {
 			return o, configError("AllowedNetworks", fmt.Sprintf("holds an invalid prefix %v", p))

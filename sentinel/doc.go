@@ -50,6 +50,20 @@
 // MaxSentinels (10), so one sentinel cannot make the client dial (and send
 // the sentinel password to) addresses of its own.
 //
+// Replicas are bounded likewise: a refresh keeps at most MaxReplicas (256)
+// of the replicas the sentinels list, across all of them, and validates
+// each address (below) before anything is dialled; only those it keeps are
+// checked with ROLE, read from, probed by the poll and counted for durable
+// writes. Past the bound it keeps the replicas listed by the most
+// sentinels, ties in the order first listed (the sentinels in the order
+// asked, each list in its order), refused addresses last; it reports the
+// cut once (EventReplicasLimited, a WARN log) until the lists fit again,
+// and refuses durable writes meanwhile (a *NotDurableError, not sent): the
+// replicas left out could be promoted without them. (A sentinel listing
+// 50,000 replicas made the client dial thousands of them, a SET miss its
+// 2 s deadline and Close take 10 s; now the client dials at most 256 of
+// them, and what remains is reading the list: 0.2-0.3 s for 50,000 rows.)
+//
 // # What the client trusts
 //
 // The client dials whatever address a sentinel names and sends the data
@@ -455,7 +469,9 @@
 // replica, multidb and hashring.
 // Stats returns counters and the current topology; Config.Logger receives
 // records. Diagnose returns a staged trace of the path to the master for a
-// person to read.
+// person to read; its connections are bounded as the client's own are (a
+// reply over a limit fails its step with a *StageError naming the server),
+// and the replicas it considers as the client's refreshes are.
 //
 // AddHook hooks see the caller's calls, once each, as in go-redis, and
 // not the client's own checks (ROLE, probes, CLIENT ID before a blocking

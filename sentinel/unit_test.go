@@ -92,6 +92,7 @@ func TestConfigValidation(t *testing.T) {
 		{Config{MasterName: "m", SentinelAddrs: addrs, Password: "hunter2", DurableTimeout: DefaultReadTimeout}, "DurableTimeout", "Config.DurableTimeout"},
 		{Config{MasterName: "m", SentinelAddrs: addrs, DurableAOF: true, DurableTimeout: DefaultReadTimeout / 2}, "DurableTimeout", "shorter than half of ReadTimeout"},
 		{Config{MasterName: "m", SentinelAddrs: addrs, AutoPipeline: true, AutoPipelineInflight: -1}, "AutoPipelineMaxBatch", "cannot be negative"},
+		{Config{MasterName: "m", SentinelAddrs: addrs, MaxReplicas: -1}, "MaxReplicas", "-1 cannot be negative"},
 	}
 	for _, tt := range tests {
 		c, err := NewClient(tt.cfg)
