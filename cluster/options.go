@@ -119,7 +119,8 @@ type Options struct {
 
 	// Observer, when set, receives every Event (masters changed, slots
 	// moved, a master failing and recovering, refreshes failed, reads
-	// retried, writes re-run and refused, durable writes not confirmed),
+	// retried, writes re-run and refused, durable writes not confirmed,
+	// split-brain holds begun and ended),
 	// in order, one call at a time, from a goroutine of the client's own:
 	// a slow Observer holds up neither a failover nor a call; past
 	// eventq.DefaultCapacity (1,024) waiting events new ones are dropped

@@ -48,7 +48,7 @@ func TestSplitBrainDecision(t *testing.T) {
 	now := time.Unix(1000, 0)
 	const serverNow = int64(5_000_000)
 	self := busPeer{id: "m", addr: "m:1", self: true, master: true}
-	up := func(a string) busPeer { return busMaster(a, serverNow-400) } // before the holds below began
+	up := func(a string) busPeer { return busMaster(a, serverNow-400) }    // before the holds below began
 	ponged := func(a string) busPeer { return busMaster(a, serverNow-10) } // since they began
 	pending := func(a string, ms int64) busPeer { p := up(a); p.pingSent = serverNow - ms; return p }
 	flagged := func(a string) busPeer { p := up(a); p.flagged = true; return p }
