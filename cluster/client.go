@@ -403,19 +403,19 @@ func (c *Client) pick(ctx context.Context, snap *snapshot, a *attempt) (*node, e
 		c.stats.writesHeld.Add(1)
 	}
 	if err := c.waitChange(ctx, snap, a.holdEnd); err != nil {
-		return nil, &NoMasterError{Slot: a.slot, Cause: holdCause(snap, n, err)}
+		return nil, noMaster(snap, a.slot, n, err)
 	}
 	return nil, nil
 }
 
-// holdCause is why a held write is refused: err, with the split-brain
-// hold's reason when the master n is cut off.
-func holdCause(snap *snapshot, n *node, err error) error {
-	if n == nil || snap.isolated[n] == "" {
-		return err
+// noMaster is the error of a write of slot held (not sent) until err: the
+// master n cut off, when the split-brain hold held it.
+func noMaster(snap *snapshot, slot int, n *node, err error) *NoMasterError {
+	e := &NoMasterError{Slot: slot, Cause: err}
+	if n != nil && snap.isolated[n] != "" {
+		e.Isolated, e.IsolatedReason = n.addr, snap.isolated[n]
 	}
-	return fmt.Errorf("its master %s is cut off (%s) and may be replaced, losing what it acknowledges: the write was held, not sent: %w",
-		n.addr, snap.isolated[n], err)
+	return e
 }
 
 // judge decides what follows a failed send: whether to send again, or the
@@ -663,7 +663,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 // write's slot (nothing was sent).
 func (c *Client) waitIsolated(ctx context.Context, cmds []redis.Cmder) (*snapshot, error) {
 	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
-	for {
+	for counted := false; ; counted = true {
 		snap, err := c.topo.ready(ctx)
 		if err != nil || len(snap.isolated) == 0 {
 			return snap, err
@@ -678,9 +678,11 @@ func (c *Client) waitIsolated(ctx context.Context, cmds []redis.Cmder) (*snapsho
 		if held == nil {
 			return snap, nil
 		}
-		c.stats.writesHeld.Add(1)
+		if !counted {
+			c.stats.writesHeld.Add(1)
+		}
 		if err := c.waitChange(ctx, snap, holdEnd); err != nil {
-			return nil, &NoMasterError{Slot: slot, Cause: holdCause(snap, held, err)}
+			return nil, noMaster(snap, slot, held, err)
 		}
 	}
 }
@@ -758,7 +760,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		n := snap.master(slot)
 		if n == nil || snap.holds(n) {
 			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
-				err = &NoMasterError{Slot: slot, Cause: holdCause(snap, n, err)}
+				err = noMaster(snap, slot, n, err)
 				routing.SetErrs(nil, cmds, err)
 				return err
 			}
@@ -871,7 +873,7 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		n := snap.master(slot)
 		if n == nil || snap.holds(n) {
 			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
-				return &NoMasterError{Slot: slot, Cause: holdCause(snap, n, err)}
+				return noMaster(snap, slot, n, err)
 			}
 			continue
 		}

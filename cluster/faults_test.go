@@ -634,10 +634,60 @@ func TestMinorityPartition(t *testing.T) {
 	var stop atomic.Bool
 	oursDone := partitionWriters(ctx, ours, "rk", listsOf("rk"), &stop)
 	theirsDone := partitionWriters(ctx, theirs, "gr", listsOf("gr"), &stop)
+	// A client whose hold is short (300 ms) refuses the writes it held,
+	// a single command and a pipeline, with a *NoMasterError that says
+	// the master was cut off and that nothing was sent.
+	shortEvents := newEventLog()
+	short := newTestClient(t, l, func(o *Options) {
+		o.WriteHoldTimeout = 300 * time.Millisecond
+		o.Observer = shortEvents.observe
+	})
+	otherTag := tags[slices.IndexFunc(tags, func(tag string) bool { return !slices.Contains(cutTags, tag) })]
+	shortDone := make(chan [2]error, 1)
+	go func() {
+		var r [2]error
+		defer func() { shortDone <- r }()
+		for {
+			if _, ok := shortEvents.first(EventMasterIsolated, cut.Addr(), time.Time{}); ok {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		r[0] = short.RPush(ctx, cutTags[0]+"short", "short:single").Err()
+		_, r[1] = short.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.RPush(ctx, cutTags[0]+"short", "short:pipe")
+			p.RPush(ctx, otherTag+"short", "short:other")
+			return nil
+		})
+	}()
 	time.Sleep(500 * time.Millisecond)
 
 	mr := cutMinority(ctx, t, l, cut)
 	refused, next, ready := mr.refused, mr.next, mr.ready
+	shortErrs := <-shortDone
+	shortSeen := readLists(ctx, t, l, []string{cutTags[0] + "short", otherTag + "short"})
+	for i, id := range []string{"short:single", "short:pipe"} {
+		err := shortErrs[i]
+		var nme *NoMasterError
+		switch {
+		case err == nil:
+			// The promotion came within the 300 ms: the write went to
+			// the new master.
+			t.Logf("%s: acknowledged (the promotion came within its hold)", id)
+			if shortSeen[id] != 1 {
+				t.Errorf("%s acknowledged, found %d times", id, shortSeen[id])
+			}
+		case !errors.As(err, &nme) || nme.Isolated != cut.Addr() || !strings.Contains(err.Error(), "not sent"):
+			t.Errorf("%s past a 300 ms hold: %v; want a *NoMasterError saying the master was cut off and nothing was sent", id, err)
+		case shortSeen[id] != 0 || i == 1 && shortSeen["short:other"] != 0:
+			t.Errorf("%s failed saying it was not sent, and it is in its list (%v)", id, shortSeen)
+		default:
+			t.Logf("%s past a 300 ms hold: %v", id, err)
+		}
+	}
 
 	// This client's map names the new master for the cut shard, and its
 	// writes land there.

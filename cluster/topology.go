@@ -89,7 +89,9 @@ type snapshot struct {
 
 // holds reports whether writes to the master n are held: it is failing,
 // or cut off from its replicas and the majority.
-func (s *snapshot) holds(n *node) bool { return s.suspect[n] || s.isolated[n] != "" }
+func (s *snapshot) holds(n *node) bool {
+	return s.suspect[n] || len(s.isolated) > 0 && s.isolated[n] != ""
+}
 
 func (s *snapshot) master(slot int) *node {
 	if slot < 0 {
