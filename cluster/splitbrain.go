@@ -139,14 +139,13 @@ type splitBrainInput struct {
 }
 
 // splitBrainHold is a hold of a shard's writes for a master cut off (or
-// suspected cut off) from its replicas and the majority.
+// suspected cut off: the master's bus view does not show it cut off from
+// the majority, yet) from its replicas and the majority; sinceServer is
+// the master's clock when it began (ms), which the PONG times of its bus
+// view are compared with.
 type splitBrainHold struct {
-	since       time.Time
-	sinceServer int64 // the master's clock at since, ms
-	reason      string
-	// suspect: the master's bus view does not show it cut off from the
-	// majority (yet); see splitBrainDecision.
-	suspect bool
+	isolation.Hold
+	sinceServer int64
 }
 
 // splitBrainDecision decides, from one poll round about a shard, whether
@@ -184,7 +183,7 @@ type splitBrainHold struct {
 // masters cannot fail a master over without it, and is never held.
 func splitBrainDecision(cur *splitBrainHold, cleared bool, in splitBrainInput) (*splitBrainHold, bool) {
 	if !in.answered {
-		if cur != nil && cur.suspect && in.now.Sub(cur.since) >= splitBrainSuspectMax {
+		if cur != nil && cur.Suspect && in.now.Sub(cur.Since) >= splitBrainSuspectMax {
 			return nil, true
 		}
 		return cur, cleared
@@ -212,32 +211,31 @@ func splitBrainDecision(cur *splitBrainHold, cleared bool, in splitBrainInput) (
 	if !self || size-1 < needed {
 		return nil, cleared
 	}
-	if in.stall.Receiving() {
-		cleared = false
-		return nil, false
+	var curHold *isolation.Hold
+	if cur != nil {
+		curHold = &cur.Hold
 	}
-	confirmed := len(signs) >= needed && (in.stall.All() || cur != nil || cleared)
-	if !confirmed && !in.stall.All() {
+	h, cleared := isolation.Decide(curHold, cleared, in.now, isolation.Signs{
+		Suspicion: in.stall.All(),
+		// Once held (or vouched for in this episode), a master cut off
+		// from the majority stays held while its replicas are not seen
+		// receiving: their links may have dropped, and are no longer
+		// watched.
+		Confirmed: len(signs) >= needed && !in.stall.Receiving() && (in.stall.All() || cur != nil || cleared),
+		// Too few masters are left that could fail it over.
+		Vouched:   vouched >= size-needed,
+		Expired:   cur != nil && in.now.Sub(cur.Since) >= splitBrainSuspectMax,
+		Receiving: in.stall.Receiving(),
+		Reason:    describeSplitBrain(signs, in.stall),
+	})
+	if h == nil {
 		return nil, cleared
 	}
-	reason := describeSplitBrain(signs, in.stall)
-	switch {
-	case confirmed:
-		h := &splitBrainHold{since: in.now, sinceServer: in.serverNow, reason: reason}
-		if cur != nil {
-			h.since, h.sinceServer = cur.since, cur.sinceServer
-		}
-		return h, cleared
-	case cleared:
-		return nil, true
-	case cur == nil:
-		return &splitBrainHold{since: in.now, sinceServer: in.serverNow, reason: reason, suspect: true}, false
-	case vouched >= size-needed, in.now.Sub(cur.since) >= splitBrainSuspectMax:
-		// Too few masters are left that could fail it over; or no
-		// confirmation came in time.
-		return nil, true
+	next := &splitBrainHold{Hold: *h, sinceServer: in.serverNow}
+	if cur != nil && h.Since.Equal(cur.Since) {
+		next.sinceServer = cur.sinceServer
 	}
-	return &splitBrainHold{since: cur.since, sinceServer: cur.sinceServer, reason: reason, suspect: true}, false
+	return next, cleared
 }
 
 // describeSplitBrain says what the poll saw, for the hold's reason.
@@ -454,19 +452,19 @@ func (t *topology) applySplitBrain(samples []splitBrainSample) {
 			delete(s.isolated, n)
 		}
 		for n, h := range began {
-			s.isolated[n] = h.reason
+			s.isolated[n] = h.Reason
 		}
 	}))
 	for n, h := range began {
 		t.splitBrainHolds.Add(1)
-		t.log.Warn("cluster: master cut off from its replicas; holding its writes", "addr", n.addr, "reason", h.reason, "suspect", h.suspect)
-		t.emit(Event{Kind: EventMasterIsolated, Master: n.addr, Slot: -1, Reason: h.reason})
+		t.log.Warn("cluster: master cut off from its replicas; holding its writes", "addr", n.addr, "reason", h.Reason, "suspect", h.Suspect)
+		t.emit(Event{Kind: EventMasterIsolated, Master: n.addr, Slot: -1, Reason: h.Reason})
 	}
 }
 
 // endSplitBrainHold reports the end of a hold of n's writes.
 func (t *topology) endSplitBrainHold(n *node, h *splitBrainHold, why string) {
-	held := time.Since(h.since)
+	held := time.Since(h.Since)
 	t.log.Info("cluster: master no longer cut off; its writes resume", "addr", n.addr, "held", held, "why", why)
 	t.emit(Event{Kind: EventIsolationEnded, Master: n.addr, Slot: -1, Reason: why, Duration: held})
 }

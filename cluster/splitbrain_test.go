@@ -57,8 +57,8 @@ func TestSplitBrainDecision(t *testing.T) {
 	three := func(b, c busPeer) []busPeer { return []busPeer{self, b, c, replica} }
 	stalled := isolation.Stall{Watched: 1, Stalled: 1}
 	receiving := isolation.Stall{Watched: 1}
-	suspect := &splitBrainHold{since: now.Add(-300 * time.Millisecond), sinceServer: serverNow - 300, suspect: true, reason: "r"}
-	confirmed := &splitBrainHold{since: now.Add(-time.Second), sinceServer: serverNow - 1000, reason: "r"}
+	suspect := &splitBrainHold{Hold: isolation.Hold{Since: now.Add(-300 * time.Millisecond), Suspect: true, Reason: "r"}, sinceServer: serverNow - 300}
+	confirmed := &splitBrainHold{Hold: isolation.Hold{Since: now.Add(-time.Second), Reason: "r"}, sinceServer: serverNow - 1000}
 	tests := []struct {
 		name        string
 		cur         *splitBrainHold
@@ -79,7 +79,7 @@ func TestSplitBrainDecision(t *testing.T) {
 		{name: "suspected, a master answered a PING since: no majority can fail it over, released",
 			cur: suspect, in: splitBrainInput{peers: three(ponged("b"), up("c")), stall: stalled}, wantCleared: true},
 		{name: "suspected past splitBrainSuspectMax: released",
-			cur: &splitBrainHold{since: now.Add(-splitBrainSuspectMax), sinceServer: serverNow - 2000, suspect: true},
+			cur: &splitBrainHold{Hold: isolation.Hold{Since: now.Add(-splitBrainSuspectMax), Suspect: true}, sinceServer: serverNow - 2000},
 			in:  splitBrainInput{peers: three(up("b"), up("c")), stall: stalled}, wantCleared: true},
 		{name: "vouched for this episode: no new hold on the same stall",
 			cleared: true, in: splitBrainInput{peers: three(up("b"), up("c")), stall: stalled}, wantCleared: true},
@@ -106,7 +106,7 @@ func TestSplitBrainDecision(t *testing.T) {
 		{name: "no answer from the master: a confirmed hold stands",
 			cur: confirmed, in: splitBrainInput{}, hold: true},
 		{name: "no answer from the master: a suspicion ends at splitBrainSuspectMax",
-			cur: &splitBrainHold{since: now.Add(-splitBrainSuspectMax), suspect: true}, in: splitBrainInput{}, wantCleared: true},
+			cur: &splitBrainHold{Hold: isolation.Hold{Since: now.Add(-splitBrainSuspectMax), Suspect: true}}, in: splitBrainInput{}, wantCleared: true},
 	}
 	for _, tt := range tests {
 		tt.in.now = now
@@ -117,11 +117,11 @@ func TestSplitBrainDecision(t *testing.T) {
 		switch {
 		case (got != nil) != tt.hold:
 			t.Errorf("%s: hold %+v, want held %v", tt.name, got, tt.hold)
-		case got != nil && got.suspect != tt.suspect:
-			t.Errorf("%s: suspect %v, want %v", tt.name, got.suspect, tt.suspect)
-		case got != nil && tt.cur != nil && !got.since.Equal(tt.cur.since):
-			t.Errorf("%s: the hold restarted at %v, was %v", tt.name, got.since, tt.cur.since)
-		case got != nil && got.reason == "":
+		case got != nil && got.Suspect != tt.suspect:
+			t.Errorf("%s: suspect %v, want %v", tt.name, got.Suspect, tt.suspect)
+		case got != nil && tt.cur != nil && !got.Since.Equal(tt.cur.Since):
+			t.Errorf("%s: the hold restarted at %v, was %v", tt.name, got.Since, tt.cur.Since)
+		case got != nil && got.Reason == "":
 			t.Errorf("%s: a hold without a reason", tt.name)
 		}
 		if cleared != tt.wantCleared {
@@ -150,7 +150,7 @@ func FuzzSplitBrainDecision(f *testing.F) {
 		var cur *splitBrainHold
 		if held {
 			age = max(0, age%5000)
-			cur = &splitBrainHold{since: now.Add(-time.Duration(age) * time.Millisecond), sinceServer: serverNow - age, suspect: bits&0x8000 == 0, reason: "r"}
+			cur = &splitBrainHold{Hold: isolation.Hold{Since: now.Add(-time.Duration(age) * time.Millisecond), Suspect: bits&0x8000 == 0, Reason: "r"}, sinceServer: serverNow - age}
 		}
 		in := splitBrainInput{now: now, answered: bits&0x4000 == 0, serverNow: serverNow, peers: peers, stall: stall}
 		got, _ := splitBrainDecision(cur, cleared, in)
@@ -169,13 +169,13 @@ func FuzzSplitBrainDecision(f *testing.F) {
 		if !stall.All() && cur == nil && !cleared {
 			t.Fatalf("held (%+v) with no sign of a stall ever", got)
 		}
-		if cur != nil && !got.since.Equal(cur.since) {
-			t.Fatalf("the hold restarted at %v, was %v", got.since, cur.since)
+		if cur != nil && !got.Since.Equal(cur.Since) {
+			t.Fatalf("the hold restarted at %v, was %v", got.Since, cur.Since)
 		}
-		if got.since.After(now) || got.reason == "" {
+		if got.Since.After(now) || got.Reason == "" {
 			t.Fatalf("hold %+v", got)
 		}
-		if got.suspect && now.Sub(got.since) >= splitBrainSuspectMax {
+		if got.Suspect && now.Sub(got.Since) >= splitBrainSuspectMax {
 			t.Fatalf("a suspicion held past splitBrainSuspectMax: %+v", got)
 		}
 	})

@@ -119,15 +119,10 @@ type isolationInput struct {
 }
 
 // isolationHold is a hold of writes for a master cut off (or suspected
-// cut off) from the sentinels and its replicas.
-type isolationHold struct {
-	since  time.Time
-	reason string
-	// suspect: the quorum of sentinels needed to replace the master has
-	// not (yet) said it cannot reach it; the hold ends when that quorum
-	// has had a PING answered by the master since the hold began.
-	suspect bool
-}
+// cut off) from the sentinels and its replicas; suspect: the quorum of
+// sentinels needed to replace the master has not (yet) said it cannot
+// reach it.
+type isolationHold = isolation.Hold
 
 // isolationDecision decides, from one poll round, whether writes must be
 // held because the master is about to be replaced while it still answers
@@ -180,7 +175,7 @@ func isolationDecision(cur *isolationHold, cleared bool, in isolationInput) (*is
 		}
 		if v.cannotReach(in.master, masterRTT) {
 			signs = append(signs, v.sentinel)
-		} else if cur != nil && in.now.Add(-v.lastOK).After(cur.since) {
+		} else if cur != nil && in.now.Add(-v.lastOK).After(cur.Since) {
 			vouched++ // a PING answered since the hold began
 		}
 	}
@@ -195,32 +190,14 @@ func isolationDecision(cur *isolationHold, cleared bool, in isolationInput) (*is
 	// and do not end it.
 	receiving := in.stall.Receiving() ||
 		(in.probe.ran && in.probe.err == nil && !in.probe.noPerm && in.probe.acked >= in.probe.want)
-	if receiving {
-		cleared = false
-	}
-	suspicion := (len(signs) > 0 && probeFailed) || in.stall.All()
-	confirmed := len(signs) >= quorum && (notReceiving || in.probe.noPerm)
-	if !suspicion && !confirmed {
-		return nil, cleared
-	}
-	reason := describeIsolation(signs, in.probe, in.stall)
-	switch {
-	case confirmed:
-		since := in.now
-		if cur != nil {
-			since = cur.since
-		}
-		return &isolationHold{since: since, reason: reason}, cleared
-	case cleared:
-		return nil, true
-	case cur == nil:
-		return &isolationHold{since: in.now, reason: reason, suspect: true}, false
-	case vouched >= quorum:
-		return nil, true // the sentinels still reach the master
-	case answered == 0 && in.now.Sub(cur.since) >= suspectHoldMax:
-		return nil, true
-	}
-	return &isolationHold{since: cur.since, reason: reason, suspect: !confirmed}, false
+	return isolation.Decide(cur, cleared, in.now, isolation.Signs{
+		Suspicion: (len(signs) > 0 && probeFailed) || in.stall.All(),
+		Confirmed: len(signs) >= quorum && (notReceiving || in.probe.noPerm),
+		Vouched:   vouched >= quorum, // the sentinels still reach the master
+		Expired:   cur != nil && answered == 0 && in.now.Sub(cur.Since) >= suspectHoldMax,
+		Receiving: receiving,
+		Reason:    describeIsolation(signs, in.probe, in.stall),
+	})
 }
 
 // describeIsolation says what the poll saw, for the hold's reason.
@@ -544,10 +521,10 @@ func (t *topology) applyPoll(res pollResult) {
 func (t *topology) startIsolationHold(h *isolationHold) {
 	t.state.poll.hold = h
 	next := t.snap.Load().with()
-	next.isolated = h.reason
+	next.isolated = h.Reason
 	t.install(next)
-	t.emit(Event{Kind: EventMasterIsolated, Master: next.masterAddr(), Reason: h.reason})
-	t.log.Warn("master cut off; holding writes", "master", next.masterAddr(), "reason", h.reason, "suspect", h.suspect)
+	t.emit(Event{Kind: EventMasterIsolated, Master: next.masterAddr(), Reason: h.Reason})
+	t.log.Warn("master cut off; holding writes", "master", next.masterAddr(), "reason", h.Reason, "suspect", h.Suspect)
 }
 
 // endIsolationHold lifts a hold of writes for an isolated master.
@@ -557,7 +534,7 @@ func (t *topology) endIsolationHold(why string) {
 	next := t.snap.Load().with()
 	next.isolated = ""
 	t.install(next)
-	held := time.Since(h.since).Round(time.Millisecond)
+	held := time.Since(h.Since).Round(time.Millisecond)
 	t.emit(Event{Kind: EventIsolationEnded, Master: next.masterAddr(), Reason: why, Duration: held})
 	t.log.Info("master no longer cut off; writes resume", "master", next.masterAddr(), "held", held, "why", why)
 }

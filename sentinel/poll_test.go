@@ -21,7 +21,7 @@ func TestIsolationDecision(t *testing.T) {
 	ok := replicationProbe{ran: true, want: 2, acked: 2}
 	failed := replicationProbe{ran: true, want: 2, acked: 0}
 	stalled := replicationStall{Watched: 2, Stalled: 2}
-	suspect := &isolationHold{since: now.Add(-300 * time.Millisecond), suspect: true}
+	suspect := &isolationHold{Since: now.Add(-300 * time.Millisecond), Suspect: true}
 	tests := []struct {
 		name        string
 		cur         *isolationHold
@@ -90,7 +90,7 @@ func TestIsolationDecision(t *testing.T) {
 			cleared: true,
 			in:      isolationInput{views: []masterView{up("a"), up("b"), up("c")}, stall: replicationStall{Watched: 2}, now: now}},
 		{name: "suspicion no sentinel answers, past suspectHoldMax: lifted",
-			cur: &isolationHold{since: now.Add(-suspectHoldMax), suspect: true},
+			cur: &isolationHold{Since: now.Add(-suspectHoldMax), Suspect: true},
 			in: isolationInput{views: []masterView{{sentinel: "a", err: errors.New("down")}, {sentinel: "b", err: errors.New("down")}},
 				stall: stalled, now: now},
 			wantCleared: true},
@@ -103,15 +103,15 @@ func TestIsolationDecision(t *testing.T) {
 			tt.in.now = now
 		}
 		got, cleared := isolationDecision(tt.cur, tt.cleared, tt.in)
-		if (got != nil) != tt.held || (got != nil && got.suspect != tt.suspect) || cleared != tt.wantCleared {
+		if (got != nil) != tt.held || (got != nil && got.Suspect != tt.suspect) || cleared != tt.wantCleared {
 			t.Errorf("%s: hold %+v cleared %v; want held %v suspect %v cleared %v", tt.name, got, cleared, tt.held, tt.suspect, tt.wantCleared)
 			continue
 		}
-		if got != nil && got.reason == "" {
+		if got != nil && got.Reason == "" {
 			t.Errorf("%s: a hold without a reason", tt.name)
 		}
-		if got != nil && tt.cur != nil && !got.since.Equal(tt.cur.since) {
-			t.Errorf("%s: a continued hold starts at %v, want %v", tt.name, got.since, tt.cur.since)
+		if got != nil && tt.cur != nil && !got.Since.Equal(tt.cur.Since) {
+			t.Errorf("%s: a continued hold starts at %v, want %v", tt.name, got.Since, tt.cur.Since)
 		}
 	}
 }
@@ -143,7 +143,7 @@ func FuzzIsolationDecision(f *testing.F) {
 			stall: replicationStall{Watched: 2, Stalled: int(stalled % 3)}}
 		var cur *isolationHold
 		if hasCur {
-			cur = &isolationHold{since: now.Add(-time.Duration(uint64(sinceMs)%10000) * time.Millisecond), suspect: true}
+			cur = &isolationHold{Since: now.Add(-time.Duration(uint64(sinceMs)%10000) * time.Millisecond), Suspect: true}
 		}
 		got, _ := isolationDecision(cur, cleared, in)
 		if got == nil {
@@ -153,10 +153,10 @@ func FuzzIsolationDecision(f *testing.F) {
 		if !in.stall.All() && !probeFailed && !in.probe.noPerm {
 			t.Fatalf("held (%+v) with every replica receiving and confirming", got)
 		}
-		if cur != nil && !got.since.Equal(cur.since) {
-			t.Fatalf("the hold restarted at %v, was %v", got.since, cur.since)
+		if cur != nil && !got.Since.Equal(cur.Since) {
+			t.Fatalf("the hold restarted at %v, was %v", got.Since, cur.Since)
 		}
-		if got.since.After(now) || got.reason == "" {
+		if got.Since.After(now) || got.Reason == "" {
 			t.Fatalf("hold %+v", got)
 		}
 	})
