@@ -305,6 +305,9 @@ func (t *topology) startSplitBrainPoll() {
 		}
 	}
 	if len(shards) == 0 {
+		if len(st.shards) > 0 {
+			t.applySplitBrain([]splitBrainSample{}) // ends the holds left
+		}
 		return
 	}
 	st.polling = true
@@ -443,6 +446,25 @@ func (t *topology) applySplitBrain(samples []splitBrainSample) {
 			t.endSplitBrainHold(s.master, ss.hold, "its replicas receive its writes again, or the other masters still reach it")
 		}
 		ss.hold = hold
+	}
+	if samples != nil {
+		// A master the round did not sample has no replica in the map
+		// (all failed, or gone): none to promote in its place, nothing
+		// to watch. Its hold ends, and its watch is forgotten.
+		sampled := make(map[*node]bool, len(samples))
+		for _, s := range samples {
+			sampled[s.master] = true
+		}
+		for n, ss := range st.shards {
+			if sampled[n] {
+				continue
+			}
+			if ss.hold != nil {
+				ended = append(ended, n)
+				t.endSplitBrainHold(n, ss.hold, "the map has no healthy replica left in its shard")
+			}
+			delete(st.shards, n)
+		}
 	}
 	if len(began) == 0 && len(ended) == 0 {
 		return

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/internal/isolation"
+	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
@@ -336,5 +338,45 @@ func TestSplitBrainHoldsLittleWithoutFailover(t *testing.T) {
 	}
 	if lost > 0 {
 		t.Errorf("%d acknowledged writes lost without a failover", lost)
+	}
+}
+
+// TestSplitBrainHoldLifecycle applies rounds on a topology without a
+// network: two rounds of a replica behind and not moving hold the
+// master's writes (snapshot.isolated); a master left without a replica
+// in the map (none sampled) is released.
+func TestSplitBrainHoldLifecycle(t *testing.T) {
+	m, r, b, c := &node{addr: "m:1"}, &node{addr: "r:1"}, &node{addr: "b:1"}, &node{addr: "c:1"}
+	sh := &shard{master: m, replicas: []*node{r}}
+	snap := &snapshot{ready: true, masters: []*shard{sh, {master: b}, {master: c}}, suspect: map[*node]bool{},
+		isolated: map[*node]string{}, next: make(chan struct{})}
+	tp := &topology{log: slog.New(slog.DiscardHandler),
+		splitBrain: splitBrainState{shards: map[*node]*splitBrainShard{}, rtt: isolation.RTT{}}}
+	tp.snap.Store(snap)
+	server := time.Now().UnixMilli()
+	round := func(masterOffset, replicaOffset int64, at time.Time) splitBrainSample {
+		return splitBrainSample{master: m, answered: true, serverNow: server,
+			role: redisinfo.Role{Role: "master", Offset: masterOffset},
+			peers: []busPeer{
+				{id: "m", addr: "m:1", self: true, master: true},
+				{id: "b", addr: "b:1", master: true, pongRecv: server - 400},
+				{id: "c", addr: "c:1", master: true, pongRecv: server - 400},
+			},
+			replicas: map[string]splitBrainRole{"r:1": {at: at,
+				role: redisinfo.Role{Role: "slave", LinkState: "connected", MasterAddr: "m:1", Offset: replicaOffset}}}}
+	}
+	t0 := time.Now()
+	tp.applySplitBrain([]splitBrainSample{round(100, 90, t0)})
+	if len(tp.snap.Load().isolated) != 0 {
+		t.Fatal("held after one round")
+	}
+	tp.applySplitBrain([]splitBrainSample{round(300, 90, t0.Add(200*time.Millisecond))})
+	if why := tp.snap.Load().isolated[m]; why == "" || !tp.snap.Load().holds(m) || tp.splitBrainHolds.Load() != 1 {
+		t.Fatalf("not held after the replica stalled: %q", why)
+	}
+	// No replica sampled any more: released.
+	tp.applySplitBrain([]splitBrainSample{})
+	if len(tp.snap.Load().isolated) != 0 || len(tp.splitBrain.shards) != 0 {
+		t.Fatalf("still held with no replica: %v", tp.snap.Load().isolated)
 	}
 }
