@@ -208,7 +208,7 @@ func splitBrainDecision(cur *splitBrainHold, cleared bool, in splitBrainInput) (
 	// A failover needs the failure reports of a majority of the masters
 	// serving slots; the master never reports itself.
 	needed := size/2 + 1
-	if !self || size-1 < needed {
+	if !self || size <= needed { // the others are fewer than needed
 		return nil, cleared
 	}
 	var curHold *isolation.Hold
@@ -383,16 +383,7 @@ func (t *topology) applySplitBrain(samples []splitBrainSample) {
 	}
 	// Forget the masters the map no longer has: their holds end (the
 	// cluster replaced them: held writes go to the new master).
-	var ended []*node
-	for n, ss := range st.shards {
-		if !isMaster[n] {
-			if ss.hold != nil {
-				ended = append(ended, n)
-				t.endSplitBrainHold(n, ss.hold, "the cluster no longer has it master any slot")
-			}
-			delete(st.shards, n)
-		}
-	}
+	ended := t.forgetSplitBrain(func(n *node) bool { return isMaster[n] }, "the cluster no longer has it master any slot")
 	began := map[*node]*splitBrainHold{}
 	now := time.Now()
 	for _, s := range samples {
@@ -407,45 +398,13 @@ func (t *topology) applySplitBrain(samples []splitBrainSample) {
 		if !isMaster[s.master] {
 			continue
 		}
-		ss := st.shards[s.master]
-		if ss == nil {
-			ss = &splitBrainShard{watches: map[string]isolation.Watch{}}
-			st.shards[s.master] = ss
+		h, end := t.decideSplitBrain(s, now)
+		if h != nil {
+			began[s.master] = h
 		}
-		answered := s.answered && s.role.Role == "master"
-		var stall isolation.Stall
-		if answered {
-			watches := make(map[string]isolation.Watch, len(s.replicas))
-			for addr, rs := range s.replicas {
-				if rs.err != nil {
-					// Not answered: forgotten. A replica the client
-					// cannot see is not watched, and one that comes back
-					// is watched again once linked.
-					continue
-				}
-				bound := st.rtt.Get(s.master.addr) + st.rtt.Get(addr) + splitBrainSlack
-				w, watched, stalled := isolation.Stream(ss.watches[addr], rs.at, s.role.Offset, rs.role, s.master.addr, bound)
-				watches[addr] = w
-				stall.Add(watched, stalled)
-			}
-			ss.watches = watches
-		}
-		peers := make([]busPeer, len(s.peers))
-		for i, p := range s.peers {
-			p.bound = st.rtt.Get(s.master.addr) + st.rtt.Get(p.addr) + splitBrainSlack
-			peers[i] = p
-		}
-		hold, cleared := splitBrainDecision(ss.hold, ss.cleared, splitBrainInput{now: now, answered: answered,
-			serverNow: s.serverNow, peers: peers, stall: stall})
-		ss.cleared = cleared
-		switch {
-		case hold != nil && ss.hold == nil:
-			began[s.master] = hold
-		case hold == nil && ss.hold != nil:
+		if end {
 			ended = append(ended, s.master)
-			t.endSplitBrainHold(s.master, ss.hold, "its replicas receive its writes again, or the other masters still reach it")
 		}
-		ss.hold = hold
 	}
 	if samples != nil {
 		// A master the round did not sample has no replica in the map
@@ -455,16 +414,7 @@ func (t *topology) applySplitBrain(samples []splitBrainSample) {
 		for _, s := range samples {
 			sampled[s.master] = true
 		}
-		for n, ss := range st.shards {
-			if sampled[n] {
-				continue
-			}
-			if ss.hold != nil {
-				ended = append(ended, n)
-				t.endSplitBrainHold(n, ss.hold, "the map has no healthy replica left in its shard")
-			}
-			delete(st.shards, n)
-		}
+		ended = append(ended, t.forgetSplitBrain(func(n *node) bool { return sampled[n] }, "the map has no healthy replica left in its shard")...)
 	}
 	if len(began) == 0 && len(ended) == 0 {
 		return
@@ -482,6 +432,76 @@ func (t *topology) applySplitBrain(samples []splitBrainSample) {
 		t.log.Warn("cluster: master cut off from its replicas; holding its writes", "addr", n.addr, "reason", h.Reason, "suspect", h.Suspect)
 		t.emit(Event{Kind: EventMasterIsolated, Master: n.addr, Slot: -1, Reason: h.Reason})
 	}
+}
+
+// forgetSplitBrain forgets the masters keep rejects, ending their holds
+// (why), and returns those whose hold ended.
+func (t *topology) forgetSplitBrain(keep func(*node) bool, why string) []*node {
+	var ended []*node
+	for n, ss := range t.splitBrain.shards {
+		if keep(n) {
+			continue
+		}
+		if ss.hold != nil {
+			ended = append(ended, n)
+			t.endSplitBrainHold(n, ss.hold, why)
+		}
+		delete(t.splitBrain.shards, n)
+	}
+	return ended
+}
+
+// decideSplitBrain applies splitBrainDecision to one shard's sample: the
+// hold that began (nil: none began), or whether the shard's hold ended.
+func (t *topology) decideSplitBrain(s splitBrainSample, now time.Time) (*splitBrainHold, bool) {
+	st := &t.splitBrain
+	ss := st.shards[s.master]
+	if ss == nil {
+		ss = &splitBrainShard{watches: map[string]isolation.Watch{}}
+		st.shards[s.master] = ss
+	}
+	answered := s.answered && s.role.Role == "master"
+	var stall isolation.Stall
+	if answered {
+		stall = t.watchReplicas(ss, s)
+	}
+	peers := make([]busPeer, len(s.peers))
+	for i, p := range s.peers {
+		p.bound = st.rtt.Get(s.master.addr) + st.rtt.Get(p.addr) + splitBrainSlack
+		peers[i] = p
+	}
+	hold, cleared := splitBrainDecision(ss.hold, ss.cleared, splitBrainInput{now: now, answered: answered,
+		serverNow: s.serverNow, peers: peers, stall: stall})
+	prev := ss.hold
+	ss.hold, ss.cleared = hold, cleared
+	switch {
+	case hold != nil && prev == nil:
+		return hold, false
+	case hold == nil && prev != nil:
+		t.endSplitBrainHold(s.master, prev, "its replicas receive its writes again, or the other masters still reach it")
+		return nil, true
+	}
+	return nil, false
+}
+
+// watchReplicas takes a sample's replica ROLE replies into ss's watches
+// and returns what they say of the stream. A replica that did not answer
+// is forgotten: one the client cannot see is not watched, and one that
+// comes back is watched again once linked.
+func (t *topology) watchReplicas(ss *splitBrainShard, s splitBrainSample) isolation.Stall {
+	var stall isolation.Stall
+	watches := make(map[string]isolation.Watch, len(s.replicas))
+	for addr, rs := range s.replicas {
+		if rs.err != nil {
+			continue
+		}
+		bound := t.splitBrain.rtt.Get(s.master.addr) + t.splitBrain.rtt.Get(addr) + splitBrainSlack
+		w, watched, stalled := isolation.Stream(ss.watches[addr], rs.at, s.role.Offset, rs.role, s.master.addr, bound)
+		watches[addr] = w
+		stall.Add(watched, stalled)
+	}
+	ss.watches = watches
+	return stall
 }
 
 // endSplitBrainHold reports the end of a hold of n's writes.
