@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
@@ -504,6 +505,11 @@ type writeOp struct {
 // bounded by 12 s (past the 10 s hold); it returns every write, once the
 // writers have stopped, on done.
 func partitionWriters(ctx context.Context, cl redis.UniversalClient, prefix string, lists []string, stop *atomic.Bool) <-chan []writeOp {
+	return pushWriters(ctx, func(ctx context.Context, list, id string) error { return cl.RPush(ctx, list, id).Err() }, prefix, lists, stop)
+}
+
+// pushWriters is partitionWriters for any client: push does one RPUSH.
+func pushWriters(ctx context.Context, push func(ctx context.Context, list, id string) error, prefix string, lists []string, stop *atomic.Bool) <-chan []writeOp {
 	done := make(chan []writeOp, 1)
 	var mu sync.Mutex
 	var ops []writeOp
@@ -516,7 +522,7 @@ func partitionWriters(ctx context.Context, cl redis.UniversalClient, prefix stri
 				op := writeOp{id: fmt.Sprintf("%s:%d:%d", prefix, g, i), list: lists[(g+i)%len(lists)]}
 				wctx, cancel := context.WithTimeout(ctx, 12*time.Second)
 				op.began = time.Now()
-				op.err = cl.RPush(wctx, op.list, op.id).Err()
+				op.err = push(wctx, op.list, op.id)
 				op.end = time.Now()
 				cancel()
 				mu.Lock()
@@ -586,11 +592,11 @@ func tallyPartition(ops []writeOp, seen map[string]int, refused time.Time, cutTa
 // TestMinorityPartition cuts one master off from every other node (its
 // replica included) while the clients still reach it, until the majority
 // promotes its replica, then heals the partition. Writers run through this
-// client and through go-redis's NewClusterClient side by side, into lists
-// of the cut shard and of the others. The minority master acknowledges
-// writes until it sees it lost the majority (cluster-node-timeout): those
-// are lost when it rejoins as a replica, for both clients, and reported.
-// This client's split-brain poll holds the shard's writes from the first
+// client, go-redis's NewClusterClient and rueidis side by side, into
+// lists of the cut shard and of the others. The minority master
+// acknowledges writes until it sees it lost the majority
+// (cluster-node-timeout): those are lost when it rejoins as a replica,
+// for go-redis and rueidis, and reported. This client's split-brain poll holds the shard's writes from the first
 // sign that the master is cut off (its replica stops receiving its
 // stream), so it loses a fraction of what go-redis loses. Asserted for
 // this client: at most a quarter of go-redis's loss, no id written twice,
@@ -631,9 +637,18 @@ func TestMinorityPartition(t *testing.T) {
 	theirs := redis.NewClusterClient(&redis.ClusterOptions{Addrs: l.ClusterAddrs(), Username: l.Config().Username,
 		Password: l.Config().Password, TLSConfig: l.TLSConfig(), ReadTimeout: time.Second})
 	defer theirs.Close()
+	rue, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: l.ClusterAddrs(), Username: l.Config().Username,
+		Password: l.Config().Password, TLSConfig: l.TLSConfig(), DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rue.Close()
 	var stop atomic.Bool
 	oursDone := partitionWriters(ctx, ours, "rk", listsOf("rk"), &stop)
 	theirsDone := partitionWriters(ctx, theirs, "gr", listsOf("gr"), &stop)
+	rueDone := pushWriters(ctx, func(ctx context.Context, list, id string) error {
+		return rue.Do(ctx, rue.B().Rpush().Key(list).Element(id).Build()).Error()
+	}, "ru", listsOf("ru"), &stop)
 	// A client whose hold is short (300 ms) refuses the writes it held,
 	// a single command and a pipeline, with a *NoMasterError that says
 	// the master was cut off and that nothing was sent.
@@ -703,7 +718,7 @@ func TestMinorityPartition(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	stop.Store(true)
-	oursOps, theirsOps := <-oursDone, <-theirsDone
+	oursOps, theirsOps, rueOps := <-oursDone, <-theirsDone, <-rueDone
 
 	onNew := map[string]bool{}
 	for _, tag := range cutTags {
@@ -728,12 +743,13 @@ func TestMinorityPartition(t *testing.T) {
 		t.Errorf("no write of the workload begun after the heal was acknowledged on the new master %s", next.Name())
 	}
 
-	seen := readLists(ctx, t, l, append(listsOf("rk"), listsOf("gr")...))
+	seen := readLists(ctx, t, l, slices.Concat(listsOf("rk"), listsOf("gr"), listsOf("ru")))
 	ourTally, theirTally := tallyPartition(oursOps, seen, refused, cutTags), tallyPartition(theirsOps, seen, refused, cutTags)
+	rueTally := tallyPartition(rueOps, seen, refused, cutTags)
 	for _, r := range []struct {
 		name string
 		tl   partitionTally
-	}{{"rediskit cluster.Client", ourTally}, {"go-redis NewClusterClient (defaults)", theirTally}} {
+	}{{"rediskit cluster.Client", ourTally}, {"go-redis NewClusterClient (defaults)", theirTally}, {"rueidis (defaults, no cache)", rueTally}} {
 		t.Logf("%s: acknowledged %d, acknowledged but lost %d (begun after the minority master refused writes: %d; on the other shards: %d), duplicates %d, errors: %s",
 			r.name, r.tl.acked, r.tl.lost, r.tl.lostAfterRefusal, r.tl.lostElsewhere, r.tl.dups, kindsLine(r.tl.kinds))
 	}
