@@ -552,9 +552,9 @@ func (t *topology) applyRefresh(res refreshResult) {
 	}
 	t.replicasLimited(res.scan)
 	st.replicasSeen(res.scan.verified)
-	st.rtt.sample(res.rep.addr, res.rep.rtt)
+	st.rtt.Sample(res.rep.addr, res.rep.rtt)
 	for addr, d := range res.scan.rtt {
-		st.rtt.sample(addr, d)
+		st.rtt.Sample(addr, d)
 	}
 	if cur.masterAddr() != res.rep.addr {
 		next.failoverHeld, next.candidate = false, ""
