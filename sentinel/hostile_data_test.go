@@ -21,7 +21,7 @@ import (
 // with a *ReplyLimitError naming the node and the limit, on a GET, a
 // pipeline, a SCAN and a subscription alike; the process survives with its
 // memory bounded, and the next command, on a new connection, works.
-// Legal large replies (a 20 MiB string, an array of 100,000 elements, past
+// Legal large replies (a 20 MiB string, an array of 66,000 elements, past
 // the control path's bounds) pass.
 func TestHostileDataReplies(t *testing.T) {
 	ctx := testkit.Context(t, 2*time.Minute)

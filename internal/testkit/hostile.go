@@ -22,7 +22,7 @@ type HostileReply struct {
 // HostileFloodLimit is the MaxReplyElements the tests of HostileReplies
 // set, for the attribute flood (whose attributes are each small) to go
 // over it while BigReply's array (past the control path's 65,536) fits.
-const HostileFloodLimit = 120_000
+const HostileFloodLimit = 70_000
 
 // HostileReplies are the hostile replies: huge aggregate and string
 // headers, a line without an end, deep nesting, and a RESP3 attribute
@@ -46,11 +46,11 @@ func HostileReplies() []HostileReply {
 func HostileKey(i int) string { return "hostile:" + strconv.Itoa(i) }
 
 // What HostileNode answers to GET big: a 20 MiB string, past the control
-// path's 16 MiB; and to LRANGE big: 100,000 elements, past its 65,536.
+// path's 16 MiB; and to LRANGE big: 66,000 elements, past its 65,536.
 // Both are legal replies the data path must let through.
 const (
 	BigString = 20 << 20
-	BigArray  = 100_000
+	BigArray  = 66_000
 )
 
 // NewHostileNode is a FakeServer posing as a standalone Redis master
