@@ -13,6 +13,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
 )
 
 // A cluster node answering the caller's own commands with replies no Redis
@@ -136,5 +137,38 @@ func checkReplyLimitError(t *testing.T, call string, err error, addr, what strin
 	}
 	if what == respguard.WhatAggregate && le.Limit != DefaultReplyMaxAggregate {
 		t.Errorf("%s: limit %d; want the default %d", call, le.Limit, DefaultReplyMaxAggregate)
+	}
+}
+
+// Over TLS (with client certificates) the data path's guarded dialer does
+// the handshake go-redis's own dialer did: commands, a replica read and a
+// subscription work, and a string past the control path's 16 MiB bound
+// passes.
+func TestReplyBoundsOverTLS(t *testing.T) {
+	ctx := testkit.Context(t, 90*time.Second)
+	l := lab.New(t, lab.Config{Shards: 1, Replicas: 1, TLS: true, TLSClientAuth: true})
+	c := newTestClient(t, l, func(o *Options) { o.ReplyLimits = ReplyLimits{MaxBulk: 32 << 20} })
+	big := strings.Repeat("b", 20<<20)
+	if err := c.Set(ctx, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, "big").Result(); err != nil || len(v) != len(big) {
+		t.Fatalf("GET of %d bytes over TLS: %d, %v", len(big), len(v), err)
+	}
+	// The replica may not have the key yet: the read's connection is
+	// what is checked.
+	if err := c.Get(WithReadFrom(ctx, ReplicaPreferred), "big").Err(); err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatalf("a replica read over TLS: %v", err)
+	}
+	ps := c.SSubscribe(ctx, "news")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SPublish(ctx, "news", "hello").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ps.ReceiveMessage(ctx); err != nil || m.Payload != "hello" {
+		t.Fatalf("a subscription over TLS: %v, %v", m, err)
 	}
 }

@@ -27,16 +27,16 @@ func Guard(o *redis.Options) *redis.Options { return guard(o, Limits{}) }
 func GuardData(o *redis.Options, lim Limits) *redis.Options { return guard(o, lim.ForData()) }
 
 func guard(o *redis.Options, lim Limits) *redis.Options {
-	o.Dialer = WrapDialer(Dialer(o), lim)
+	o.Dialer = WrapDialer(baseDialer(o), lim)
 	return o
 }
 
-// Dialer is o's Dialer, or, when it has none, a dialer that dials as
+// baseDialer is o's Dialer, or, when it has none, a dialer that dials as
 // go-redis's own (redis.NewDialer) would: o.DialTimeout (go-redis's 5 s
 // when zero) bounding the dial and the TLS handshake with o.TLSConfig,
 // and go-redis's TCP keep-alive (probes after 30 s idle, 3 of them 5 s
 // apart), with the caller's context bounding it too.
-func Dialer(o *redis.Options) DialFunc {
+func baseDialer(o *redis.Options) DialFunc {
 	if o.Dialer != nil {
 		return o.Dialer
 	}
