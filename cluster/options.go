@@ -41,10 +41,10 @@ type Options struct {
 	// string longer than Redis allows, a line without an end) fails its
 	// command with a *ReplyLimitError naming the node and the limit, and
 	// closes the connection, instead of reaching go-redis's reader, which
-	// would allocate what it declares or crash the process. Zero fields
-	// take the DefaultReply… constants (a 512 MiB string, 16,777,216
-	// elements a header, 128 levels, 1 GiB a reply); a field set higher
-	// than 2^60 is 2^60, unbounded in effect. The client's own
+	// would allocate what it declares or crash the process. Zero (or
+	// negative) fields take the DefaultReply… constants (a 512 MiB string,
+	// 16,777,216 elements a header, 128 levels, 1 GiB a reply); a field
+	// set higher than 2^60 is 2^60, unbounded in effect. The client's own
 	// connections (its map reads, probes) keep their tighter bounds.
 	ReplyLimits ReplyLimits
 

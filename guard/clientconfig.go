@@ -98,14 +98,14 @@ type ClientConfig struct {
 	// CallLimit bounds every guarded call in total (Guard.Call). Default
 	// DefaultCallLimit (150 ms).
 	CallLimit time.Duration
-	// ReplyLimits bound every reply the client reads: a reply over a
-	// limit (a header declaring 2^31 elements, a string longer than Redis
+	// ReplyLimits bound every reply the client reads: a reply over a limit
+	// (a header declaring 2^31 elements, a string longer than Redis
 	// allows, a line without an end) fails its command with a
 	// *ReplyLimitError naming the server and the limit, and closes the
 	// connection, instead of reaching go-redis's reader, which would
-	// allocate what it declares or crash the process. Zero fields take
-	// the DefaultReply… constants (a 512 MiB string, 16,777,216 elements
-	// a header, 128 levels, 1 GiB a reply).
+	// allocate what it declares or crash the process. Zero (or negative)
+	// fields take the DefaultReply… constants (a 512 MiB string,
+	// 16,777,216 elements a header, 128 levels, 1 GiB a reply).
 	ReplyLimits ReplyLimits
 	// Logger receives the guard's warnings. Default: discarded.
 	Logger *slog.Logger

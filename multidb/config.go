@@ -172,9 +172,9 @@ type Config struct {
 	// end) fails its command with a *ReplyLimitError naming the server and
 	// the limit, and closes the connection, instead of reaching go-redis's
 	// reader, which would allocate what it declares or crash the process.
-	// Zero fields take the DefaultReply… constants (a 512 MiB string,
-	// 16,777,216 elements a header, 128 levels, 1 GiB a reply); a field
-	// set higher than 2^60 is 2^60, unbounded in effect. A
+	// Zero (or negative) fields take the DefaultReply… constants (a
+	// 512 MiB string, 16,777,216 elements a header, 128 levels, 1 GiB a
+	// reply); a field set higher than 2^60 is 2^60, unbounded in effect. A
 	// Database.Client is bounded by its own settings (see ReplyLimits).
 	ReplyLimits ReplyLimits
 
