@@ -254,7 +254,7 @@ func TestDataLimitsDefaults(t *testing.T) {
 		{"%8388608\r\n", ""},         // an HGETALL of 8 million fields
 		{"*3\r\n$536870912\r\n", ""}, // a big string in an array
 	} {
-		var s scanner = newScanner(data, "d:1")
+		s := newScanner(data, "d:1")
 		_, err := s.scan([]byte(tt.in))
 		switch {
 		case tt.what == "" && err != nil:
