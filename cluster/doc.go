@@ -40,6 +40,16 @@
 // than fail). Redirects are followed at most MaxRedirects (5) times; never
 // past the caller's context.
 //
+// Replies are bounded on every connection, the caller's commands included
+// (pipelines, transactions, pub/sub, SCAN, replica reads), by
+// Options.ReplyLimits, with generous defaults (a 512 MiB string,
+// 16,777,216 elements a header, 128 levels, 1 GiB a reply): a reply over
+// a limit, such as a GET answered with "*2147483647", fails that command
+// with a *ReplyLimitError (inside its *NodeError; the command was sent, so
+// it may have run) naming the node and the limit, instead of reaching
+// go-redis's reader, and closes the connection; the next command gets a
+// new one.
+//
 // # Failover
 //
 // When a master stops answering (no connection, a connection lost, a

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/replica"
 )
 
@@ -34,6 +35,18 @@ type Options struct {
 	// ClientName is set with CLIENT SETNAME on every connection (to every
 	// node, the client's map reads included), for CLIENT LIST.
 	ClientName string
+	// ReplyLimits bound every reply on the connections that carry the
+	// caller's commands (to every node: masters, replica reads, pub/sub,
+	// SCAN): a reply over a limit (a header declaring 2^31 elements, a
+	// string longer than Redis allows, a line without an end) fails its
+	// command with a *ReplyLimitError naming the node and the limit, and
+	// closes the connection, instead of reaching go-redis's reader, which
+	// would allocate what it declares or crash the process. Zero (or
+	// negative) fields take the DefaultReply… constants (a 512 MiB string,
+	// 16,777,216 elements a header, 128 levels, 1 GiB a reply); a field
+	// set higher than 2^60 is 2^60, unbounded in effect. The client's own
+	// connections (its map reads, probes) keep their tighter bounds.
+	ReplyLimits ReplyLimits
 
 	// RefreshInterval is how often the slot map is read again when nothing
 	// suggests a change. Default DefaultRefreshInterval.
@@ -199,6 +212,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxRedirects < 0 {
 		return o, fmt.Errorf("cluster: Options.MaxRedirects is negative (%d)", o.MaxRedirects)
 	}
+	o.ReplyLimits = o.ReplyLimits.ForData()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -208,10 +222,25 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// nodeOptions are the go-redis options of the client of one node:
-// rediskit's inner-client policy (no retries of its own, context
-// deadlines on sockets).
+// nodeOptions are the go-redis options of the client of one node for the
+// caller's commands: baseOptions, with replies bounded by ReplyLimits
+// (respguard.GuardData). Its Dialer, guarded, is also what the pub/sub
+// clients dial with.
 func (o *Options) nodeOptions(addr string) *redis.Options {
+	return respguard.GuardData(o.baseOptions(addr), o.ReplyLimits)
+}
+
+// controlOptions are the go-redis options of the client's own
+// connections to one node (map reads, probes): baseOptions, with replies
+// bounded by respguard's tighter defaults.
+func (o *Options) controlOptions(addr string) *redis.Options {
+	return respguard.Guard(o.baseOptions(addr))
+}
+
+// baseOptions are the go-redis options every client of a node shares:
+// rediskit's inner-client policy (no retries of its own, context deadlines
+// on sockets).
+func (o *Options) baseOptions(addr string) *redis.Options {
 	return redisopt.Inner(&redis.Options{
 		Addr:         addr,
 		Username:     o.Username,

@@ -59,7 +59,10 @@ type slotSub struct {
 
 func newPubsubRouter(c *Client) *pubsubRouter {
 	r := &pubsubRouter{c: c, slots: map[int]*slotSub{}, stop: make(chan struct{})}
-	r.dial = redis.NewDialer(c.opts.nodeOptions("cluster/pubsub"))
+	// The node clients' dialer, replies bounded by ReplyLimits: the
+	// subscription clients below replace their Dialer with ones that pick
+	// the node and dial through it.
+	r.dial = c.opts.nodeOptions("cluster/pubsub").Dialer
 	o := c.opts.nodeOptions("cluster/pubsub")
 	o.Dialer = r.dialBroadcast
 	r.broadcast = c.nodes.clients.made(redis.NewClient(o))

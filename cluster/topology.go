@@ -17,7 +17,6 @@ import (
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/isolation"
 	"github.com/rediskit/rediskit/internal/logdedup"
-	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 	"github.com/rediskit/rediskit/replica"
@@ -135,10 +134,10 @@ func (ns *nodeSet) get(addr string) *node {
 	if len(ns.live) >= maxNodes {
 		return nil
 	}
-	ctl := ns.opts.nodeOptions(addr)
+	ctl := ns.opts.controlOptions(addr)
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = ctlPoolSize, 0, ctlPoolSize
 	n := &node{addr: addr, id: uint64(len(ns.byID) + 1),
-		client: ns.clients.made(redis.NewClient(ns.opts.nodeOptions(addr))), ctl: redis.NewClient(respguard.Guard(ctl))}
+		client: ns.clients.made(redis.NewClient(ns.opts.nodeOptions(addr))), ctl: redis.NewClient(ctl)}
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight,
 		Confirm: ns.opts.confirmCmds}) // durable writes' WAIT (durable.go)
 	if ns.closed {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/zero"
 )
 
@@ -61,7 +62,9 @@ const poolTimeout = time.Nanosecond
 //     without a round trip, that the server has not closed it), which is
 //     what redis-py's health_check_interval=0 buys; nothing to turn off;
 //   - a key prefix that is applied: every component of the Guard builds
-//     its keys with Guard.Key.
+//     its keys with Guard.Key;
+//   - replies bounded (ReplyLimits): a reply go-redis would allocate
+//     without bound for, or crash on, fails its command instead.
 type ClientConfig struct {
 	// Addr is "host:port", or the path of a Unix socket (starting with
 	// '/'). Required.
@@ -95,6 +98,15 @@ type ClientConfig struct {
 	// CallLimit bounds every guarded call in total (Guard.Call). Default
 	// DefaultCallLimit (150 ms).
 	CallLimit time.Duration
+	// ReplyLimits bound every reply the client reads: a reply over a limit
+	// (a header declaring 2^31 elements, a string longer than Redis
+	// allows, a line without an end) fails its command with a
+	// *ReplyLimitError naming the server and the limit, and closes the
+	// connection, instead of reaching go-redis's reader, which would
+	// allocate what it declares or crash the process. Zero (or negative)
+	// fields take the DefaultReply… constants (a 512 MiB string,
+	// 16,777,216 elements a header, 128 levels, 1 GiB a reply).
+	ReplyLimits ReplyLimits
 	// Logger receives the guard's warnings. Default: discarded.
 	Logger *slog.Logger
 }
@@ -105,6 +117,7 @@ func (s ClientConfig) withDefaults() ClientConfig {
 	zero.Default(&s.ReadTimeout, DefaultReadTimeout)
 	zero.Default(&s.WriteTimeout, DefaultWriteTimeout)
 	zero.Default(&s.CallLimit, DefaultCallLimit)
+	s.ReplyLimits = s.ReplyLimits.ForData()
 	return s
 }
 
@@ -143,8 +156,9 @@ func (s ClientConfig) Options() (*redis.Options, error) {
 	}
 	// The retry, deadline and connect settings are rediskit's client
 	// policy (package internal/redisopt), the same guard.New checks; the
-	// pool settings below are ClientConfig's own.
-	return redisopt.Inner(&redis.Options{
+	// pool settings below are ClientConfig's own; replies are bounded by
+	// ReplyLimits (respguard.GuardData).
+	return respguard.GuardData(redisopt.Inner(&redis.Options{
 		Network:    network,
 		Addr:       s.Addr,
 		Username:   s.Username,
@@ -160,7 +174,7 @@ func (s ClientConfig) Options() (*redis.Options, error) {
 		PoolSize:         s.PoolSize,
 		PoolTimeout:      poolTimeout,
 		PipelinePoolSize: -1, // pipelines use the same, non-queueing pool
-	}), nil
+	}), s.ReplyLimits), nil
 }
 
 // Open creates the client ClientConfig describes and the Guard around it. The

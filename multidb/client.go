@@ -201,7 +201,7 @@ func (c *Client) newDatabase(d Database) *database {
 		db.probe = c.cfg.Probe
 	}
 	if d.Options != nil {
-		rc := redis.NewClient(clientOptions(d.Options))
+		rc := redis.NewClient(databaseOptions(d.Options, c.cfg.ReplyLimits))
 		db.client, db.owned = rc, true
 	}
 	if rc, ok := db.client.(*redis.Client); ok {

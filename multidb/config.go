@@ -10,6 +10,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/zero"
 )
 
@@ -164,6 +165,19 @@ type Config struct {
 	// Defaults 256 and 2 (routing.DefaultMaxBatch, DefaultMaxInflight).
 	AutoPipelineMaxBatch, AutoPipelineInflight int
 
+	// ReplyLimits bound every reply on the connections of the databases
+	// multidb builds from Database.Options (the caller's commands, pub/sub
+	// and the health checks): a reply over a limit (a header declaring
+	// 2^31 elements, a string longer than Redis allows, a line without an
+	// end) fails its command with a *ReplyLimitError naming the server and
+	// the limit, and closes the connection, instead of reaching go-redis's
+	// reader, which would allocate what it declares or crash the process.
+	// Zero (or negative) fields take the DefaultReply… constants (a
+	// 512 MiB string, 16,777,216 elements a header, 128 levels, 1 GiB a
+	// reply); a field set higher than 2^60 is 2^60, unbounded in effect. A
+	// Database.Client is bounded by its own settings (see ReplyLimits).
+	ReplyLimits ReplyLimits
+
 	// Classifier decides which work is read-only (retried once on the new
 	// active database after a failover). Default classify.New().
 	Classifier *classify.Classifier
@@ -197,6 +211,7 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, configError("HealthPolicy", fmt.Sprintf("unknown policy %d", int(c.HealthPolicy)))
 	}
+	c.ReplyLimits = c.ReplyLimits.ForData()
 	if c.AutoPipelineMaxBatch < 0 || c.AutoPipelineInflight < 0 {
 		return c, configError("AutoPipelineMaxBatch", fmt.Sprintf("AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", c.AutoPipelineMaxBatch, c.AutoPipelineInflight))
 	}
@@ -296,8 +311,16 @@ var clientConsequence = map[string]string{
 // clientOptions are the go-redis options multidb builds a database's
 // client from: the caller's, under rediskit's inner-client policy (package
 // internal/redisopt: no retries, context deadlines on sockets, no CLIENT
-// SETINFO, no maintenance notifications).
+// SETINFO, no maintenance notifications). NewClient bounds their replies
+// too (databaseOptions).
 func clientOptions(in *redis.Options) *redis.Options {
 	o := *in
 	return redisopt.Inner(&o)
+}
+
+// databaseOptions are the go-redis options of a database multidb builds:
+// clientOptions, with replies bounded by lim (Config.ReplyLimits,
+// respguard.GuardData). The caller's Options are not changed.
+func databaseOptions(in *redis.Options, lim ReplyLimits) *redis.Options {
+	return respguard.GuardData(clientOptions(in), lim)
 }

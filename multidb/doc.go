@@ -33,6 +33,17 @@
 // InternalHook, OnNewNode, the subscriptions' dial hook) reach the
 // cluster's node clients, present and future.
 //
+// Replies on the connections of a database multidb builds from
+// Database.Options are bounded by Config.ReplyLimits, with generous
+// defaults (a 512 MiB string, 16,777,216 elements a header, 128 levels,
+// 1 GiB a reply): a reply over a limit, such as a GET answered with
+// "*2147483647", fails that command with a *ReplyLimitError naming the
+// server and the limit (a subscription hears of it as an error reply with
+// the same text, and is made again), instead of reaching go-redis's
+// reader, and closes the connection. A Database.Client is bounded by its
+// own settings: sentinel.Config.ReplyLimits, cluster.Options.ReplyLimits;
+// a *redis.Client the caller built is not bounded.
+//
 // multidb moves traffic; it does not move data. The databases must hold
 // the same data (Active-Active replication, or a standby kept in sync),
 // and a write the old database acknowledged but had not replicated is

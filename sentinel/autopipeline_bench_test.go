@@ -222,3 +222,48 @@ func median(v []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkAutoPipeline64 is BenchmarkAutoPipelineThroughput's master row
+// at 64 goroutines alone, for comparing builds (the cost of the data
+// path's reply bounds): GET and SET through plain go-redis, rediskit with
+// Config.AutoPipeline and rediskit's AutoPipeline(), 5 rounds of 1 s per
+// client in turn; it reports each one's median commands per second and
+// its ratio to plain go-redis.
+//
+//	go test -run '^$' -bench 'AutoPipeline64$' -benchtime 1x ./sentinel/
+func BenchmarkAutoPipeline64(b *testing.B) {
+	const rounds, turn, goroutines = 5, time.Second, 64
+	ctx := context.Background()
+	l := lab.New(b, lab.Sentinel(1))
+	all, closeAll := throughputClients(b, l, "master")
+	defer closeAll()
+	var clients []throughputClient
+	for _, c := range all {
+		switch c.name {
+		case "go-redis", "rediskit Config.AutoPipeline", "rediskit AutoPipeline()":
+			clients = append(clients, c)
+		}
+	}
+	for b.Loop() {
+		for _, op := range []string{"GET", "SET"} {
+			perClient := make([][]float64, len(clients))
+			for range rounds {
+				for i, c := range clients {
+					ops, err := measureThroughput(ctx, goroutines, turn, op, c.do)
+					if err != nil {
+						b.Fatalf("%s %s: %v", c.name, op, err)
+					}
+					perClient[i] = append(perClient[i], ops)
+				}
+			}
+			base := median(perClient[0])
+			for i, c := range clients {
+				name := strings.ReplaceAll(c.name, " ", "_")
+				b.ReportMetric(median(perClient[i]), fmt.Sprintf("%s-%s-ops/s", name, op))
+				if i > 0 {
+					b.ReportMetric(median(perClient[i])/base, fmt.Sprintf("%s-%s-vs-go-redis", name, op))
+				}
+			}
+		}
+	}
+}

@@ -319,6 +319,18 @@ type Config struct {
 	PipelinePoolSize        int
 	PipelineReadBufferSize  int
 	PipelineWriteBufferSize int
+	// ReplyLimits bound every reply on the connections that carry the
+	// caller's commands (to the master and replicas, pub/sub included): a
+	// reply over a limit (a header declaring 2^31 elements, a string
+	// longer than Redis allows, a line without an end) fails its command
+	// with a *ReplyLimitError naming the node and the limit, and closes
+	// the connection, instead of reaching go-redis's reader, which would
+	// allocate what it declares or crash the process. Zero (or negative)
+	// fields take the DefaultReply… constants (a 512 MiB string,
+	// 16,777,216 elements a header, 128 levels, 1 GiB a reply); a field
+	// set higher than 2^60 is 2^60, unbounded in effect. The client's own
+	// connections keep their tighter bounds.
+	ReplyLimits ReplyLimits
 
 	// MaxSentinels bounds how many sentinels the client knows: the ones in
 	// SentinelAddrs and those it learns from them (SENTINEL SENTINELS),
@@ -488,6 +500,7 @@ func (o Config) withDefaults() (Config, error) {
 		return o, configError("Protocol", fmt.Sprintf("%d is unknown (want 2 or 3: RESP2 or RESP3)", o.Protocol))
 	}
 	zero.Default(&o.ConnMaxIdleTime, DefaultConnMaxIdleTime)
+	o.ReplyLimits = o.ReplyLimits.ForData()
 	zero.Default(&o.DialTimeout, DefaultDialTimeout)
 	zero.Default(&o.ReadTimeout, DefaultReadTimeout)
 	// WAIT's reply must come within ReadTimeout, which bounds every read.
@@ -531,7 +544,8 @@ func normalizeSentinelAddr(a string) (string, error) {
 // nodeOptions are the go-redis options of the client for one data node
 // that carries the caller's commands: the connection settings of Config
 // (OnConnect, Protocol, identity, the pool's) apply to it. Retries are
-// off: this package alone decides what is re-run.
+// off: this package alone decides what is re-run. Its replies are bounded
+// by ReplyLimits (respguard.GuardData).
 func (o *Config) nodeOptions(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *redis.Options {
 	opt := o.baseNodeOptions(addr, dial)
 	if o.OnConnect != nil {
@@ -556,7 +570,8 @@ func (o *Config) nodeOptions(addr string, dial func(ctx context.Context, network
 	if o.NodeOptions != nil {
 		o.NodeOptions(opt)
 	}
-	return opt
+	// Bounded replies, whatever Dialer NodeOptions left: see ReplyLimits.
+	return respguard.GuardData(opt, o.ReplyLimits)
 }
 
 // controlOptions are the go-redis options of the client's own connections

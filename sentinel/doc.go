@@ -84,8 +84,14 @@
 // over 65,536 elements, a reply of over a million elements or 32 MiB, or
 // one go-redis cannot read, closes the connection as a bad server's), and
 // a panic in any goroutine the client owns is recovered and reported. The
-// caller's own commands are not bounded: a LRANGE may rightly return
-// millions of elements.
+// replies to the caller's own commands (pipelines, transactions, pub/sub,
+// SCAN and replica reads included) are bounded too, by Config.ReplyLimits,
+// with generous defaults (a 512 MiB string, 16,777,216 elements a header,
+// 128 levels, 1 GiB a reply): a reply over a limit, such as a GET
+// answered with "*2147483647", fails that command with a *ReplyLimitError
+// (inside its *NodeError; the command was sent, so it may have run) naming
+// the node and the limit, and closes the connection; the next command
+// gets a new one.
 //
 // # Failovers
 //

@@ -160,3 +160,29 @@ func ExampleDiagnose() {
 	// AUTH true
 	// true AUTH true
 }
+
+// Replies to the caller's commands are bounded (Config.ReplyLimits): here
+// strings up to 64 MiB and the other bounds at their defaults. A reply
+// over a limit fails its command with a *ReplyLimitError, inside the
+// *NodeError, and closes its connection; the next command takes another.
+func ExampleReplyLimitError() {
+	ctx := context.Background()
+	c, err := sentinel.NewClient(sentinel.Config{
+		MasterName:    "mymaster",
+		SentinelAddrs: []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"},
+		ReplyLimits:   sentinel.ReplyLimits{MaxBulk: 64 << 20},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	_, err = c.Get(ctx, "report").Result()
+	var le *sentinel.ReplyLimitError
+	if errors.As(err, &le) {
+		// The server sent what no Redis sends, or more than allowed: the
+		// command was sent, so a write may have run.
+		fmt.Printf("%s sent a reply over the %s bound (%d, limit %d)\n", le.Addr, le.What, le.Got, le.Limit)
+	}
+}

@@ -130,8 +130,9 @@ func (s *nodeSet) get(addr string) *node {
 	// controlOptions.
 	ctl := s.opts.controlOptions(addr)
 	ctl.PoolSize, ctl.MinIdleConns, ctl.MaxIdleConns = controlPoolSize, 0, controlPoolSize
-	// The client's own commands' replies are bounded; the caller's are
-	// theirs (a LRANGE may rightly return millions of elements).
+	// The client's own commands' replies are bounded tightly; the
+	// caller's by Config.ReplyLimits (nodeOptions), whose defaults let a
+	// LRANGE rightly return millions of elements.
 	n.ctl = redis.NewClient(respguard.Guard(ctl))
 	if h := s.opts.InternalHook; h != nil {
 		n.ctl.AddHook(h)

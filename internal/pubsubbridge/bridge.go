@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
@@ -166,6 +167,7 @@ func (b *bridge) forward(ps *redis.PubSub) {
 			err = perr
 		}
 		var rerr redis.Error
+		var lerr *respguard.LimitError
 		switch {
 		case b.ctx.Err() != nil:
 			return
@@ -176,6 +178,21 @@ func (b *bridge) forward(ps *redis.PubSub) {
 			return
 		case errors.As(err, &rerr):
 			err = b.write(errorReply(rerr.Error()))
+		case errors.As(err, &lerr):
+			// A reply refused by the database's reply bounds: the
+			// connection is lost, and made again as below, but the
+			// caller hears of it (an error reply naming the server and
+			// the limit), or its Receive would wait for a server that
+			// keeps sending what is refused.
+			if werr := b.write(errorReply(lerr.Error())); werr != nil {
+				b.stop()
+				return
+			}
+			failures++
+			if failures > 1 && !b.sleep(min(minResubscribeWait<<min(failures-2, 8), maxResubscribeWait)) {
+				return
+			}
+			continue
 		case err != nil:
 			failures++
 			b.r.cfg.Logger.Debug(b.r.cfg.Owner+": subscription connection lost; reconnecting", "database", b.target.Name, "err", err)

@@ -11,7 +11,11 @@ import (
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // WrapDialer returns a dialer that dials with dial and wraps each
-// connection with Wrap, naming the server by the address dialled. Dial
+// connection with Wrap, naming the server by the address dialled, or by
+// the connection's remote address when what was dialled is a label rather
+// than host:port (go-redis passes Options.Addr, which rediskit's pub/sub
+// clients set to a name, such as "cluster/pubsub", their dialers
+// connecting to whichever node is current). Dial
 // errors are returned unchanged. A nil dial is a plain net.Dialer, without
 // TLS: go-redis does TLS itself only when it dials, so a dialer for TLS
 // must do the handshake (and this wraps the TLS connection, whose Read
@@ -26,7 +30,13 @@ func WrapDialer(dial DialFunc, lim Limits) DialFunc {
 		if err != nil {
 			return nil, err
 		}
-		return wrap(c, lim, addr), nil
+		name := addr
+		if _, port, err := net.SplitHostPort(addr); (err != nil || port == "") && network != "unix" {
+			if ra := c.RemoteAddr(); ra != nil {
+				name = ra.String()
+			}
+		}
+		return wrap(c, lim, name), nil
 	}
 }
 

@@ -1,7 +1,12 @@
 // Package respguard bounds what a Redis or Sentinel server can make the
-// process allocate through go-redis, on the connections rediskit opens for
-// itself (to sentinels; ROLE, INFO, CLUSTER and PING probes of data
-// nodes).
+// process allocate through go-redis, on every connection rediskit opens:
+// its own (to sentinels; ROLE, INFO, CLUSTER and PING probes of data
+// nodes), with Guard and the default Limits, and the data path, the
+// connections that carry the caller's commands (node clients, replica
+// reads, pub/sub, multidb's databases built from options), with GuardData
+// and the limits of the client's config (sentinel.Config.ReplyLimits,
+// cluster.Options.ReplyLimits, multidb.Config.ReplyLimits), whose zero
+// fields take the data path's defaults (ForData).
 //
 // go-redis's RESP reader trusts the lengths and counts a server declares:
 // it allocates the whole slice or map an aggregate header declares before
@@ -50,9 +55,44 @@
 // A push message (">", pub/sub events on sentinel connections) is a
 // top-level reply of its own; an attribute before a reply counts with it.
 //
+// # The data path
+//
+// The caller's replies may rightly be large: a string of 512 MB (Redis's
+// proto-max-bulk-len), the millions of elements of an HGETALL, SMEMBERS or
+// LRANGE. ForData's defaults:
+//
+//   - MaxLine, 1 MiB (a script may return a long status or error);
+//   - MaxBulk, 512 MiB;
+//   - MaxAggregate, 16,777,216;
+//   - MaxReplyElements, 33,554,432;
+//   - MaxDepth, 128 (a script's nested tables);
+//   - MaxReplyBytes, 1 GiB.
+//
+// They still refuse what no Redis sends and what kills the process: the
+// headers "*2147483647" and "*9000000000000000000", a string over 512
+// MiB, a line without an end, nesting hundreds of levels deep. A refused
+// reply fails the command it answered (which was sent, so may have run)
+// with the *LimitError, which each client package exports as
+// ReplyLimitError (an alias: the type is internal) and finds with
+// errors.As inside its own error; its connection is closed, and the next
+// command takes another. The data path is bounded whatever Dialer the
+// caller set, or a NodeOptions hook left: GuardData wraps it.
+//
+// Aggregates are bounded per header, not only by the bytes that arrive:
+// go-redis allocates the whole slice or map a header declares before
+// reading an element, so a header is the danger whatever follows it. A
+// header is checked against what can actually arrive too: each element
+// takes at least 3 bytes ("_\r\n"), so a header declaring more elements
+// than the rest of MaxReplyBytes can hold is refused at once
+// (WhatReplyBytes), as its reply would be once they came. With the data
+// path's defaults, what one header can make go-redis allocate before any
+// element arrives is at most 16 bytes x 16,777,216 = 256 MiB (a slice of
+// strings or interfaces).
+//
 // What go-redis can still allocate for one accepted reply is at most about
 // its bytes (the strings, copied once) plus 64 bytes an element: with the
-// defaults, about 32 MiB + 64 MiB. A pipeline's replies are bounded one by
+// defaults, about 32 MiB + 64 MiB; with the data path's, 1 GiB + 2 GiB, for
+// a reply whose bytes arrived. A pipeline's replies are bounded one by
 // one.
 //
 // # What is refused as malformed
@@ -71,8 +111,9 @@
 //
 // # Cost
 //
-// A byte scan of the lines; string bodies are skipped by their length. No
-// allocation in the steady state: the buffer for a held line (4 KiB, more
+// A byte scan of the lines; string bodies are skipped by their length, not
+// scanned (a 512 MiB string costs its header line). No allocation in the
+// steady state: the buffer for a held line (4 KiB, more
 // only for a longer line, and then released) is allocated once. The wrapped
 // connection's syscall.Conn is kept, so that go-redis's check of idle
 // pooled connections still finds those the server closed.

@@ -129,6 +129,9 @@ func (r *refParser) elem(depth int64) *refStop {
 	if r.elems+elems > r.lim.MaxReplyElements {
 		return stop(WhatReplyElements)
 	}
+	if elems > (r.lim.MaxReplyBytes-r.bytes)/3 {
+		return stop(WhatReplyBytes) // 3 bytes an element at least: they cannot all arrive
+	}
 	if elems == 0 {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"strconv"
@@ -252,6 +253,49 @@ func TestWrapDialerKeepsDialErrors(t *testing.T) {
 	dial := WrapDialer(func(context.Context, string, string) (net.Conn, error) { return nil, want }, Limits{})
 	if c, err := dial(context.Background(), "tcp", "10.0.0.1:6379"); c != nil || err != want {
 		t.Fatalf("got %v, %v; want nil, the dialer's error", c, err)
+	}
+}
+
+// TestWrapDialerNamesTheServer checks the name a LimitError gives: the
+// address dialled, or, when that is a label (a pub/sub client's
+// Options.Addr), the connection's remote address; a Unix socket's path as
+// dialled.
+func TestWrapDialerNamesTheServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("*9000000000000000000\r\n"))
+			defer c.Close()
+		}
+	}()
+	real := ln.Addr().String()
+	for _, tt := range []struct{ network, addr, want string }{
+		{"tcp", real, real},
+		{"tcp", "cluster/pubsub", real},
+		{"tcp", "host:", real},
+		{"unix", "/run/redis.sock", "/run/redis.sock"},
+	} {
+		dial := WrapDialer(func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", real)
+		}, Limits{})
+		c, err := dial(context.Background(), tt.network, tt.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(c)
+		_ = c.Close()
+		if le := limitErr(err); le == nil || le.Addr != tt.want {
+			t.Errorf("dialled %s %q: %v; want a LimitError naming %s", tt.network, tt.addr, err, tt.want)
+		}
 	}
 }
 

@@ -37,8 +37,48 @@ const (
 	DefaultMaxReplyBytes = 32 << 20
 )
 
+// The defaults of the limits on the data path: the connections that carry
+// the caller's own commands (ForData). Redis's replies there may rightly
+// be large, a 512 MB string (proto-max-bulk-len's default) or the millions
+// of elements of an HGETALL, SMEMBERS or LRANGE, so these are far above the
+// control path's, and still refuse what no Redis sends and what would
+// kill the process: an aggregate header of 2^31 elements or more, a line
+// without an end, nesting hundreds of levels deep.
+const (
+	// DefaultDataMaxLine bounds a line. Redis's error and status lines
+	// are under 1 KiB; a script can return a status or error reply of
+	// its own, and a big number is a line.
+	DefaultDataMaxLine = 1 << 20
+
+	// DefaultDataMaxBulk is Redis's largest string (proto-max-bulk-len's
+	// default, 512 MB).
+	DefaultDataMaxBulk = 512 << 20
+
+	// DefaultDataMaxAggregate bounds the elements one aggregate header
+	// declares (a map's pairs count twice): 16,777,216, an LRANGE of 16
+	// million elements or an HGETALL of 8 million fields. go-redis
+	// allocates from the header, before an element arrives, 16 bytes an
+	// element for a slice: up to 256 MiB for the largest header allowed.
+	DefaultDataMaxAggregate = 1 << 24
+
+	// DefaultDataMaxReplyElements bounds the elements of all the
+	// aggregates of one reply: 2 x DefaultDataMaxAggregate, for nested
+	// replies (XRANGE, a script's tables) of millions of entries.
+	DefaultDataMaxReplyElements = 1 << 25
+
+	// DefaultDataMaxDepth bounds nesting. Redis's own replies nest about
+	// 6 levels; a script's nested tables can go deeper.
+	DefaultDataMaxDepth = 128
+
+	// DefaultDataMaxReplyBytes bounds the bytes of one reply: a
+	// DefaultDataMaxBulk string with room to spare, or 1 GiB of smaller
+	// ones.
+	DefaultDataMaxReplyBytes = 1 << 30
+)
+
 // Limits bound what one server may make the process allocate through a
-// connection. A zero (or negative) field means its default; values above
+// connection. A zero (or negative) field means its default (the control
+// path's, above; ForData fills in the data path's instead); values above
 // 2^60 count as 2^60. A reply that
 // would exceed any of them is refused before go-redis sees the header that
 // declares it, and the connection is closed.
@@ -62,6 +102,24 @@ type Limits struct {
 // length and its \r\n, a total and a header's count) cannot overflow: a
 // limit this high already means "unbounded".
 const maxLimit = 1 << 60
+
+// ForData returns l with every field that is not positive set to its data
+// path default (DefaultDataMaxLine, ...): the limits of the connections
+// that carry the caller's commands.
+func (l Limits) ForData() Limits {
+	def := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxLine, DefaultDataMaxLine)
+	def(&l.MaxBulk, DefaultDataMaxBulk)
+	def(&l.MaxAggregate, DefaultDataMaxAggregate)
+	def(&l.MaxReplyElements, DefaultDataMaxReplyElements)
+	def(&l.MaxDepth, DefaultDataMaxDepth)
+	def(&l.MaxReplyBytes, DefaultDataMaxReplyBytes)
+	return l.withDefaults()
+}
 
 // withDefaults returns l with every field that is not positive set to its
 // default, and every field above maxLimit set to it.

@@ -374,6 +374,13 @@ func (s *scanner) header() *LimitError {
 	if total := satAdd(s.elems, elems); total > s.lim.MaxReplyElements {
 		return s.limit(WhatReplyElements, s.lim.MaxReplyElements, total, "")
 	}
+	// What can actually arrive: every element takes at least minElement
+	// bytes, so a header declaring more than the rest of MaxReplyBytes
+	// can hold is refused now, before go-redis allocates for it, rather
+	// than once its elements have come.
+	if total := satAdd(s.bytes, satMul(minElement, elems)); total > s.lim.MaxReplyBytes {
+		return s.limit(WhatReplyBytes, s.lim.MaxReplyBytes, total, "")
+	}
 	s.st = stType
 	if elems == 0 {
 		if s.typ != '|' { // an empty attribute annotates the element that follows
@@ -409,6 +416,19 @@ func (s *scanner) done() {
 			return // the element it annotates is still to come
 		}
 	}
+}
+
+// minElement is the fewest bytes a RESP element takes: a type byte and
+// \r\n ("_\r\n", RESP3's null).
+const minElement = 3
+
+// satMul is k*n for positive k and non-negative n, saturated at
+// math.MaxInt64.
+func satMul(k, n int64) int64 {
+	if n > math.MaxInt64/k {
+		return math.MaxInt64
+	}
+	return k * n
 }
 
 // satAdd is a+b for non-negative a and b, saturated at math.MaxInt64 (the

@@ -17,6 +17,10 @@ import (
 // small are limits small enough to reach in a table.
 var small = Limits{MaxLine: 16, MaxBulk: 20, MaxAggregate: 6, MaxReplyElements: 10, MaxDepth: 3, MaxReplyBytes: 80}
 
+// roomy30 bounds a reply's bytes only: its aggregates are refused by what
+// can arrive in 30 bytes.
+var roomy30 = Limits{MaxLine: 16, MaxBulk: 20, MaxAggregate: 100, MaxReplyElements: 100, MaxDepth: 3, MaxReplyBytes: 30}
+
 // splits are the ways a test stream is cut into reads: the server's
 // pieces, and go-redis's buffer sizes.
 func splits(n int) []struct {
@@ -94,6 +98,9 @@ func TestScan(t *testing.T) {
 		{name: "reply bytes count lines", in: "*6\r\n" + strings.Repeat("+"+strings.Repeat("z", 13)+"\r\n", 6), lim: small, pass: 4 + 16*4 + 1, what: WhatReplyBytes},
 		{name: "an empty attribute's bytes count with its reply", in: "|0\r\n*3\r\n" + strings.Repeat("$18\r\n"+strings.Repeat("q", 18)+"\r\n", 3), lim: small, pass: 58 + 1, what: WhatReplyBytes, got: 83},
 		{name: "a string's \\r\\n counts in the reply's bytes", in: "*4\r\n" + strings.Repeat("$20\r\n"+strings.Repeat("s", 20)+"\r\n", 2) + ":" + strings.Repeat("9", 15) + "\r\n:12\r\n", lim: small, pass: 76 + 1, what: WhatReplyBytes, got: 81},
+		{name: "an aggregate whose elements fit in the reply bytes", in: "*8\r\n" + strings.Repeat("_\r\n", 8), lim: roomy30, pass: -1},
+		{name: "an aggregate whose elements cannot arrive in the reply bytes", in: "*9\r\n", lim: roomy30, pass: 0 + 1, what: WhatReplyBytes, got: 31},
+		{name: "a nested aggregate whose elements cannot arrive", in: "*2\r\n_\r\n%4\r\n", lim: roomy30, pass: 7 + 1, what: WhatReplyBytes, got: 35},
 		{name: "attribute counts with its reply", in: "|3\r\n+a\r\n+b\r\n+c\r\n+d\r\n+e\r\n+f\r\n*5\r\n", lim: small, pass: 28 + 1, what: WhatReplyElements, got: 11},
 
 		// The reports' hostile replies, with the default limits.
@@ -199,6 +206,61 @@ func TestLimitsDefaults(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("Default%s = %d, the documentation says %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestDataLimitsDefaults checks ForData: the data path's defaults for the
+// fields not set, the caller's values kept, the cap above 2^60, and the
+// documented figures; and that they refuse the headers that kill the
+// process while a 512 MB string and an LRANGE of millions pass.
+func TestDataLimitsDefaults(t *testing.T) {
+	got := Limits{MaxLine: -1, MaxBulk: 5, MaxDepth: 1 << 62}.ForData()
+	want := Limits{MaxLine: DefaultDataMaxLine, MaxBulk: 5, MaxAggregate: DefaultDataMaxAggregate,
+		MaxReplyElements: DefaultDataMaxReplyElements, MaxDepth: maxLimit, MaxReplyBytes: DefaultDataMaxReplyBytes}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if again := got.ForData(); again != got {
+		t.Fatalf("ForData twice: %+v, then %+v", got, again)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"MaxLine", DefaultDataMaxLine, 1 << 20},
+		{"MaxBulk", DefaultDataMaxBulk, 512 << 20},
+		{"MaxAggregate", DefaultDataMaxAggregate, 16_777_216},
+		{"MaxReplyElements", DefaultDataMaxReplyElements, 33_554_432},
+		{"MaxDepth", DefaultDataMaxDepth, 128},
+		{"MaxReplyBytes", DefaultDataMaxReplyBytes, 1 << 30},
+	} {
+		if c.got != c.want {
+			t.Errorf("DefaultData%s = %d, the documentation says %d", c.name, c.got, c.want)
+		}
+	}
+	data := Limits{}.ForData()
+	for _, tt := range []struct {
+		in, what string
+	}{
+		{"*2147483647\r\n", WhatAggregate},
+		{"*9000000000000000000\r\n", WhatAggregate},
+		{"%9223372036854775807\r\n", WhatAggregate},
+		{"$2147483647\r\n", WhatBulk},
+		{"+" + strings.Repeat("x", DefaultDataMaxLine+1), WhatLine},
+		{strings.Repeat("*1\r\n", DefaultDataMaxDepth+1), WhatDepth},
+		{"$536870912\r\n", ""},       // 512 MiB: legal
+		{"*16777216\r\n", ""},        // an LRANGE of 16 million
+		{"%8388608\r\n", ""},         // an HGETALL of 8 million fields
+		{"*3\r\n$536870912\r\n", ""}, // a big string in an array
+	} {
+		s := newScanner(data, "d:1")
+		_, err := s.scan([]byte(tt.in))
+		switch {
+		case tt.what == "" && err != nil:
+			t.Errorf("%.30q refused on the data path: %v", tt.in, err)
+		case tt.what != "" && (err == nil || err.What != tt.what):
+			t.Errorf("%.30q on the data path: %v, want a %s refusal", tt.in, err, tt.what)
 		}
 	}
 }

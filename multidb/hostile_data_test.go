@@ -1,0 +1,137 @@
+package multidb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/respguard"
+	"github.com/rediskit/rediskit/internal/testkit"
+)
+
+// A database (built from Database.Options) answering the caller's own
+// commands with replies no Redis sends (a GET answered "*2147483647", a
+// string of 2 GiB, a line without an end, 1,000 levels of nesting, an
+// attribute flood) fails that command with a *ReplyLimitError naming the
+// server and the limit, on a GET, a pipeline and a SCAN (and an error
+// reply with its text on a subscription, which multidb's bridge makes
+// again on a new connection); the process survives with its memory
+// bounded, and the next command works. Legal large replies (a 20 MiB string, 66,000 elements: past the
+// control path's bounds) pass.
+func TestHostileDataReplies(t *testing.T) {
+	ctx := testkit.Context(t, 2*time.Minute)
+	node := testkit.NewHostileNode(t, nil)
+	addr := node.Addr()
+	c, err := NewClient(fast(Config{
+		Databases:   []Database{{Name: "only", Weight: 1, Options: &redis.Options{Addr: addr, Protocol: 2}}},
+		ReplyLimits: ReplyLimits{MaxReplyElements: testkit.HostileFloodLimit},
+		// The breaker's judgement of a server that keeps failing calls
+		// is tested elsewhere; here, each refused reply alone.
+		MinFailures: -1,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	healthy := func(t *testing.T) {
+		t.Helper()
+		if v, err := c.Get(ctx, "k").Result(); err != nil || v != "ok" {
+			t.Fatalf("a GET after: %q, %v", v, err)
+		}
+	}
+	healthy(t)
+	if v, err := c.Get(ctx, "big").Result(); err != nil || len(v) != testkit.BigString {
+		t.Fatalf("GET of a %d-byte string: %d bytes, %v", testkit.BigString, len(v), err)
+	}
+	if v, err := c.LRange(ctx, "big", 0, -1).Result(); err != nil || len(v) != testkit.BigArray {
+		t.Fatalf("LRANGE of %d elements: %d, %v", testkit.BigArray, len(v), err)
+	}
+
+	for i, h := range testkit.HostileReplies() {
+		key := testkit.HostileKey(i)
+		t.Run(h.Name, func(t *testing.T) {
+			for _, call := range []struct {
+				name string
+				run  func() error
+			}{
+				// Do reads a reply whole: where go-redis allocates what
+				// the headers declare and recurses into nesting.
+				{"GET", func() error { return c.Do(ctx, "GET", key).Err() }},
+				{"pipeline", func() error {
+					var before *redis.StringCmd
+					_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+						before = p.Get(ctx, "k")
+						p.Do(ctx, "GET", key)
+						return nil
+					})
+					if v := before.Val(); v != "ok" {
+						t.Errorf("the pipeline's command before the refused reply read %q", v)
+					}
+					return err
+				}},
+				{"SCAN", func() error { return c.Do(ctx, "SCAN", "0", "MATCH", key).Err() }},
+				{"SUBSCRIBE", func() error {
+					ps := c.Subscribe(ctx, key)
+					defer ps.Close()
+					_, err := ps.Receive(ctx)
+					return err
+				}},
+			} {
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				err := call.run()
+				var after runtime.MemStats
+				runtime.ReadMemStats(&after)
+				if call.name == "SUBSCRIBE" {
+					// A subscription is served through a bridge that
+					// makes it again on a new connection; the caller
+					// hears of each refusal as an error reply (a
+					// redis.Error) with the guard's text.
+					if msg := fmt.Sprint(err); !strings.Contains(msg, addr) || !strings.Contains(msg, "the limit is") && h.What != respguard.WhatMalformed {
+						t.Errorf("SUBSCRIBE: %v; want the refusal naming %s and the limit", err, addr)
+					}
+				} else {
+					checkReplyLimitError(t, call.name, err, addr, h.What)
+				}
+				if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+					t.Errorf("%s: %d MiB allocated", call.name, grew>>20)
+				}
+				healthy(t)
+			}
+		})
+	}
+
+	ps := c.Subscribe(ctx, "news")
+	defer ps.Close()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if m, err := ps.ReceiveMessage(rctx); err != nil || m.Payload != "hello" {
+		t.Fatalf("a subscription after: %v, %v", m, err)
+	}
+}
+
+// checkReplyLimitError fails t unless err holds a *ReplyLimitError naming
+// addr and the bound what, and says so in its text.
+func checkReplyLimitError(t *testing.T, call string, err error, addr, what string) {
+	t.Helper()
+	var le *ReplyLimitError
+	if !errors.As(err, &le) {
+		t.Errorf("%s: %v (%T); want a *ReplyLimitError", call, err, err)
+		return
+	}
+	if le.Addr != addr || le.What != what {
+		t.Errorf("%s: a ReplyLimitError on %q for %q; want %s for %q", call, le.Addr, le.What, addr, what)
+	}
+	if msg := err.Error(); !strings.Contains(msg, addr) || !strings.Contains(msg, "the limit is") {
+		t.Errorf("%s: %q does not name the server %s and the limit", call, msg, addr)
+	}
+	if what == respguard.WhatAggregate && le.Limit != DefaultReplyMaxAggregate {
+		t.Errorf("%s: limit %d; want the default %d", call, le.Limit, DefaultReplyMaxAggregate)
+	}
+}
