@@ -46,6 +46,8 @@ type faultTally struct {
 	// acked are the ids acknowledged; saidNotRun those whose error said
 	// the write did not run.
 	acked, saidNotRun []string
+	// ackedBy counts the ids acknowledged by op.
+	ackedBy map[string]int
 	// kinds counts errors by "op: kind" (errorKind: the typed error and
 	// whether it may have run); untyped those errors.As cannot place, by
 	// "op: class", with an example of each.
@@ -55,6 +57,9 @@ type faultTally struct {
 	// deadline; worst the longest past it.
 	late  int
 	worst time.Duration
+	// worstCall says which call that was: its op, when it began, its
+	// error.
+	worstCall string
 	// secretLeaks are the errors that quote the password.
 	secretLeaks int
 }
@@ -77,18 +82,26 @@ func placedError(err error) bool {
 
 // record adds the outcome of one call of op that began at began and took
 // took, bounded by deadline.
-func (ft *faultTally) record(op string, writes []faultWrite, took, deadline time.Duration, password string) {
+func (ft *faultTally) record(op string, writes []faultWrite, began time.Time, took, deadline time.Duration, password string) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	ft.calls++
 	over := took - deadline
-	ft.worst = max(ft.worst, over)
+	if over > ft.worst {
+		ft.worst = over
+		var errs []error
+		for _, w := range writes {
+			errs = append(errs, w.err)
+		}
+		ft.worstCall = fmt.Sprintf("%s begun %s: %v", op, began.Format("15:04:05.000"), errors.Join(errs...))
+	}
 	if over > 100*time.Millisecond {
 		ft.late++
 	}
 	for _, w := range writes {
 		if w.err == nil {
 			ft.acked = append(ft.acked, w.ids...)
+			ft.ackedBy[op] += len(w.ids)
 			continue
 		}
 		if strings.Contains(w.err.Error(), password) {
@@ -183,7 +196,7 @@ func faultWriter(ctx context.Context, c *Client, mode, op string, g int, tags []
 		}
 		took := time.Since(began)
 		cancel()
-		ft.record(op, writes, took, deadline, password)
+		ft.record(op, writes, began, took, deadline, password)
 		time.Sleep(testkit.WriterPause(n))
 	}
 }
@@ -202,8 +215,8 @@ var untypedPending = map[string]bool{"pipeline": true, "multi": true}
 // then the replica promoted in its place, SIGSTOP pauses, black holes,
 // CLUSTER FAILOVER (default, FORCE, TAKEOVER), slot migrations (step by
 // step, and at once), minority partitions (a master cut off from every
-// other node, Drop and Refuse), and a shard added with slots and a shard
-// removed. Two clients, the default mode and durable, write unique ids
+// other node, Drop and Refuse), and a shard added with a writers' slot
+// and then removed. Two clients, the default mode and durable, write unique ids
 // with single commands, pipelines and MULTI/EXEC, into lists of every
 // shard. No write may run twice; no acknowledged durable write may be
 // lost; every error is typed (errors.As places it) and one that says the
@@ -245,7 +258,7 @@ func TestRandomFaults(t *testing.T) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for _, mode := range modes {
-		ft := &faultTally{kinds: map[string]int{}, untyped: map[string]int{}, untypedExample: map[string]string{}}
+		ft := &faultTally{ackedBy: map[string]int{}, kinds: map[string]int{}, untyped: map[string]int{}, untypedExample: map[string]string{}}
 		tallies[mode] = ft
 		for _, op := range faultOps {
 			for g := range 2 {
@@ -288,6 +301,7 @@ func TestRandomFaults(t *testing.T) {
 	for _, mode := range modes {
 		ft := tallies[mode]
 		dups, lost := 0, 0
+		lostBy := map[string]int{}
 		for id, n := range seen {
 			if strings.HasPrefix(id, mode+":") && n > 1 {
 				dups += n - 1
@@ -296,15 +310,19 @@ func TestRandomFaults(t *testing.T) {
 		for _, id := range ft.acked {
 			if seen[id] == 0 {
 				lost++
+				lostBy[strings.Split(id, ":")[1]]++
 			}
 		}
-		t.Logf("%s: %d calls, %d ids acknowledged, %d lost, %d duplicated; %d calls more than 100 ms past their %v deadline, the longest %v; errors: %s",
-			mode, ft.calls, len(ft.acked), lost, dups, ft.late, deadline, max(ft.worst, 0).Round(time.Millisecond), kindsLine(ft.kinds))
+		t.Logf("%s: %d calls, %d ids acknowledged (%s), %d lost (%s), %d duplicated; %d calls more than 100 ms past their %v deadline, the longest %v; errors: %s",
+			mode, ft.calls, len(ft.acked), kindsLine(ft.ackedBy), lost, kindsLine(lostBy), dups, ft.late, deadline, max(ft.worst, 0).Round(time.Millisecond), kindsLine(ft.kinds))
 		if dups != 0 {
 			t.Errorf("%s: %d writes ran twice", mode, dups)
 		}
 		if mode == "durable" && lost != 0 {
 			t.Errorf("%s: %d acknowledged durable writes lost", mode, lost)
+		}
+		if ft.late > 0 {
+			t.Logf("%s: the call longest past its deadline: %s; the longest stall of this process: %v", mode, ft.worstCall, stalls.Max().Round(time.Millisecond))
 		}
 		if ft.worst > margin {
 			t.Errorf("%s: a call returned %v past its %v deadline (margin %v: 1 s and the longest stall of this process, %v)",
@@ -508,22 +526,20 @@ func clusterFaultMenu(ctx context.Context, l *lab.Lab, tags []string) []testkit.
 			l.Heal))
 	}
 
-	// A shard added, given a writers' slot, and then a shard removed (any
-	// of them, the new one included): its slots and keys moved to the
-	// others, its nodes forgotten and stopped.
-	var leaving int
-	faults = append(faults, testkit.NewFault("add a shard, then remove one",
-		func(r *rand.Rand) error {
+	// A shard added and given a writers' slot, and then removed: its slot
+	// and keys moved back, its nodes forgotten and stopped. (The shard
+	// removed is the one added: removing one of the first three moves a
+	// third of the slots, which on Valkey 8 under load (each SETSLOT
+	// waits for the replica and an fsync of nodes.conf) takes minutes.)
+	var added int
+	faults = append(faults, testkit.NewFault("add a shard, then remove it",
+		func(r *rand.Rand) (err error) {
 			tag := tags[r.IntN(len(tags))]
-			k := r.IntN(64)
 			sctx, cancel := bounded(60 * time.Second)
 			defer cancel()
-			added, err := l.AddShard(sctx)
-			if err != nil {
+			if added, err = l.AddShard(sctx); err != nil {
 				return err
 			}
-			ids := l.ShardIDs()
-			leaving = ids[k%len(ids)]
 			if err := l.MigrateSlots(sctx, added, Slot(tag)); err != nil {
 				return errors.Join(err, l.RemoveShard(sctx, added))
 			}
@@ -532,7 +548,7 @@ func clusterFaultMenu(ctx context.Context, l *lab.Lab, tags []string) []testkit.
 		func() error {
 			sctx, cancel := bounded(60 * time.Second)
 			defer cancel()
-			return l.RemoveShard(sctx, leaving)
+			return l.RemoveShard(sctx, added)
 		}))
 	return faults
 }
