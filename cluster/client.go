@@ -702,14 +702,19 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		return err
 	}
 	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
+	redirects := 0
+	var ask *node // the node an ASK named: the next attempt runs there, after ASKING
 	for attempt := 0; ; attempt++ {
 		snap, err := c.topo.ready(ctx)
 		if err != nil {
 			routing.SetErrs(nil, cmds, err)
 			return err
 		}
-		n := snap.master(slot)
-		if n == nil || snap.suspect[n] {
+		n, asking := snap.master(slot), ask != nil
+		if asking {
+			n, ask = ask, nil
+		}
+		if n == nil || snap.suspect[n] && !asking {
 			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
 				err = &NoMasterError{Slot: slot, Cause: err}
 				routing.SetErrs(nil, cmds, err)
@@ -717,7 +722,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 			continue
 		}
-		runTx, err := c.txRunner(ctx, n, slot, holdEnd) // durable.go
+		runTx, err := c.txRunner(ctx, n, slot, holdEnd, asking) // durable.go
 		if err != nil {
 			routing.SetErrs(nil, cmds, err)
 			return err
@@ -733,9 +738,16 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			c.scanDone(snap, p)
 		}
 		// A durable verdict is final: the EXEC ran, whatever its WAIT's
-		// failure says.
-		if err == nil || isNotDurable(err) || attempt >= c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
-			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
+		// failure says. A refusal that proves nothing ran is retried as a
+		// single command's is: redirects at most MaxRedirects times, the
+		// others (CLUSTERDOWN while another shard fails over, TRYAGAIN,
+		// LOADING) until the hold ends.
+		redirect, redirected := failure.ParseRedirect(firstRedirect(cmds, err))
+		if redirected {
+			redirects++
+		}
+		if err == nil || isNotDurable(err) || redirects > c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
+			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) || !redirected && time.Now().After(holdEnd) {
 			if noAnswer(err) {
 				// No answer to the EXEC: it may have run.
 				c.topo.failed(n, err)
@@ -745,16 +757,25 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 			return err
 		}
-		// Refused before it ran (a MOVED queued command aborts the EXEC):
-		// re-route on a fresh map and run it again.
-		if r, ok := failure.ParseRedirect(firstRedirect(cmds, err)); ok && !r.Ask {
-			c.topo.moved(r.Slot, r.Addr)
-		} else {
+		// Refused before it ran (a MOVED or ASK queued command aborts the
+		// EXEC): re-route on a fresh map, or to the node ASK named, and run
+		// it again.
+		switch {
+		case redirected && redirect.Ask:
+			if ask = c.nodes.get(redirect.Addr); ask == nil {
+				return err // past the nodes a client keeps
+			}
+			c.stats.ask.Add(1)
+		case redirected:
+			c.stats.moved.Add(1)
+			c.topo.moved(redirect.Slot, redirect.Addr)
+		default:
 			c.topo.kick(RefreshRefused)
 		}
 		if err := c.pause(ctx, snap, slot, attempt+1); err != nil {
 			return err
 		}
+		c.stats.retries.Add(1)
 		routing.SetErrs(nil, cmds, nil)
 	}
 }

@@ -61,7 +61,12 @@
 // keep their results. A transaction (TxPipeline, Watch) runs on one node,
 // so it must stay in one slot: one whose keys span slots is refused before
 // anything is sent with a *CrossSlotError (go-redis's ClusterClient splits
-// it into one MULTI/EXEC per slot, silently losing its atomicity). Watch
+// it into one MULTI/EXEC per slot, silently losing its atomicity). A
+// transaction refused before it ran is run again as a command is: MOVED
+// and ASK followed (ASKING, then the transaction, on one connection of the
+// node ASK names; the server refuses the EXEC with TRYAGAIN if that node
+// lacks some of its keys), CLUSTERDOWN, TRYAGAIN and the other refusals
+// retried until WriteHoldTimeout. Watch
 // is held while its slot's master fails, as a write is, and runs its
 // function again only when a refusal proves nothing ran; after a failure
 // without an answer it fails saying the EXEC may have run. A
