@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
@@ -270,6 +271,9 @@ func constructedErrors() []classified {
 		{name: "a context deadline joined after a reset", err: errors.Join(reset, context.DeadlineExceeded), want: "Network Timeout ContextError Signal"},
 		{name: "a limit's deadline, wrapped", err: fmt.Errorf("limit 1s: %w", context.DeadlineExceeded), want: "Timeout ContextError Signal"},
 		{name: "cancelled, wrapped", err: fmt.Errorf("call: %w", context.Canceled), want: "ContextError"},
+		{name: "cancelled while queued for a batch", err: &routing.UnsentError{Err: context.Canceled}, want: "ContextError NotExecuted ProvablyNotExecuted Signal"},
+		{name: "the deadline passed while queued for a batch", err: &routing.UnsentError{Err: context.DeadlineExceeded},
+			want: "ContextError Timeout NotExecuted ProvablyNotExecuted Signal"},
 		{name: "a context error's text without its identity", err: errors.New(context.DeadlineExceeded.Error()), want: ""},
 
 		{name: "pool timeout", err: redis.ErrPoolTimeout, want: notRun},
