@@ -73,12 +73,23 @@ func Seal(cmd redis.Cmder, cmds []redis.Cmder, err error, s Sealer) error {
 		return s.Wrap(nil, err, !NotExecuted(err))
 	}
 	tx := routing.IsTx(cmds)
-	ran := mayHaveRun(tx, cmds, err)
-	answered := tx && abortedByAnswer(cmds)
+	// Judged once, and only when an error is not placed: a pipeline whose
+	// commands all succeeded (or answered) costs a look at each.
+	var ran, answered, judged bool
+	judge := func() {
+		if !judged {
+			judged = true
+			ran, answered = mayHaveRun(tx, cmds, err), tx && abortedByAnswer(cmds)
+		}
+	}
 	var same error // err as the first command that failed with it got it
 	for _, q := range cmds {
 		e := q.Err()
-		if placed(e) || answered && redis.IsExecAbortError(e) {
+		if placed(e) {
+			continue
+		}
+		judge()
+		if answered && redis.IsExecAbortError(e) {
 			continue
 		}
 		may := !NotExecuted(e)
@@ -90,8 +101,12 @@ func Seal(cmd redis.Cmder, cmds []redis.Cmder, err error, s Sealer) error {
 			same = q.Err()
 		}
 	}
+	if placed(err) {
+		return err
+	}
+	judge()
 	switch {
-	case placed(err) || answered && redis.IsExecAbortError(err):
+	case answered && redis.IsExecAbortError(err):
 		return err
 	case same != nil && !tx:
 		return same
