@@ -323,6 +323,8 @@ type attempt struct {
 	rd    *reader
 	done  func()
 	avoid *node
+	// last is the node of the last send (nil: none yet).
+	last *node
 }
 
 // run sends one command to the master of slot and applies the rules of the
@@ -331,6 +333,12 @@ type attempt struct {
 // once, a write whose outcome is unknown never re-run.
 func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder) error {
 	a := &attempt{slot: slot, write: write, holdEnd: time.Now().Add(c.opts.WriteHoldTimeout)}
+	err := c.runAttempts(ctx, cmd, a)
+	return c.seal(cmd, nil, err, a.last, slot, write, nil)
+}
+
+// runAttempts is run's loop: each send, and the judgement of its failure.
+func (c *Client) runAttempts(ctx context.Context, cmd redis.Cmder, a *attempt) error {
 	for {
 		snap, err := c.topo.ready(ctx)
 		if err != nil {
@@ -345,6 +353,7 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 		if n == nil {
 			continue // the map changed: look again
 		}
+		a.last = n
 		if a.write && c.durable(ctx) {
 			err = c.sendDurable(ctx, n, cmd, a) // durable.go
 		} else {
@@ -576,7 +585,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	snap, err := c.topo.ready(ctx)
 	if err != nil {
 		routing.SetErrs(nil, cmds, err)
-		return err
+		return c.seal(nil, cmds, err, nil, -1, false, nil) // nothing was sent
 	}
 	var groups []group // one per master: a handful, searched in order
 	var pages []scanPage
@@ -635,7 +644,20 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	if durables != nil {
 		first = c.finishDurable(durables, first)
 	}
-	return first
+	return c.seal(nil, cmds, first, nil, -1, false, func(q redis.Cmder) *node { return groupOf(groups, q) })
+}
+
+// groupOf is the node q was sent to in groups (nil: none, when it was not
+// sent), or, for q nil, that of the first command that failed.
+func groupOf(groups []group, q redis.Cmder) *node {
+	for _, g := range groups {
+		for _, gq := range g.cmds {
+			if gq == q || q == nil && gq.Err() != nil && !failure.IsNil(gq.Err()) {
+				return g.n
+			}
+		}
+	}
+	return nil
 }
 
 // group is a pipeline's commands for one node, in the pipeline's order.
@@ -701,6 +723,14 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		routing.SetErrs(nil, cmds, err)
 		return err
 	}
+	var last *node // the node of the last send
+	err = c.txAttempts(ctx, cmds, slot, &last)
+	return c.seal(nil, cmds, err, last, slot, true, nil)
+}
+
+// txAttempts is processTx's loop: each send of the transaction, and the
+// judgement of its failure. last is set to the node of each send.
+func (c *Client) txAttempts(ctx context.Context, cmds []redis.Cmder, slot int, last **node) error {
 	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
 	redirects := 0
 	var ask *node // the node an ASK named: the next attempt runs there, after ASKING
@@ -733,6 +763,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			return err
 		}
 		n.writes.Add(1) // a transaction counts as one write
+		*last = n
 		err = runTx(ctx, cmds)
 		for _, p := range pages {
 			c.scanDone(snap, p)
@@ -836,6 +867,23 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		}
 		slot = s
 	}
+	var (
+		own  error // fn's last error: the caller's own
+		last *node // the node of the last send
+	)
+	err := c.watchAttempts(ctx, func(tx *redis.Tx) error { own = fn(tx); return own }, slot, &last, keys)
+	return failure.Seal(nil, nil, err, failure.Sealer{Typed: typed, Own: own,
+		Wrap: func(_ redis.Cmder, err error, may bool) error {
+			if last == nil {
+				return &NoMasterError{Slot: slot, Cause: err}
+			}
+			return &NodeError{Addr: last.addr, Slot: slot, Write: true, MayHaveExecuted: may, Err: err}
+		}})
+}
+
+// watchAttempts is Watch's loop: each run of fn on the slot's master, and
+// the judgement of its failure. last is set to the node of each run.
+func (c *Client) watchAttempts(ctx context.Context, fn func(*redis.Tx) error, slot int, last **node, keys []string) error {
 	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
 	for attempt := 1; ; attempt++ {
 		snap, err := c.topo.ready(ctx)
@@ -853,6 +901,7 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		if err != nil {
 			return err
 		}
+		*last = n
 		err = n.client.Watch(ctx, body, keys...)
 		if c.settled(err) {
 			return err
