@@ -18,8 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -64,21 +64,11 @@ type faultTally struct {
 	secretLeaks int
 }
 
-// placedError reports whether errors.As places err: one of the package's
-// typed errors, or a reply that is the command's own answer (not a
+// placedError reports whether errors.As places err (errplace.Place): one
+// of the package's typed errors, or the command's own answer (not a
 // refusal of the cluster's, which the package must wrap with the node and
 // slot, nor a bare timeout, context or network error).
-func placedError(err error) bool {
-	if _, _, ok := typedOutcome(err); ok {
-		return true
-	}
-	var cse *CrossSlotError
-	if errors.As(err, &cse) {
-		return true
-	}
-	var re redis.Error
-	return errors.As(err, &re) && !failure.Signal(err)
-}
+func placedError(err error) bool { return errplace.Place(err, typedOutcome).Placed }
 
 // record adds the outcome of one call of op that began at began and took
 // took, bounded by deadline.
@@ -200,12 +190,6 @@ func faultWriter(ctx context.Context, c *Client, mode, op string, g int, tags []
 		time.Sleep(testkit.WriterPause(n))
 	}
 }
-
-// untypedPending are the ops whose untyped errors (raw CLUSTERDOWN,
-// EXECABORT and MOVED replies, bare timeouts on pipelines and MULTI) are
-// issue 35's item 4, fixed on another branch: this test logs them instead
-// of failing until that is merged. Single commands get none, and fail.
-var untypedPending = map[string]bool{"pipeline": true, "multi": true}
 
 // TestRandomFaults runs writers through random faults on a cluster of
 // three shards of a master and a replica, one fault at a time (each held
@@ -334,11 +318,6 @@ func TestRandomFaults(t *testing.T) {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(ft.untyped)) {
-			op, _, _ := strings.Cut(k, ":")
-			if untypedPending[op] {
-				t.Logf("%s: %d errors errors.As cannot place (%s), e.g. %s (issue 35 item 4, not failed until it is fixed)", mode, ft.untyped[k], k, ft.untypedExample[k])
-				continue
-			}
 			t.Errorf("%s: %d errors errors.As cannot place (%s), e.g. %s", mode, ft.untyped[k], k, ft.untypedExample[k])
 		}
 		if ft.secretLeaks > 0 {
