@@ -131,7 +131,8 @@ func TestErrorsPlacedClusterDown(t *testing.T) {
 	notRun := false
 
 	// EXECABORT: a transaction on a migrating slot whose one key moved
-	// is refused (ASK) at every attempt.
+	// is refused at every attempt (ASK from the source; after ASKING,
+	// TRYAGAIN from the target, which lacks the other key).
 	const a, b = "{abort}a", "{abort}b"
 	if err := c.MSet(ctx, a, 1, b, 1).Err(); err != nil {
 		t.Fatal(err)
