@@ -768,17 +768,8 @@ func (c *Client) txAttempts(ctx context.Context, cmds []redis.Cmder, slot int, l
 		for _, p := range pages {
 			c.scanDone(snap, p)
 		}
-		// A durable verdict is final: the EXEC ran, whatever its WAIT's
-		// failure says. A refusal that proves nothing ran is retried as a
-		// single command's is: redirects at most MaxRedirects times, the
-		// others (CLUSTERDOWN while another shard fails over, TRYAGAIN,
-		// LOADING) until the hold ends.
-		redirect, redirected := failure.ParseRedirect(firstRedirect(cmds, err))
-		if redirected {
-			redirects++
-		}
-		if err == nil || isNotDurable(err) || redirects > c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
-			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) || !redirected && time.Now().After(holdEnd) {
+		var again bool
+		if ask, again = c.txAgain(ctx, cmds, err, &redirects, holdEnd); !again {
 			if noAnswer(err) {
 				// No answer to the EXEC: it may have run.
 				c.topo.failed(n, err)
@@ -788,27 +779,51 @@ func (c *Client) txAttempts(ctx context.Context, cmds []redis.Cmder, slot int, l
 			}
 			return err
 		}
-		// Refused before it ran (a MOVED or ASK queued command aborts the
-		// EXEC): re-route on a fresh map, or to the node ASK named, and run
-		// it again.
-		switch {
-		case redirected && redirect.Ask:
-			if ask = c.nodes.get(redirect.Addr); ask == nil {
-				return err // past the nodes a client keeps
-			}
-			c.stats.ask.Add(1)
-		case redirected:
-			c.stats.moved.Add(1)
-			c.topo.moved(redirect.Slot, redirect.Addr)
-		default:
-			c.topo.kick(RefreshRefused)
-		}
 		if err := c.pause(ctx, snap, slot, attempt+1); err != nil {
 			return err
 		}
 		c.stats.retries.Add(1)
 		routing.SetErrs(nil, cmds, nil)
 	}
+}
+
+// txAgain decides whether a transaction that failed with err (its
+// commands' errors in cmds) runs again: only after a refusal that proves
+// nothing ran (a MOVED or ASK queued command aborts the EXEC), redirects
+// at most MaxRedirects times (counted in redirects), the other refusals
+// (CLUSTERDOWN while another shard fails over, TRYAGAIN, LOADING) until
+// holdEnd, as a single command's; never past the caller's context, and
+// never after a durable verdict (the EXEC ran, whatever its WAIT's
+// failure says). When it runs again, the map is told of a MOVED or a
+// refresh is asked for, and ask is the node an ASK named: the next
+// attempt runs there, after ASKING.
+func (c *Client) txAgain(ctx context.Context, cmds []redis.Cmder, err error, redirects *int, holdEnd time.Time) (ask *node, again bool) {
+	if err == nil || isNotDurable(err) || failure.CallerEnded(ctx) || !failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
+		return nil, false
+	}
+	r, redirected := failure.ParseRedirect(firstRedirect(cmds, err))
+	switch {
+	case redirected:
+		*redirects++
+		if *redirects > c.opts.MaxRedirects {
+			return nil, false
+		}
+	case time.Now().After(holdEnd):
+		return nil, false
+	}
+	switch {
+	case redirected && r.Ask:
+		if ask = c.nodes.get(r.Addr); ask == nil {
+			return nil, false // past the nodes a client keeps
+		}
+		c.stats.ask.Add(1)
+	case redirected:
+		c.stats.moved.Add(1)
+		c.topo.moved(r.Slot, r.Addr)
+	default:
+		c.topo.kick(RefreshRefused)
+	}
+	return ask, true
 }
 
 // noAnswer reports a transaction's failure without an answer to its
