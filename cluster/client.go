@@ -88,9 +88,15 @@ type Stats struct {
 	// EventsDropped are the events a slow Observer missed (see
 	// Options.Observer).
 	EventsDropped uint64
+	// SplitBrainHolds counts the holds of a shard's writes for a master
+	// cut off from its replicas and the majority (EventMasterIsolated).
+	SplitBrainHolds uint64
 	// Masters are the masters of the current map, by address; Failing
-	// those whose writes are held because they stopped answering.
-	Masters, Failing []string
+	// those whose writes are held because they stopped answering;
+	// Isolated those whose writes are held because they are cut off from
+	// their replicas and the majority (see "Split brain" in the package
+	// documentation).
+	Masters, Failing, Isolated []string
 	// Nodes counts the commands sent to each node the client has talked
 	// to, sorted by address.
 	Nodes []NodeStats
@@ -218,7 +224,7 @@ func (c *Client) Stats() Stats {
 		Moved: c.stats.moved.Load(), Ask: c.stats.ask.Load(), Retries: c.stats.retries.Load(),
 		ReadsRetried: c.stats.readsRetried.Load(), WritesRerun: c.stats.writesRerun.Load(),
 		WritesRefused: c.stats.writesRefused.Load(), WritesHeld: c.stats.writesHeld.Load(),
-		MasterChanges: t.masterChanges.Load(), SlotMoves: t.slotsMoved.Load(), MasterRecoveries: t.recoveries.Load(),
+		MasterChanges: t.masterChanges.Load(), SlotMoves: t.slotsMoved.Load(), MasterRecoveries: t.recoveries.Load(), SplitBrainHolds: t.splitBrainHolds.Load(),
 		EventsDropped: t.events.Dropped(), WritesNotDurable: c.stats.writesNotDurable.Load(), DurableReplicas: c.durableReplicasOf()}
 	for cause := range numRefreshCauses {
 		n := t.refreshes[cause].Load()
@@ -230,6 +236,9 @@ func (c *Client) Stats() Stats {
 		st.Masters = append(st.Masters, m.master.addr)
 		if snap.suspect[m.master] {
 			st.Failing = append(st.Failing, m.master.addr)
+		}
+		if snap.isolated[m.master] != "" {
+			st.Isolated = append(st.Isolated, m.master.addr)
 		}
 	}
 	for _, n := range c.nodes.all() {
@@ -395,7 +404,7 @@ func (c *Client) pick(ctx context.Context, snap *snapshot, a *attempt) (*node, e
 		return r, err // a replica, the map changed, or no replica under Replica
 	}
 	n := snap.master(a.slot)
-	if n != nil && (!a.write || !snap.suspect[n]) {
+	if n != nil && (!a.write || !snap.holds(n)) {
 		return n, nil
 	}
 	if a.write && !a.held {
@@ -403,9 +412,19 @@ func (c *Client) pick(ctx context.Context, snap *snapshot, a *attempt) (*node, e
 		c.stats.writesHeld.Add(1)
 	}
 	if err := c.waitChange(ctx, snap, a.holdEnd); err != nil {
-		return nil, &NoMasterError{Slot: a.slot, Cause: err}
+		return nil, noMaster(snap, a.slot, n, err)
 	}
 	return nil, nil
+}
+
+// noMaster is the error of a write of slot held (not sent) until err: the
+// master n cut off, when the split-brain hold held it.
+func noMaster(snap *snapshot, slot int, n *node, err error) *NoMasterError {
+	e := &NoMasterError{Slot: slot, Cause: err}
+	if n != nil && snap.isolated[n] != "" {
+		e.Isolated, e.IsolatedReason = n.addr, snap.isolated[n]
+	}
+	return e
 }
 
 // judge decides what follows a failed send: whether to send again, or the
@@ -582,7 +601,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	if routing.IsTx(cmds) {
 		return c.processTx(ctx, cmds)
 	}
-	snap, err := c.topo.ready(ctx)
+	snap, err := c.waitIsolated(ctx, cmds)
 	if err != nil {
 		routing.SetErrs(nil, cmds, err)
 		return c.seal(nil, cmds, err, nil, -1, false, nil) // nothing was sent
@@ -658,6 +677,36 @@ func groupOf(groups []group, q redis.Cmder) *node {
 		}
 	}
 	return nil
+}
+
+// waitIsolated returns the map a pipeline is routed on: once none of its
+// writes' masters is cut off (the split-brain hold), waiting for that
+// within WriteHoldTimeout; past it, a *NoMasterError for the first held
+// write's slot (nothing was sent).
+func (c *Client) waitIsolated(ctx context.Context, cmds []redis.Cmder) (*snapshot, error) {
+	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
+	for counted := false; ; counted = true {
+		snap, err := c.topo.ready(ctx)
+		if err != nil || len(snap.isolated) == 0 {
+			return snap, err
+		}
+		slot, held := -1, (*node)(nil)
+		for _, q := range cmds {
+			if s := c.slotOf(q); s >= 0 && snap.isolated[snap.master(s)] != "" && !c.classifier.ReadOnly(q) {
+				slot, held = s, snap.master(s)
+				break
+			}
+		}
+		if held == nil {
+			return snap, nil
+		}
+		if !counted {
+			c.stats.writesHeld.Add(1)
+		}
+		if err := c.waitChange(ctx, snap, holdEnd); err != nil {
+			return nil, noMaster(snap, slot, held, err)
+		}
+	}
 }
 
 // group is a pipeline's commands for one node, in the pipeline's order.
@@ -744,9 +793,9 @@ func (c *Client) txAttempts(ctx context.Context, cmds []redis.Cmder, slot int, l
 		if asking {
 			n, ask = ask, nil
 		}
-		if n == nil || snap.suspect[n] && !asking {
+		if n == nil || snap.holds(n) {
 			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
-				err = &NoMasterError{Slot: slot, Cause: err}
+				err = noMaster(snap, slot, n, err)
 				routing.SetErrs(nil, cmds, err)
 				return err
 			}
@@ -906,9 +955,9 @@ func (c *Client) watchAttempts(ctx context.Context, fn func(*redis.Tx) error, sl
 			return err
 		}
 		n := snap.master(slot)
-		if n == nil || snap.suspect[n] {
+		if n == nil || snap.holds(n) {
 			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
-				return &NoMasterError{Slot: slot, Cause: err}
+				return noMaster(snap, slot, n, err)
 			}
 			continue
 		}

@@ -53,6 +53,60 @@
 // whether it may have executed. A read is run again once. A planned
 // failover (CLUSTER FAILOVER) is a MOVED for the client: nothing is lost.
 //
+// # Split brain
+//
+// A master cut off from its replicas and from most of the other masters,
+// while the client still reaches it, goes on acknowledging writes until
+// it sees it lost the majority (cluster-node-timeout); the majority
+// promotes one of its replicas, and every write the old master
+// acknowledged meanwhile is lost when it rejoins as a replica. The
+// client holds the shard's writes from the first sign of it, as package
+// sentinel's poll does. Every SplitBrainPollInterval (100 ms; negative
+// turns it off) it asks each master with replicas TIME, ROLE and CLUSTER
+// NODES and its replicas ROLE (on the control pool, at once, each bounded
+// by a few rounds):
+//
+//   - a replica behind its master whose received offset has not moved
+//     between two rounds, longer than the stream takes to reach it (the
+//     client's round trips to both and 50 ms), or that lost its link, has
+//     stopped receiving; when every replica that was receiving has
+//     stopped, the writes are held on suspicion (about two rounds after
+//     the cut: 104-124 ms in TestMinorityPartition);
+//   - the master's own CLUSTER NODES says whether it still reaches the
+//     other masters: a bus PING pending longer than the round trips and
+//     50 ms, a link down, PFAIL or FAIL. When enough of them have answered
+//     a PING since the hold began that no majority could fail it over
+//     (one of two others, two of four, ...), the hold ends, and the same
+//     stall does not hold again until the replicas are seen receiving;
+//     a suspicion neither cleared nor confirmed ends after 2 s. When it
+//     cannot reach a majority, the hold is confirmed, and stands until the
+//     cluster promotes another master (the held writes go there: they
+//     never reached the old one), it reaches them again, or its replicas
+//     receive again.
+//
+// A held write (single commands, pipelines, transactions, Watch) waits
+// within WriteHoldTimeout and its context; past them it fails with a
+// *NoMasterError that says the master was cut off and that nothing was
+// sent. An idle master is never held (nothing to receive, nothing to
+// lose), nor is one whose replica does not answer the client (a paused or
+// dead replica is not watched), nor a cluster of fewer than three masters
+// (none can be failed over without the others). The cost when no
+// failover follows: a replica cut off alone holds its master's writes
+// until another master answers the master's PING, at most half a node
+// timeout (TestSplitBrainHoldsLittleWithoutFailover, 1 s node timeout: one
+// hold of about 100 ms, nothing refused); a replica paused holds nothing.
+// With Redis's default 15 s node timeout the cluster PINGs each node only
+// every few seconds, so a suspicion may last its full 2 s. The polling
+// costs one pipeline to each master with replicas and one ROLE to each
+// replica per round. The client sees a replica's stream by the offsets
+// ROLE reports, and compares the master a replica names with the
+// addresses the cluster announces: behind address translation, replicas
+// are not watched and nothing is held. EventMasterIsolated and
+// EventIsolationEnded report each hold; Stats.SplitBrainHolds counts
+// them, Stats.Isolated names the masters held now. Durable writes (below)
+// lose nothing in this case either: they are held too, and a write
+// acknowledged was confirmed on the replica.
+//
 // # Pipelines and transactions
 //
 // A pipeline is split per master and each part sent at once; results keep
@@ -248,9 +302,10 @@
 // master no longer masters anything: a failover), each move of slots
 // between masters (a migration), a master failing and recovering, a failed
 // map read, and per call a read retried, a write re-run after a refusal
-// that proved it had not run, a write refused (*MasterChangedError), and
-// a durable write refused or not confirmed (*NotDurableError), with the
-// Observer contract of internal/eventq. The same are logged
+// that proved it had not run, a write refused (*MasterChangedError), a
+// durable write refused or not confirmed (*NotDurableError), and each
+// split-brain hold begun and ended, with the Observer contract of
+// internal/eventq. The same are logged
 // through Options.Logger. Stats counts them, the refreshes by cause, the
 // writes held, and the commands sent to each node. OnNewNode hands the
 // node clients that carry the caller's commands to go-redis's

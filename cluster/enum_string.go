@@ -17,11 +17,13 @@ func _() {
 	_ = x[EventWriteRerun-7]
 	_ = x[EventWriteRefused-8]
 	_ = x[EventWriteNotDurable-9]
+	_ = x[EventMasterIsolated-10]
+	_ = x[EventIsolationEnded-11]
 }
 
-const _EventKind_name = "master changedslots movedmaster failingmaster recoveredrefresh failedread retriedwrite re-runwrite refusedwrite not durable"
+const _EventKind_name = "master changedslots movedmaster failingmaster recoveredrefresh failedread retriedwrite re-runwrite refusedwrite not durablemaster isolatedisolation ended"
 
-var _EventKind_index = [...]uint8{0, 14, 25, 39, 55, 69, 81, 93, 106, 123}
+var _EventKind_index = [...]uint8{0, 14, 25, 39, 55, 69, 81, 93, 106, 123, 138, 153}
 
 func (i EventKind) String() string {
 	idx := int(i) - 1

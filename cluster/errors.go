@@ -66,13 +66,24 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 // NoMasterError is work refused because no master serves its slot: the
 // map has none, or the shard's master failed and no replica was promoted
-// within Options.WriteHoldTimeout. Nothing was sent.
+// within Options.WriteHoldTimeout; or because its master is cut off from
+// its replicas and the majority (Isolated: see "Split brain" in the
+// package documentation) and neither was it replaced nor did the signs
+// clear within WriteHoldTimeout. Nothing was sent: running it again is
+// safe.
 type NoMasterError struct {
-	Slot  int
-	Cause error
+	Slot int
+	// Isolated is the address of the master held as cut off, with why
+	// (IsolatedReason); "" when the slot had no master to write to.
+	Isolated, IsolatedReason string
+	Cause                    error
 }
 
 func (e *NoMasterError) Error() string {
+	if e.Isolated != "" {
+		return fmt.Sprintf("cluster: write of slot %d not sent: its master %s is cut off (%s), and the cluster may replace it and lose what it acknowledges (held: %v); running it again is safe",
+			e.Slot, e.Isolated, e.IsolatedReason, e.Cause)
+	}
 	if e.Cause == nil {
 		return fmt.Sprintf("cluster: no master serves slot %d", e.Slot)
 	}

@@ -160,3 +160,35 @@ func exampleCluster() (ctx context.Context, c *cluster.Client, stop func(), err 
 	}
 	return ctx, c, func() { _ = c.Close(); _ = l.Close(); cancel() }, nil
 }
+
+// The split-brain hold: a master cut off from its replicas and the
+// majority still answers, and would lose what it acknowledges once the
+// cluster promotes a replica. The client holds its shard's writes from
+// the first sign of it (EventMasterIsolated) until the cluster replaces it
+// or the signs clear; a write still held after WriteHoldTimeout fails
+// with a *NoMasterError naming the master, and was not sent. (Not run:
+// it needs a partition; TestMinorityPartition makes one.)
+func ExampleNoMasterError_isolated() {
+	c, err := cluster.NewClient(cluster.Options{
+		Addrs:            []string{"10.0.0.1:7000"},
+		WriteHoldTimeout: 3 * time.Second,
+		Observer: func(ev cluster.Event) {
+			if ev.Kind == cluster.EventMasterIsolated || ev.Kind == cluster.EventIsolationEnded {
+				fmt.Println(ev) // e.g. "master isolated master=10.0.0.1:7000 reason=..."
+			}
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = c.Set(ctx, "{order:42}:status", "paid", 0).Err()
+	var nme *cluster.NoMasterError
+	if errors.As(err, &nme) && nme.Isolated != "" {
+		// Not sent: safe to run again later, or to queue.
+		fmt.Printf("held and refused: %s is cut off (%s)\n", nme.Isolated, nme.IsolatedReason)
+	}
+}

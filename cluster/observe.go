@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -44,6 +45,15 @@ const (
 	// part) on Master failed with a *NotDurableError (Err): refused
 	// unsent, or run and not confirmed.
 	EventWriteNotDurable // write not durable
+	// EventMasterIsolated: Master is cut off, or suspected cut off, from
+	// its replicas and the majority of the masters while it still
+	// answers (Reason says what the split-brain poll saw): its shard's
+	// writes are held until the cluster replaces it or the signs clear
+	// (see "Split brain" in the package documentation).
+	EventMasterIsolated // master isolated
+	// EventIsolationEnded: the hold of EventMasterIsolated ended
+	// (Reason); Duration is how long it lasted.
+	EventIsolationEnded // isolation ended
 )
 
 // RefreshCause says why the client read the slot map: at start, on the
@@ -78,9 +88,12 @@ type Event struct {
 	// Slots counts the slots that moved (EventMasterChanged,
 	// EventSlotsMoved).
 	Slots int
-	// Duration is how long the reported state lasted (EventMasterRecovered).
+	// Duration is how long the reported state lasted (EventMasterRecovered,
+	// EventIsolationEnded).
 	Duration time.Duration
-	Err      error
+	// Reason says why (EventMasterIsolated, EventIsolationEnded).
+	Reason string
+	Err    error
 }
 
 func (e Event) String() string {
@@ -96,6 +109,9 @@ func (e Event) String() string {
 		s += fmt.Sprintf(" slots=%d", e.Slots)
 	case EventReadRetried, EventWriteRerun, EventWriteRefused, EventWriteNotDurable:
 		s += fmt.Sprintf(" slot=%d", e.Slot)
+	}
+	if e.Reason != "" {
+		s += " reason=" + strconv.Quote(e.Reason)
 	}
 	if e.Duration != 0 {
 		s += " took=" + e.Duration.String()

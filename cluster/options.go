@@ -42,6 +42,14 @@ type Options struct {
 	// shard's master is failing, until the cluster names a new one.
 	// Default DefaultFailoverPollInterval.
 	FailoverPollInterval time.Duration
+	// SplitBrainPollInterval is how often the client asks every master
+	// with replicas ROLE and CLUSTER NODES and its replicas ROLE, to hold
+	// the shard's writes from the first sign that the master is cut off
+	// from its replicas and the majority of the masters while it still
+	// answers (see "Split brain" in the package documentation). Default
+	// DefaultSplitBrainPollInterval; negative turns the poll, and the
+	// hold, off.
+	SplitBrainPollInterval time.Duration
 	// WriteHoldTimeout bounds how long a command waits for its shard to
 	// serve it again: the writes of a shard whose master stopped answering,
 	// until the cluster promotes another, and any command refused before it
@@ -111,7 +119,8 @@ type Options struct {
 
 	// Observer, when set, receives every Event (masters changed, slots
 	// moved, a master failing and recovering, refreshes failed, reads
-	// retried, writes re-run and refused, durable writes not confirmed),
+	// retried, writes re-run and refused, durable writes not confirmed,
+	// split-brain holds begun and ended),
 	// in order, one call at a time, from a goroutine of the client's own:
 	// a slow Observer holds up neither a failover nor a call; past
 	// eventq.DefaultCapacity (1,024) waiting events new ones are dropped
@@ -138,6 +147,9 @@ const (
 	// timeout of a few seconds; a longer one fails the held writes with a
 	// *NoMasterError.
 	DefaultWriteHoldTimeout = 10 * time.Second
+	// DefaultSplitBrainPollInterval sees a replica stop receiving its
+	// master's stream within two rounds: a fifth of a second.
+	DefaultSplitBrainPollInterval = 100 * time.Millisecond
 	// DefaultMaxRedirects is go-redis's ClusterOptions.MaxRedirects (3)
 	// with room for a migration and a failover at once.
 	DefaultMaxRedirects = 5
@@ -167,6 +179,7 @@ func (o Options) withDefaults() (Options, error) {
 	set(&o.RefreshInterval, DefaultRefreshInterval)
 	set(&o.FailoverPollInterval, DefaultFailoverPollInterval)
 	set(&o.WriteHoldTimeout, DefaultWriteHoldTimeout)
+	set(&o.SplitBrainPollInterval, DefaultSplitBrainPollInterval)
 	if o.MaxRedirects == 0 {
 		o.MaxRedirects = DefaultMaxRedirects
 	}

@@ -208,7 +208,8 @@ func faultWriter(ctx context.Context, c *Client, mode, op string, g int, tags []
 // deadline and a margin; neither the logs nor the errors quote the
 // password. REDISKIT_FAULT_SEED=<seed> replays a run's faults (the seed
 // is logged); REDISKIT_FAULT_DURATION sets how long they go on (make
-// test: 20 s; make faults: longer).
+// test: 20 s; make faults: longer); REDISKIT_FAULT_ONLY=<text> keeps only
+// the faults whose name holds it.
 func TestRandomFaults(t *testing.T) {
 	seed, duration := testkit.FaultSettings(t)
 	t.Logf("seed %d (REDISKIT_FAULT_SEED=%d replays it), faults for %v", seed, seed, duration)
@@ -251,7 +252,7 @@ func TestRandomFaults(t *testing.T) {
 		}
 	}
 
-	run := testkit.RunFaults(t, rng, duration, clusterFaultMenu(ctx, l, tags), func() error {
+	run := testkit.RunFaults(t, rng, duration, testkit.OnlyFaults(t, clusterFaultMenu(ctx, l, tags)), func() error {
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		return l.ClusterReady(sctx)

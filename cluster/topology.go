@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/eventq"
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/isolation"
 	"github.com/rediskit/rediskit/internal/logdedup"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
@@ -49,9 +51,9 @@ func (n *node) count(write bool) {
 }
 
 // ctlPoolSize is the connections of a node's ctl client: one refresh at a
-// time reads from it, and one more lets a refresh start while the last
-// one's straggling call ends.
-const ctlPoolSize = 2
+// time reads from it, one more lets a refresh start while the last one's
+// straggling call ends, and one is the split-brain poll's (splitbrain.go).
+const ctlPoolSize = 3
 
 // shard is a master and its replicas as a snapshot has them.
 type shard struct {
@@ -76,9 +78,19 @@ type snapshot struct {
 	// connection, a timeout) that the cluster has not replaced yet: their
 	// shards' writes are held.
 	suspect map[*node]bool
-	ready   bool  // a map was read
-	err     error // the last refresh's failure, while not ready
-	next    chan struct{}
+	// isolated are masters cut off (or suspected cut off) from their
+	// replicas and the majority, with why: their shards' writes are held
+	// (splitbrain.go).
+	isolated map[*node]string
+	ready    bool  // a map was read
+	err      error // the last refresh's failure, while not ready
+	next     chan struct{}
+}
+
+// holds reports whether writes to the master n are held: it is failing,
+// or cut off from its replicas and the majority.
+func (s *snapshot) holds(n *node) bool {
+	return s.suspect[n] || len(s.isolated) > 0 && s.isolated[n] != ""
 }
 
 func (s *snapshot) master(slot int) *node {
@@ -214,10 +226,15 @@ type topology struct {
 	// each suspect master was first seen failing.
 	lastOwners   *[Slots]*node
 	suspectSince map[*node]time.Time
+	// splitBrain is the split-brain poll's state (splitbrain.go), owned
+	// by run; its rounds post to splitBrainCh.
+	splitBrain   splitBrainState
+	splitBrainCh chan []splitBrainSample
 
 	refreshes                   [numRefreshCauses]atomic.Uint64
 	masterChanges, slotsMoved   atomic.Uint64
 	refreshFailures, recoveries atomic.Uint64
+	splitBrainHolds             atomic.Uint64
 }
 
 type failedNode struct {
@@ -239,11 +256,12 @@ type refreshResult struct {
 func newTopology(opts *Options, nodes *nodeSet) *topology {
 	t := &topology{opts: opts, nodes: nodes, log: logdedup.Logger(opts.Logger),
 		kickCh: make(chan RefreshCause, 1), failCh: make(chan failedNode, 16), movedCh: make(chan moved, 64),
-		resultCh: make(chan refreshResult, 1), stop: make(chan struct{}), suspectSince: map[*node]time.Time{}}
+		resultCh: make(chan refreshResult, 1), stop: make(chan struct{}), suspectSince: map[*node]time.Time{},
+		splitBrainCh: make(chan []splitBrainSample, 1), splitBrain: splitBrainState{shards: map[*node]*splitBrainShard{}, rtt: isolation.RTT{}}}
 	t.events = eventq.New(eventq.Config[Event]{Deliver: opts.Observer, Logger: opts.Logger, Name: "cluster"})
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.selectors = newShardSelectors(opts, nodes, &t.wg)
-	t.snap.Store(&snapshot{next: make(chan struct{}), suspect: map[*node]bool{}})
+	t.snap.Store(&snapshot{next: make(chan struct{}), suspect: map[*node]bool{}, isolated: map[*node]string{}})
 	for _, a := range opts.Addrs {
 		nodes.get(a)
 	}
@@ -328,10 +346,22 @@ func (t *topology) run() {
 	refresh(RefreshStart)
 	timer := time.NewTimer(t.opts.RefreshInterval)
 	defer timer.Stop()
+	var splitBrainTick <-chan time.Time // nil: the split-brain poll is off
+	if t.opts.SplitBrainPollInterval > 0 {
+		tk := time.NewTicker(t.opts.SplitBrainPollInterval)
+		defer tk.Stop()
+		splitBrainTick = tk.C
+	}
 	for {
 		select {
 		case <-t.stop:
 			return
+		case <-splitBrainTick:
+			t.startSplitBrainPoll()
+			continue // the refresh timer keeps its schedule
+		case samples := <-t.splitBrainCh:
+			t.applySplitBrain(samples)
+			continue
 		case cause := <-t.kickCh:
 			refresh(cause)
 		case <-timer.C:
@@ -522,6 +552,13 @@ func (t *topology) apply(r refreshResult) {
 			t.emit(Event{Kind: EventMasterRecovered, Master: n.addr, Slot: -1, Duration: held})
 		}
 	}
+	// A master cut off stays held while it still serves its slots; the
+	// split-brain poll ends the hold.
+	for n, why := range cur.isolated {
+		if isMaster[n] {
+			next.isolated[n] = why
+		}
+	}
 	t.reportMoves(next, isMaster)
 	t.selectors.assign(next)
 	t.publish(next)
@@ -555,7 +592,7 @@ func (t *topology) reportMoves(next *snapshot, isMaster map[*node]bool) {
 // build makes the snapshot of a merged map: a shard per master, with its
 // healthy replicas and their offsets, the masters in address order.
 func (t *topology) build(m slotMap) *snapshot {
-	next := &snapshot{ready: true, suspect: map[*node]bool{}, next: make(chan struct{})}
+	next := &snapshot{ready: true, suspect: map[*node]bool{}, isolated: map[*node]string{}, next: make(chan struct{})}
 	shards := map[string]*shard{}
 	for s := range Slots {
 		id := m.owner[s]
@@ -592,9 +629,13 @@ func (t *topology) build(m slotMap) *snapshot {
 // with returns a copy of s changed by f (s itself is never changed).
 func (s *snapshot) with(f func(*snapshot)) *snapshot {
 	c := *s
-	c.suspect = make(map[*node]bool, len(s.suspect))
-	for k, v := range s.suspect {
-		c.suspect[k] = v
+	c.suspect = maps.Clone(s.suspect)
+	c.isolated = maps.Clone(s.isolated)
+	if c.suspect == nil {
+		c.suspect = map[*node]bool{}
+	}
+	if c.isolated == nil {
+		c.isolated = map[*node]string{}
 	}
 	c.masters = slices.Clone(s.masters)
 	c.next = make(chan struct{})

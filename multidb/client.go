@@ -16,6 +16,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/pubsubbridge"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
@@ -216,7 +217,10 @@ func (c *Client) newDatabase(d Database) *database {
 		opt := *rc.Options()
 		opt.PoolSize, opt.MaxActiveConns = checkerPoolSize, checkerActiveConns
 		opt.MinIdleConns, opt.MaxIdleConns = 0, checkerIdleConns
-		db.checker = redis.NewClient(&opt)
+		// The health checks are the client's own commands: their
+		// replies are bounded (respguard), as its control connections'
+		// are in every package.
+		db.checker = redis.NewClient(respguard.Guard(&opt))
 		if c.cfg.InternalHook != nil {
 			db.checker.AddHook(c.cfg.InternalHook)
 		}

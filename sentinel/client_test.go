@@ -784,13 +784,14 @@ func TestFirstReplicaReadOfANewClient(t *testing.T) {
 }
 
 // The fault DurablePromotable does not cover, and DurableEveryKnownReplica
-// does: a replica that was down while writes were confirmed restarts with
-// its older data while the master and the other replica are lost, and
-// Sentinel promotes it. The default scope stopped counting it once
-// Sentinel flagged it down, so the writes confirmed then are lost; what it
-// promises (every write confirmed while that replica was counted survives)
-// holds. The strict scope refused durable writes while it was down, and
-// loses nothing.
+// (the default) does: a replica that was down while writes were confirmed
+// restarts with its older data while the master and the other replica are
+// lost, and Sentinel promotes it. DurablePromotable stopped counting it
+// once Sentinel flagged it down, so the writes confirmed then are lost;
+// what it promises (every write confirmed while that replica was counted
+// survives) holds. The strict scope refused durable writes while it was
+// down, and loses nothing. (TestDurableDoubleFault shows the same loss
+// with the master and then the promoted one killed.)
 func TestDurableScopesWhenADownReplicaComesBackStale(t *testing.T) {
 	ctx := testkit.Context(t, 120*time.Second)
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, ExtraConfig: []string{"appendonly yes", "appendfsync always"}})
@@ -848,14 +849,14 @@ func TestDurableScopesWhenADownReplicaComesBackStale(t *testing.T) {
 		}
 		return true
 	})
-	testkit.WaitFor(t, 10*time.Second, "the default scope to stop counting it", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "DurablePromotable to stop counting it", func() bool {
 		return slices.Equal(def.Stats().DurableReplicas, []string{other.Addr()})
 	})
 	if got := strict.Stats().DurableReplicas; !slices.Equal(got, both) {
 		t.Fatalf("the strict scope counts %v with a replica down, want %v", got, both)
 	}
 	if refused := write(def, "def", 50); refused != 0 {
-		t.Fatalf("default scope, a replica down and not counted: %d of 50 durable writes refused", refused)
+		t.Fatalf("DurablePromotable, a replica down and not counted: %d of 50 durable writes refused", refused)
 	}
 	if refused := write(strict, "strict", 50); refused != 50 {
 		t.Fatalf("strict scope, a known replica down: %d of 50 durable writes refused, want all", refused)
@@ -889,8 +890,8 @@ func TestDurableScopesWhenADownReplicaComesBackStale(t *testing.T) {
 	}
 	got := get("def")
 	if got < before {
-		t.Errorf("default scope: %d writes confirmed while the replica was counted, only %d on it", before, got)
+		t.Errorf("DurablePromotable: %d writes confirmed while the replica was counted, only %d on it", before, got)
 	}
-	t.Logf("default scope: %d durable writes acknowledged, %d on the promoted replica (%d confirmed while it was down and not counted are lost); strict scope: %d acknowledged, %d on it",
+	t.Logf("DurablePromotable: %d durable writes acknowledged, %d on the promoted replica (%d confirmed while it was down and not counted are lost); strict scope (the default): %d acknowledged, %d on it",
 		acked[def], got, acked[def]-got, acked[strict], get("strict"))
 }

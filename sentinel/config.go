@@ -54,20 +54,26 @@ const (
 type DurableScope int
 
 const (
-	// DurablePromotable (the default) counts every replica the master has
-	// connected and every replica some sentinel could promote now (not
-	// flagged down or disconnected, a non-zero priority, its link to the
-	// master not down for too long). A replica that is down when a write
-	// is confirmed is not counted: if it comes back with older data and
-	// is promoted, that write is lost.
-	DurablePromotable DurableScope = iota // promotable
-	// DurableEveryKnownReplica counts every replica any sentinel knows,
-	// down or not (all but those with replica-priority 0, which Sentinel
-	// never promotes): durable writes fail while any known replica is
+	// DurableEveryKnownReplica (the default) counts every replica any
+	// sentinel knows, down or not (all but those with replica-priority 0,
+	// which Sentinel never promotes), and every replica the master has
+	// connected: durable writes are refused while any known replica is
 	// down, and no replica Sentinel knows can be promoted without the
-	// writes it confirmed. A replica that is gone for good is counted
-	// until the sentinels forget it (SENTINEL RESET).
-	DurableEveryKnownReplica // every known replica
+	// writes it confirmed, whatever fails after them (a replica down when
+	// they were confirmed, then promoted; the promoted master killed while
+	// the old one is down, which then restarts stale and is promoted). A
+	// replica that is gone for good is counted until the sentinels forget
+	// it (SENTINEL RESET).
+	DurableEveryKnownReplica DurableScope = iota // every known replica
+	// DurablePromotable is the opt-in for availability: it counts every
+	// replica the master has connected and every replica some sentinel
+	// could promote now (not flagged down or disconnected, a non-zero
+	// priority, its link to the master not down for too long), so durable
+	// writes go on while a replica is down. A replica that is down when a
+	// write is confirmed is not counted: if it comes back with older data
+	// and is promoted (a second fault, such as the death of the master
+	// that confirmed the write), that write is lost.
+	DurablePromotable // promotable
 )
 
 // Defaults for the zero fields of Config.
@@ -84,6 +90,12 @@ const (
 	// DefaultMaxSentinels is the default of Config.MaxSentinels:
 	// deployments run three or five sentinels.
 	DefaultMaxSentinels = 10
+	// DefaultMaxReplicas is the default of Config.MaxReplicas: far above
+	// the few replicas a Sentinel deployment runs (Redis itself has no
+	// limit, but each replica costs its master a replication stream), and
+	// far below what would make the client's refreshes dial thousands of
+	// addresses one sentinel lists.
+	DefaultMaxReplicas = 256
 	// DefaultSentinelPollInterval is how often every sentinel is asked
 	// SENTINEL MASTER: a quarter of a second catches a master cut off from
 	// the sentinels within about half a second of its replicas' losing it,
@@ -148,14 +160,18 @@ type Config struct {
 	// MayHaveExecuted is false.
 	StrictWrites bool
 	// Durable makes every write wait for WAIT to confirm it on every
-	// replica the master has connected and every replica Sentinel could
-	// promote, reachable from the client or not (see the package
-	// documentation for which replicas and why every one), within
-	// DurableTimeout; a call can override it with WithDurable.
+	// replica the master has connected and every replica DurableScope
+	// counts (by default every replica any sentinel knows, down or not),
+	// reachable from the client or not (see the package documentation for
+	// which replicas and why every one), within DurableTimeout; a call can
+	// override it with WithDurable.
 	Durable bool
 	// DurableScope says which replicas a durable write must reach:
-	// DurablePromotable (the default) or DurableEveryKnownReplica (see
-	// the package documentation for what each promises).
+	// DurableEveryKnownReplica (the zero value, the default: every replica
+	// any sentinel knows, down or not) or DurablePromotable (the opt-in for
+	// availability: only the replicas Sentinel could promote now, which
+	// loses acknowledged writes to a double fault). The package
+	// documentation's table says what each survives and costs.
 	DurableScope DurableScope
 	// DurableAOF makes durable writes also wait for the append-only file:
 	// each is confirmed with WAITAOF 1 N instead of WAIT N, which counts
@@ -311,6 +327,19 @@ type Config struct {
 	// one sentinel cannot fill the set with addresses of its own. Default
 	// DefaultMaxSentinels, and never fewer than len(SentinelAddrs).
 	MaxSentinels int
+	// MaxReplicas bounds how many replicas the client keeps from what the
+	// sentinels list (SENTINEL REPLICAS): the addresses it checks with
+	// ROLE at each refresh, reads from, probes, and counts for durable
+	// writes. Past it, the client keeps the replicas listed by the most
+	// sentinels, ties in the order first listed (the sentinels asked in
+	// order, each's list in its order), addresses it refuses
+	// (AllowedNetworks, MapAddr, malformed) last; it reports the cut once
+	// (EventReplicasLimited, a WARN log) until the lists fit again. While
+	// more are listed than kept, durable writes are refused unsent
+	// (NotDurableError.Unconfirmable says so): the replicas left out could
+	// be promoted without the writes. Default DefaultMaxReplicas; it
+	// cannot be negative.
+	MaxReplicas int
 	// AllowedNetworks, when set, are the only networks the client
 	// connects to: an address a sentinel names outside them (a master, a
 	// replica, another sentinel) is refused with an *AddressError, and a
@@ -427,9 +456,9 @@ func (o Config) withDefaults() (Config, error) {
 		return o, configError("ReadFrom", fmt.Sprintf("%q is unknown (want master, replica, replicaPreferred or nearest)", o.ReadFrom))
 	}
 	switch o.DurableScope {
-	case DurablePromotable, DurableEveryKnownReplica:
+	case DurableEveryKnownReplica, DurablePromotable:
 	default:
-		return o, configError("DurableScope", fmt.Sprintf("%d is unknown (want DurablePromotable or DurableEveryKnownReplica)", int(o.DurableScope)))
+		return o, configError("DurableScope", fmt.Sprintf("%d is unknown (want DurableEveryKnownReplica or DurablePromotable)", int(o.DurableScope)))
 	}
 	if o.AutoPipelineMaxBatch < 0 || o.AutoPipelineInflight < 0 {
 		return o, configError("AutoPipelineMaxBatch", fmt.Sprintf("AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight))
@@ -439,6 +468,10 @@ func (o Config) withDefaults() (Config, error) {
 	}
 	zero.Default(&o.MaxSentinels, DefaultMaxSentinels)
 	o.MaxSentinels = max(o.MaxSentinels, len(o.SentinelAddrs))
+	if o.MaxReplicas < 0 {
+		return o, configError("MaxReplicas", fmt.Sprintf("%d cannot be negative (0: the default, %d)", o.MaxReplicas, DefaultMaxReplicas))
+	}
+	zero.Default(&o.MaxReplicas, DefaultMaxReplicas)
 	for _, p := range o.AllowedNetworks {
 		if !p.IsValid() {
 			return o, configError("AllowedNetworks", fmt.Sprintf("holds an invalid prefix %v", p))

@@ -16,6 +16,7 @@ import (
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/replica"
 )
 
@@ -306,6 +307,10 @@ func (t *tracer) connect(ctx context.Context, cs connSettings) (*redis.Conn, fun
 
 	// A client over this one connection: RESP2 and no credentials at
 	// connect time, so go-redis itself sends nothing before our stages.
+	// Its replies are bounded as the client's own connections are
+	// (respguard): a hostile sentinel or node fails the stage it answers
+	// with a *respguard.LimitError naming it, rather than crash the
+	// caller's process.
 	var once sync.Once
 	client := redis.NewClient(redisopt.Inner(&redis.Options{
 		Addr:         addr,
@@ -313,14 +318,14 @@ func (t *tracer) connect(ctx context.Context, cs connSettings) (*redis.Conn, fun
 		PoolSize:     1,
 		ReadTimeout:  cs.readTimeout,
 		WriteTimeout: cs.writeTimeout,
-		Dialer: func(context.Context, string, string) (net.Conn, error) {
+		Dialer: respguard.WrapDialer(func(context.Context, string, string) (net.Conn, error) {
 			var c net.Conn
 			once.Do(func() { c = conn })
 			if c == nil {
 				return nil, errors.New("the traced connection was closed")
 			}
 			return c, nil
-		},
+		}, respguard.Limits{}),
 	}))
 	pinned := client.Conn()
 	done := func() {
@@ -426,8 +431,8 @@ func roleDetail(r redisinfo.Role) string {
 // replicaStep says which replica read-only work would use: one round of
 // the latency-aware election (package replica, the client's default) over
 // the replicas the sentinel reports healthy and ROLE confirms.
-func replicaStep(ctx context.Context, opts *Config, d *Diagnosis) Step {
-	step := Step{Stage: StageReplica, Server: d.Master}
+func replicaStep(ctx context.Context, opts *Config, d *Diagnosis) (step Step) {
+	step = Step{Stage: StageReplica, Server: d.Master}
 	start := time.Now()
 	o := *opts
 	t := &topology{opts: &o, log: opts.Logger}
@@ -436,6 +441,11 @@ func replicaStep(ctx context.Context, opts *Config, d *Diagnosis) Step {
 	defer t.nodes.closeAll()
 	defer t.sentinels.close()
 	scan := t.scanReplicas(ctx, d.Master)
+	if scan.dropped > 0 {
+		defer func() {
+			step.Detail += fmt.Sprintf(" [the sentinels list %d replicas: only %d kept (Config.MaxReplicas); durable writes are refused]", scan.listed, opts.MaxReplicas)
+		}()
+	}
 	healthy := scan.healthy
 	switch {
 	case !scan.answered():

@@ -332,6 +332,9 @@ type sentinelView struct {
 	rows        []map[string]string
 	peers       []map[string]string
 	err         error
+	// listed is how many replica rows the sentinel sent (rows may hold
+	// fewer: keepReplicas).
+	listed int
 }
 
 // replicaScan is what a refresh learned about the replicas from every
@@ -351,6 +354,10 @@ type replicaScan struct {
 	claims []string
 	// rtt is how long ROLE took on each replica that answered.
 	rtt map[string]time.Duration
+	// listed is how many replicas the sentinels listed, once each;
+	// dropped how many of them the client left out past
+	// Config.MaxReplicas (keepReplicas).
+	listed, dropped int
 }
 
 // answered reports whether at least one sentinel listed the replicas.
@@ -406,6 +413,7 @@ func (t *topology) scanReplicas(ctx context.Context, master string) replicaScan 
 		})
 	}
 	wg.Wait()
+	scan.listed, scan.dropped = keepReplicas(scan.views, t.opts.MaxReplicas)
 
 	candidates := replicasToCheck(scan.views, master)
 	roles := make([]redisinfo.Role, len(candidates))
@@ -440,6 +448,81 @@ func (t *topology) scanReplicas(ctx context.Context, master string) replicaScan 
 		}
 	}
 	return scan
+}
+
+// keepReplicas bounds the replicas of a refresh to limit addresses across
+// all the views (Config.MaxReplicas): everything after it (ROLE checks,
+// reads, the poll's probes, the durable set) works on what it keeps. Past
+// limit it keeps the addresses listed by the most sentinels, ties in the
+// order first listed, refused addresses (refusedRow) after every other,
+// and removes the other rows from the views. It returns how many
+// addresses were listed and how many were dropped.
+//
+// Whom to keep cannot be decided by the replicas themselves without
+// dialling them, which is what the bound is for. Counting sentinels means
+// one sentinel listing thousands of addresses cannot push out a replica
+// the others list; the order first listed keeps, among equals, what the
+// sentinels asked first (the one that named the master leads) list first.
+func keepReplicas(views []sentinelView, limit int) (listed, dropped int) {
+	type entry struct {
+		addr    string
+		refused bool // every row listing it was refused
+		count   int  // sentinels listing it
+	}
+	index := map[string]int{}
+	var order []entry
+	for i := range views {
+		v := &views[i]
+		v.listed = len(v.rows)
+		if v.err != nil {
+			continue
+		}
+		seen := make(map[string]bool, len(v.rows))
+		for _, r := range v.rows {
+			addr := redisinfo.Addr(r)
+			j, ok := index[addr]
+			if !ok {
+				j = len(order)
+				index[addr] = j
+				order = append(order, entry{addr: addr, refused: true})
+			}
+			if !refusedRow(r) {
+				order[j].refused = false
+			}
+			if !seen[addr] {
+				seen[addr] = true
+				order[j].count++
+			}
+		}
+	}
+	if len(order) <= limit {
+		return len(order), 0
+	}
+	// A stable sort: among equals, the order first listed.
+	slices.SortStableFunc(order, func(a, b entry) int {
+		if a.refused != b.refused {
+			if a.refused {
+				return 1
+			}
+			return -1
+		}
+		return b.count - a.count
+	})
+	keep := make(map[string]bool, limit)
+	for _, e := range order[:limit] {
+		keep[e.addr] = true
+	}
+	for i := range views {
+		v := &views[i]
+		kept := make([]map[string]string, 0, min(len(v.rows), limit))
+		for _, r := range v.rows {
+			if keep[redisinfo.Addr(r)] {
+				kept = append(kept, r)
+			}
+		}
+		v.rows = kept
+	}
+	return len(order), len(order) - limit
 }
 
 // readable reports whether reads may use addr, as far as the sentinels
@@ -514,8 +597,10 @@ func (t *topology) askReplicas(ctx context.Context, sentinel string) sentinelVie
 		v.peers, bad = t.opts.cleanRows(sentinel, "sentinel", peers, false)
 		refused = append(refused, bad...)
 	}
-	for _, err := range refused {
-		t.log.Warn("address refused", "err", err)
+	// One line for a refresh, not one for each address: a sentinel may
+	// list thousands.
+	if len(refused) > 0 {
+		t.log.Warn("addresses refused", "sentinel", sentinel, "count", len(refused), "first", refused[0])
 	}
 	return v
 }

@@ -50,6 +50,20 @@
 // MaxSentinels (10), so one sentinel cannot make the client dial (and send
 // the sentinel password to) addresses of its own.
 //
+// Replicas are bounded likewise: a refresh keeps at most MaxReplicas (256)
+// of the replicas the sentinels list, across all of them, and validates
+// each address (below) before anything is dialled; only those it keeps are
+// checked with ROLE, read from, probed by the poll and counted for durable
+// writes. Past the bound it keeps the replicas listed by the most
+// sentinels, ties in the order first listed (the sentinels in the order
+// asked, each list in its order), refused addresses last; it reports the
+// cut once (EventReplicasLimited, a WARN log) until the lists fit again,
+// and refuses durable writes meanwhile (a *NotDurableError, not sent): the
+// replicas left out could be promoted without them. (A sentinel listing
+// 50,000 replicas made the client dial thousands of them, a SET miss its
+// 2 s deadline and Close take 10 s; now the client dials at most 256 of
+// them, and what remains is reading the list: 0.2-0.3 s for 50,000 rows.)
+//
 // # What the client trusts
 //
 // The client dials whatever address a sentinel names and sends the data
@@ -165,15 +179,17 @@
 //
 //   - every replica the master's ROLE lists as connected (the ones it
 //     streams to; WAIT counts their acknowledgements);
-//   - every replica any sentinel could promote (DurablePromotable, the
-//     default): those its SENTINEL REPLICAS does not flag s_down, o_down
-//     or disconnected, with a replica-priority other than 0 and a master
-//     link down for at most ten times down-after-milliseconds, plus how
-//     long the sentinel has seen the master down (Sentinel's own rules for
-//     choosing). Every sentinel, because any may lead the next failover,
-//     and one's view can be wrong for a moment (one just restarted lists
-//     every replica disconnected). With DurableEveryKnownReplica: every
-//     replica any sentinel knows, down or not (but priority 0);
+//   - every replica any sentinel knows, down or not, but those with
+//     replica-priority 0, which Sentinel never promotes
+//     (DurableEveryKnownReplica, the default). With DurablePromotable,
+//     the opt-in for availability, only the replicas a sentinel could
+//     promote now: those its SENTINEL REPLICAS does not flag s_down,
+//     o_down or disconnected, with a replica-priority other than 0 and a
+//     master link down for at most ten times down-after-milliseconds, plus
+//     how long the sentinel has seen the master down (Sentinel's own rules
+//     for choosing). Every sentinel, because any may lead the next
+//     failover, and one's view can be wrong for a moment (one just
+//     restarted lists every replica disconnected);
 //   - every replica the client verified itself (ROLE), and every listed
 //     replica whose ROLE says master (a promotion under way: it cannot
 //     confirm, so nothing is durable, as it must not be).
@@ -196,30 +212,83 @@
 // every replica counted as of the last topology refresh (RefreshInterval;
 // the lists come from it, so no round trip is added to the write; a
 // replica that attached to the master since is not counted until the next
-// one). With DurablePromotable it can still be lost when Sentinel later
-// promotes a replica that was not counted when it was confirmed: one that
-// was down then (crashed, or flagged down or disconnected by every
-// sentinel), comes back with older data, and is promoted because the
-// replicas that had the write are gone too (two failures). With
-// DurableEveryKnownReplica that cannot happen to a replica any sentinel
-// knew: durable writes fail while any of them is down. A replica the
-// sentinels learn of only later (a new one added from an old backup and
-// promoted before it synchronised) is outside both promises.
+// one). With the default scope, every replica any sentinel knows was
+// counted, so none can be promoted without the write, whatever fails
+// afterwards. With DurablePromotable the write can still be lost when
+// Sentinel later promotes a replica that was not counted when it was
+// confirmed: one that was down then (crashed, or flagged down or
+// disconnected by every sentinel), comes back with older data, and is
+// promoted because the replicas that had the write are gone too (two
+// failures). The commonest way there is a double fault: the master is
+// killed, a replica is promoted and confirms writes without it, that
+// replica is killed while the first is still down, and the first
+// restarts from its old data and is promoted (Sentinel admits a replica
+// whose link to the master has been down only since it restarted). A
+// replica the sentinels learn of only later (a new one added from an old
+// backup and promoted before it synchronised) is outside both promises.
+//
+// What each scope survives, for a durable write once acknowledged, and
+// what it costs (each row is a lab test: TestDurableDoubleFault,
+// TestDurableScopesWhenADownReplicaComesBackStale, TestDurableAOF,
+// TestPartitionedMasterLosesFewWrites, TestRandomFaults; figures in
+// BENCHMARKS.md):
+//
+//	fault, after the write was acknowledged      EveryKnownReplica (default)  Promotable
+//	a replica down when it was confirmed, then   survives: refused while the  lost
+//	  promoted with older data                   replica was down
+//	double fault: master killed, the replica     survives: refused while the  lost
+//	  promoted killed while the first is down,   first was down
+//	  the first restarted stale and promoted
+//	the old master restarted stale, or any       survives                     survives
+//	  replica restarted with old data, while
+//	  the master lives: it resynchronises
+//	the master cut off from the sentinels and    survives: no replica         survives
+//	  its replicas, the client still reaching    confirms across the cut
+//	  it (the others promote a replica)          (and the poll holds writes)
+//	sentinels killed or restarted, one at a      survives: the union of       survives
+//	  time (a restarted one lists replicas       every sentinel's view
+//	  disconnected)
+//	every server that had it loses power         with DurableAOF: survives    same as
+//	                                             (fsynced); without: lost     the default
+//	a replica added later, from an old backup,   lost                         lost
+//	  promoted before it synchronised
+//
+//	cost                                         EveryKnownReplica (default)  Promotable
+//	a replica crashes (or the master does, and   writes refused unsent until  refused until every
+//	  is failed over)                            it is back and in sync       sentinel flags it down
+//	a replica gone for good                      refused until SENTINEL       refused until flagged
+//	                                             RESET <master> forgets it    down (seconds)
+//	a replica hangs (SIGSTOP, a black hole)      refused until it is back     refused until the master
+//	                                                                          drops it (repl-timeout)
+//	                                                                          and it is flagged down
+//	after a planned failover                     refused until Sentinel converts the old master
+//	                                             (four publish periods, ~11 s with Redis's timings)
+//	every write                                  one replica round trip (WAIT; with DurableAOF,
+//	                                             WAIT and WAITAOF)
+//
+// So with the default scope, after a master crashes and is failed over,
+// durable writes are refused (a *NotDurableError with NotSent and the old
+// master in Unconfirmable: safe to re-run later) until the old master is
+// back and converted into a replica, or an operator who knows it is gone
+// for good runs SENTINEL RESET on every sentinel. Choose
+// DurablePromotable where writing on through a crash matters more than a
+// second fault within the same outage.
 //
 // Stats.DurableReplicas and NotDurableError.Replicas list the replicas
 // counted. What it costs: one replica round trip per write (see
 // BENCHMARKS.md). Durable writes fail while a counted replica cannot
-// confirm: one that crashed, until every sentinel flags it down
-// (down-after-milliseconds; with DurableEveryKnownReplica, until it is
-// back); one that hangs, until the master also drops it (repl-timeout, 60
-// s by default), because it could wake and confirm in place of the
-// replica being promoted; one that is resynchronising, until it is in
-// sync. After a failover, Sentinel lists the old master as a replica of
+// confirm: one that crashed, until it is back (with DurablePromotable,
+// until every sentinel flags it down, down-after-milliseconds); one that
+// hangs, until the master also drops it (repl-timeout, 60 s by default),
+// because it could wake and confirm in place of the replica being
+// promoted, and with the default scope until it is back; one that is
+// resynchronising, until it is in sync. After a failover, Sentinel lists the old master as a replica of
 // the new one, and durable writes count it: if it is still running, they
 // fail until Sentinel has turned it into a replica and it has synchronised
 // (until then Sentinel could promote it, without the new master's writes:
 // Sentinel's choice does not look at the role a replica reports); if it
-// is gone, until a refresh finds it flagged down or disconnected. Sentinel
+// is gone, until it is back (with DurablePromotable, until a refresh
+// finds it flagged down or disconnected). Sentinel
 // turns it into a replica at the first INFO it sends it four publish
 // periods after the switch: with Redis's own timings (info-period 10 s,
 // publish-period 2 s) durable writes fail for about 11 s after every
@@ -400,7 +469,9 @@
 // replica, multidb and hashring.
 // Stats returns counters and the current topology; Config.Logger receives
 // records. Diagnose returns a staged trace of the path to the master for a
-// person to read.
+// person to read; its connections are bounded as the client's own are (a
+// reply over a limit fails its step with a *StageError naming the server),
+// and the replicas it considers as the client's refreshes are.
 //
 // AddHook hooks see the caller's calls, once each, as in go-redis, and
 // not the client's own checks (ROLE, probes, CLIENT ID before a blocking

@@ -8,13 +8,13 @@ func _() {
 	// An "invalid array index" compiler error signifies that the constant values have changed.
 	// Re-run the stringer command to generate them again.
 	var x [1]struct{}
-	_ = x[DurablePromotable-0]
-	_ = x[DurableEveryKnownReplica-1]
+	_ = x[DurableEveryKnownReplica-0]
+	_ = x[DurablePromotable-1]
 }
 
-const _DurableScope_name = "promotableevery known replica"
+const _DurableScope_name = "every known replicapromotable"
 
-var _DurableScope_index = [...]uint8{0, 10, 29}
+var _DurableScope_index = [...]uint8{0, 19, 29}
 
 func (i DurableScope) String() string {
 	idx := int(i) - 0

@@ -239,8 +239,9 @@ type NotDurableError struct {
 	Required int // replicas that had to confirm
 	Acked    int // replicas that did
 	// Replicas are the replicas counted in Required: every replica the
-	// master had connected and every one Sentinel could promote (see the
-	// package documentation). WAIT does not say which ones confirmed.
+	// master had connected and every one Config.DurableScope counts (by
+	// default every replica any sentinel knows; see the package
+	// documentation). WAIT does not say which ones confirmed.
 	Replicas []string
 	Timeout  time.Duration
 	Cause    error // set when WAIT itself failed

@@ -21,11 +21,12 @@ func _() {
 	_ = x[EventDiscovered-11]
 	_ = x[EventMasterIsolated-12]
 	_ = x[EventIsolationEnded-13]
+	_ = x[EventReplicasLimited-14]
 }
 
-const _EventKind_name = "master changedreplicas changedfailover startedfailover hold endedread retriedwrite re-runwrite refusedsentinel skippedsentinel addeddiscovery faileddiscoveredmaster isolatedisolation ended"
+const _EventKind_name = "master changedreplicas changedfailover startedfailover hold endedread retriedwrite re-runwrite refusedsentinel skippedsentinel addeddiscovery faileddiscoveredmaster isolatedisolation endedreplicas limited"
 
-var _EventKind_index = [...]uint8{0, 14, 30, 46, 65, 77, 89, 102, 118, 132, 148, 158, 173, 188}
+var _EventKind_index = [...]uint8{0, 14, 30, 46, 65, 77, 89, 102, 118, 132, 148, 158, 173, 188, 204}
 
 func (i EventKind) String() string {
 	idx := int(i) - 1

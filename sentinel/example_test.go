@@ -104,6 +104,35 @@ func ExampleConfig_durableAOF() {
 	}
 }
 
+// Durable writes and their scope. The default (DurableEveryKnownReplica)
+// counts every replica any sentinel knows, down or not: no failure that
+// follows can promote a replica without the write, and while a known
+// replica is down the write is refused before it is sent.
+// DurablePromotable keeps writing while a replica is down, and loses what
+// it confirmed then if that replica is later promoted (a double fault).
+func ExampleDurableScope() {
+	var cfg sentinel.Config // MasterName, SentinelAddrs, ...
+	cfg.Durable = true
+	// cfg.DurableScope = sentinel.DurablePromotable // the opt-in for availability
+	c, err := sentinel.NewClient(cfg)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+
+	ctx := context.Background()
+	err = c.Incr(ctx, "orders:next").Err()
+	var nde *sentinel.NotDurableError
+	switch {
+	case errors.As(err, &nde) && nde.NotSent:
+		// A counted replica cannot confirm (nde.Unconfirmable): nothing
+		// ran. Re-running after nde.RetryAdvice is safe.
+	case errors.As(err, &nde):
+		// It ran on the master, but fewer than nde.Required replicas
+		// confirmed it: check before re-running.
+	}
+}
+
 // A staged trace of the way to the master, for a person to read.
 func ExampleDiagnose() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -4,6 +4,7 @@ package sentinel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -20,13 +21,19 @@ import (
 // (each held for 0.3-2.5 s, then undone, then the topology given time to
 // settle): kills and restarts of data nodes, SIGSTOP pauses, black holes,
 // partitions (Drop and Refuse, random sides), sentinel restarts and
-// planned failovers, on a lab whose data nodes persist every write
+// planned failovers, and the double fault of issue 35 (the master killed,
+// the replica promoted in its place killed while it is still down, the
+// first restarted stale), on a lab whose data nodes persist every write
 // (appendonly yes, appendfsync always) and require a password. Three
 // clients write unique ids: rediskit in its default mode, and in durable
-// mode with each DurableScope. No client may run a write twice; no durable
-// write acknowledged may be lost; every call returns within its deadline
-// and a margin; the clients' logs never quote the password. On failure
-// the seed is printed: REDISKIT_FAULT_SEED=<seed> replays the same faults.
+// mode with each DurableScope (the default, DurableEveryKnownReplica, and
+// DurablePromotable). No client may run a write twice; no durable write
+// acknowledged may be lost (with DurablePromotable, only in a run without
+// the double fault, which its documentation says it does not survive);
+// every call returns within its deadline and a margin; the clients' logs
+// never quote the password. On failure the seed is printed:
+// REDISKIT_FAULT_SEED=<seed> replays the same faults;
+// REDISKIT_FAULT_ONLY=<text> keeps only the faults whose name holds it.
 func TestRandomFaults(t *testing.T) {
 	seed, duration := testkit.FaultSettings(t)
 	t.Logf("seed %d (REDISKIT_FAULT_SEED=%d replays it), faults for %v", seed, seed, duration)
@@ -51,7 +58,7 @@ func TestRandomFaults(t *testing.T) {
 		name    string
 		durable bool
 		scope   DurableScope
-	}{{"default", false, DurablePromotable}, {"durable", true, DurablePromotable}, {"durable-strict", true, DurableEveryKnownReplica}} {
+	}{{"default", false, 0}, {"durable", true, 0}, {"durable-promotable", true, DurablePromotable}} {
 		c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Password: password,
 			Durable: w.durable, DurableScope: w.scope, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		if err != nil {
@@ -61,7 +68,7 @@ func TestRandomFaults(t *testing.T) {
 		clients = append(clients, writer{w.name, c})
 	}
 
-	faults := faultMenu(ctx, l)
+	faults := testkit.OnlyFaults(t, faultMenu(ctx, l, rng))
 	type result struct {
 		acked   []string
 		errs    map[string]int
@@ -109,10 +116,11 @@ func TestRandomFaults(t *testing.T) {
 		defer cancel()
 		return l.WaitSettled(sctx)
 	})
+	doubleFaults := run.Ran[doubleFaultName]
 	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
-	t.Logf("faults:\n%s\n%s", strings.Join(run.Lines, "\n"), run.Summary())
+	t.Logf("faults (%d double faults):\n%s\n%s", doubleFaults, strings.Join(run.Lines, "\n"), run.Summary())
 
 	if err := l.Heal(); err != nil {
 		t.Fatal(err)
@@ -130,6 +138,27 @@ func TestRandomFaults(t *testing.T) {
 	master, err := l.Master(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every node is back and in sync: durable writes are confirmed again
+	// in every scope (a known replica refused for good would block the
+	// default scope forever).
+	for _, w := range clients {
+		if !w.c.opts.Durable {
+			continue
+		}
+		began := time.Now()
+		var err error
+		for time.Since(began) < 20*time.Second {
+			if err = w.c.RPush(ctx, "ops:after", w.name).Err(); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("%s: no durable write confirmed within 20 s of the topology settling: %v (counted: %v)", w.name, err, w.c.Stats().DurableReplicas)
+		} else {
+			t.Logf("%s: durable writes confirmed %v after the topology settled", w.name, time.Since(began).Round(time.Millisecond))
+		}
 	}
 	for i, w := range clients {
 		r := results[i]
@@ -157,7 +186,7 @@ func TestRandomFaults(t *testing.T) {
 		if dups != 0 {
 			t.Errorf("%s: %d writes ran twice", w.name, dups)
 		}
-		if w.c.opts.Durable && lost != 0 {
+		if w.c.opts.Durable && lost != 0 && (w.c.opts.DurableScope != DurablePromotable || doubleFaults == 0) {
 			t.Errorf("%s: %d acknowledged durable writes lost", w.name, lost)
 		}
 		if r.overrun > time.Second {
@@ -170,14 +199,14 @@ func TestRandomFaults(t *testing.T) {
 }
 
 // faultMenu lists the faults the random test draws from; each picks its
-// target when it starts, with the test's generator.
-func faultMenu(ctx context.Context, l *lab.Lab) []testkit.Fault {
-	pickNode := func(rng *rand.Rand) *lab.Node { return l.Nodes()[rng.IntN(len(l.Nodes()))] }
-	master := func(rng *rand.Rand) *lab.Node {
+// target when it starts.
+func faultMenu(ctx context.Context, l *lab.Lab, rng *rand.Rand) []testkit.Fault {
+	pickNode := func() *lab.Node { return l.Nodes()[rng.IntN(len(l.Nodes()))] }
+	master := func() *lab.Node {
 		if m, err := l.Master(ctx); err == nil {
 			return m
 		}
-		return pickNode(rng)
+		return pickNode()
 	}
 	var target *lab.Node
 	var sentinel *lab.SentinelNode
@@ -185,25 +214,25 @@ func faultMenu(ctx context.Context, l *lab.Lab) []testkit.Fault {
 	var faults []testkit.Fault
 	for _, who := range []struct {
 		name string
-		pick func(*rand.Rand) *lab.Node
+		pick func() *lab.Node
 	}{{"the master", master}, {"a node", pickNode}} {
 		faults = append(faults,
 			testkit.NewFault("kill "+who.name,
-				func(rng *rand.Rand) error { target = who.pick(rng); return target.Kill() },
+				func(*rand.Rand) error { target = who.pick(); return target.Kill() },
 				func() error { return target.Restart(ctx) }),
 			testkit.NewFault("pause "+who.name,
-				func(rng *rand.Rand) error { target = who.pick(rng); return target.Pause() },
+				func(*rand.Rand) error { target = who.pick(); return target.Pause() },
 				func() error { return target.Resume() }),
 			testkit.NewFault("black-hole "+who.name,
-				func(rng *rand.Rand) error { target = who.pick(rng); target.BlackHole(); return nil },
+				func(*rand.Rand) error { target = who.pick(); target.BlackHole(); return nil },
 				func() error { target.Restore(); return nil }),
 		)
 	}
 	for _, mode := range []lab.CutMode{lab.Drop, lab.Refuse} {
 		faults = append(faults,
 			testkit.NewFault("partition the master from the rest ("+mode.String()+")",
-				func(rng *rand.Rand) error {
-					m := master(rng)
+				func(*rand.Rand) error {
+					m := master()
 					var rest []lab.Endpoint
 					for _, e := range endpoints() {
 						if e != lab.Endpoint(m) {
@@ -214,7 +243,7 @@ func faultMenu(ctx context.Context, l *lab.Lab) []testkit.Fault {
 				},
 				l.Heal),
 			testkit.NewFault("partition at random ("+mode.String()+")",
-				func(rng *rand.Rand) error {
+				func(*rand.Rand) error {
 					var a, b []lab.Endpoint
 					for _, e := range endpoints() {
 						if rng.IntN(2) == 0 {
@@ -228,9 +257,10 @@ func faultMenu(ctx context.Context, l *lab.Lab) []testkit.Fault {
 				l.Heal),
 		)
 	}
+	faults = append(faults, doubleFault(ctx, l, rng, master))
 	faults = append(faults,
 		testkit.NewFault("restart a sentinel",
-			func(rng *rand.Rand) error {
+			func(*rand.Rand) error {
 				sentinel = l.Sentinels()[rng.IntN(len(l.Sentinels()))]
 				return sentinel.Kill()
 			},
@@ -245,4 +275,76 @@ func faultMenu(ctx context.Context, l *lab.Lab) []testkit.Fault {
 			func() error { return nil }),
 	)
 	return faults
+}
+
+// doubleFaultName names the fault that can make DurablePromotable lose
+// writes it confirmed.
+const doubleFaultName = "double fault: kill the master, then the one promoted while it is down, restart the first stale"
+
+// doubleFault is the fault of issue 35: the master killed; once Sentinel
+// has promoted a replica and durable writes had 0.3-1.8 s to be confirmed
+// there, that replica killed too, while the first is still down; the first
+// restarted stale, from its AOF, and promoted. The third node is paused
+// meanwhile (until the fault ends): had Sentinel promoted it, with the
+// writes, nothing would be lost. Undone by restarting the second master
+// and resuming the third, which then resynchronise from the stale one.
+func doubleFault(ctx context.Context, l *lab.Lab, rng *rand.Rand, master func() *lab.Node) testkit.Fault {
+	var promoted, other *lab.Node
+	// newMaster waits, within d, for the sentinels to name a master other
+	// than not, and returns it.
+	newMaster := func(not *lab.Node, d time.Duration) (*lab.Node, error) {
+		wctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		for {
+			if m, err := l.Master(wctx); err == nil && m != not {
+				return m, nil
+			}
+			select {
+			case <-wctx.Done():
+				return nil, fmt.Errorf("no master but %s within %v", not.Name(), d)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return testkit.Fault{Name: doubleFaultName,
+		Start: func(*rand.Rand) error {
+			promoted, other = nil, nil
+			first := master()
+			if err := first.Kill(); err != nil {
+				return err
+			}
+			m, err := newMaster(first, 20*time.Second)
+			if err == nil {
+				// Every sentinel ends the failover first: a leader ends it
+				// only once the replica it promoted answers.
+				sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				err = l.WaitSettled(sctx)
+				cancel()
+			}
+			if err != nil {
+				return errors.Join(err, first.Restart(ctx))
+			}
+			promoted = m
+			for _, n := range l.Nodes() {
+				if n != first && n != promoted {
+					other = n
+				}
+			}
+			time.Sleep(300*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond))))
+			if err := other.Pause(); err != nil {
+				return errors.Join(err, first.Restart(ctx))
+			}
+			if err := promoted.Kill(); err != nil {
+				return errors.Join(err, other.Resume(), first.Restart(ctx))
+			}
+			if err := first.Restart(ctx); err != nil {
+				return errors.Join(err, other.Resume(), promoted.Restart(ctx))
+			}
+			if _, err := newMaster(promoted, 30*time.Second); err != nil {
+				return errors.Join(err, other.Resume(), promoted.Restart(ctx))
+			}
+			return nil
+		},
+		End: func() error { return errors.Join(other.Resume(), promoted.Restart(ctx)) },
+	}
 }

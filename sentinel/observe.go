@@ -55,6 +55,11 @@ const (
 	// (Reason says why; Duration is how long they were held). When the
 	// sentinels replaced the master instead, EventMasterChanged says so.
 	EventIsolationEnded // isolation ended
+	// EventReplicasLimited: the sentinels list more replicas than
+	// Config.MaxReplicas; the client keeps that many (Replicas are the
+	// ones kept; Sentinel is the one listing the most; Reason gives the
+	// counts). Reported once, until the lists fit again.
+	EventReplicasLimited // replicas limited
 )
 
 // Event is something the client decided or noticed.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/isolation"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/safe"
 )
@@ -103,51 +104,9 @@ type replicationProbe struct {
 }
 
 // replicationStall is what the poll's ROLE replies say about the
-// replication stream to the replicas Sentinel could promote: how many
-// were receiving it from the master at the last sample and answered again
-// (watched), and how many of those lost their link since or, behind the
-// master, received nothing for longer than the stream could take to
-// reach them (stalled). See watchStream.
-type replicationStall struct{ watched, stalled int }
-
-// all reports whether every watched replica stalled.
-func (s replicationStall) all() bool { return s.watched > 0 && s.stalled == s.watched }
-
-// replicaWatch is what the poll remembers of one replica's stream.
-type replicaWatch struct {
-	// linked: at the last sample the replica had a connected link to the
-	// master (not one being reconfigured after a failover, nor a former
-	// master awaiting its demotion).
-	linked bool
-	offset int64
-	// behind is since when the master has been ahead of offset, which has
-	// not moved since (zero: not behind).
-	behind time.Time
-}
-
-// watchStream takes one ROLE sample of a replica (role, at now) with the
-// master's offset sampled with it, and returns what to remember and
-// whether the replica is watched and stalled. bound is how long the
-// stream may take to reach it: the master's round trip to the replica,
-// bounded by the client's to each (see pollPingSlack), and the slack.
-func watchStream(w replicaWatch, now time.Time, masterOffset int64, role redisinfo.Role, master string, bound time.Duration) (next replicaWatch, watched, stalled bool) {
-	linked := role.Role == "slave" && role.LinkState == "connected" && role.MasterAddr == master
-	switch {
-	case !linked:
-		return replicaWatch{}, w.linked, w.linked // the link was lost
-	case !w.linked || role.Offset != w.offset:
-		next = replicaWatch{linked: true, offset: role.Offset}
-		if masterOffset > role.Offset {
-			next.behind = now
-		}
-		return next, w.linked, false
-	}
-	next = w
-	if next.behind.IsZero() && masterOffset > role.Offset {
-		next.behind = now
-	}
-	return next, true, !next.behind.IsZero() && now.Sub(next.behind) > bound
-}
+// replication stream to the replicas Sentinel could promote (see
+// isolation.Stream).
+type replicationStall = isolation.Stall
 
 // isolationInput is what a poll round gives isolationDecision.
 type isolationInput struct {
@@ -160,15 +119,10 @@ type isolationInput struct {
 }
 
 // isolationHold is a hold of writes for a master cut off (or suspected
-// cut off) from the sentinels and its replicas.
-type isolationHold struct {
-	since  time.Time
-	reason string
-	// suspect: the quorum of sentinels needed to replace the master has
-	// not (yet) said it cannot reach it; the hold ends when that quorum
-	// has had a PING answered by the master since the hold began.
-	suspect bool
-}
+// cut off) from the sentinels and its replicas; suspect: the quorum of
+// sentinels needed to replace the master has not (yet) said it cannot
+// reach it.
+type isolationHold = isolation.Hold
 
 // isolationDecision decides, from one poll round, whether writes must be
 // held because the master is about to be replaced while it still answers
@@ -221,7 +175,7 @@ func isolationDecision(cur *isolationHold, cleared bool, in isolationInput) (*is
 		}
 		if v.cannotReach(in.master, masterRTT) {
 			signs = append(signs, v.sentinel)
-		} else if cur != nil && in.now.Add(-v.lastOK).After(cur.since) {
+		} else if cur != nil && in.now.Add(-v.lastOK).After(cur.Since) {
 			vouched++ // a PING answered since the hold began
 		}
 	}
@@ -229,39 +183,21 @@ func isolationDecision(cur *isolationHold, cleared bool, in isolationInput) (*is
 		quorum = len(in.views)/2 + 1
 	}
 	probeFailed := in.probe.ran && in.probe.err == nil && !in.probe.noPerm && in.probe.acked < in.probe.want
-	notReceiving := in.stall.all() || probeFailed
+	notReceiving := in.stall.All() || probeFailed
 	// The episode the sentinels vouched for lasts until the replicas are
 	// seen receiving again: a watched one that did not stall, or a probe
 	// they all confirmed. Replicas whose links went down are not watched,
 	// and do not end it.
-	receiving := (in.stall.watched > 0 && in.stall.stalled < in.stall.watched) ||
+	receiving := in.stall.Receiving() ||
 		(in.probe.ran && in.probe.err == nil && !in.probe.noPerm && in.probe.acked >= in.probe.want)
-	if receiving {
-		cleared = false
-	}
-	suspicion := (len(signs) > 0 && probeFailed) || in.stall.all()
-	confirmed := len(signs) >= quorum && (notReceiving || in.probe.noPerm)
-	if !suspicion && !confirmed {
-		return nil, cleared
-	}
-	reason := describeIsolation(signs, in.probe, in.stall)
-	switch {
-	case confirmed:
-		since := in.now
-		if cur != nil {
-			since = cur.since
-		}
-		return &isolationHold{since: since, reason: reason}, cleared
-	case cleared:
-		return nil, true
-	case cur == nil:
-		return &isolationHold{since: in.now, reason: reason, suspect: true}, false
-	case vouched >= quorum:
-		return nil, true // the sentinels still reach the master
-	case answered == 0 && in.now.Sub(cur.since) >= suspectHoldMax:
-		return nil, true
-	}
-	return &isolationHold{since: cur.since, reason: reason, suspect: !confirmed}, false
+	return isolation.Decide(cur, cleared, in.now, isolation.Signs{
+		Suspicion: (len(signs) > 0 && probeFailed) || in.stall.All(),
+		Confirmed: len(signs) >= quorum && (notReceiving || in.probe.noPerm),
+		Vouched:   vouched >= quorum, // the sentinels still reach the master
+		Expired:   cur != nil && answered == 0 && in.now.Sub(cur.Since) >= suspectHoldMax,
+		Receiving: receiving,
+		Reason:    describeIsolation(signs, in.probe, in.stall),
+	})
 }
 
 // describeIsolation says what the poll saw, for the hold's reason.
@@ -274,8 +210,8 @@ func describeIsolation(signs []string, probe replicationProbe, stall replication
 	default:
 		parts = append(parts, "sentinels "+strings.Join(signs, ", ")+" cannot reach the master")
 	}
-	if stall.all() {
-		parts = append(parts, fmt.Sprintf("none of the %d replicas Sentinel could promote receives its writes", stall.watched))
+	if stall.All() {
+		parts = append(parts, fmt.Sprintf("none of the %d replicas Sentinel could promote receives its writes", stall.Watched))
 	} else if probe.ran && probe.err == nil && !probe.noPerm && probe.acked < probe.want {
 		parts = append(parts, fmt.Sprintf("%d of the %d replicas Sentinel could promote confirm its writes", probe.acked, probe.want))
 	}
@@ -318,13 +254,13 @@ func (t *topology) startPoll() {
 	st.polling = true
 	master := snap.masterAddr()
 	promotable := slices.Clone(snap.promotable)
-	masterRTT, replicaRTT := st.rtt.get(master), time.Duration(0)
+	masterRTT, replicaRTT := st.rtt.Get(master), time.Duration(0)
 	for _, addr := range promotable {
-		replicaRTT = max(replicaRTT, st.rtt.get(addr))
+		replicaRTT = max(replicaRTT, st.rtt.Get(addr))
 	}
 	sentinelRTT := map[string]time.Duration{}
 	for _, s := range t.sentinels.list() {
-		sentinelRTT[s] = st.rtt.get(s)
+		sentinelRTT[s] = st.rtt.Get(s)
 	}
 	t.wg.Add(1)
 	go func() {
@@ -515,7 +451,7 @@ func (t *topology) promotedReplica(ctx context.Context, sentinel string) string 
 // pollState is what the topology goroutine keeps between poll rounds.
 type pollState struct {
 	master   string // the master the last rounds were about
-	replicas map[string]replicaWatch
+	replicas map[string]isolation.Watch
 	// hold is the current hold of writes for an isolated master (nil:
 	// none); cleared is isolationDecision's.
 	hold    *isolationHold
@@ -528,19 +464,19 @@ func (t *topology) applyPoll(res pollResult) {
 	st := &t.state
 	st.polling = false
 	for addr, d := range res.took {
-		st.rtt.sample(addr, d)
+		st.rtt.Sample(addr, d)
 	}
-	st.rtt.sample(res.master, res.probe.rtt)
+	st.rtt.Sample(res.master, res.probe.rtt)
 	cur := t.snap.Load()
 	if res.master != cur.masterAddr() || t.ctx.Err() != nil {
 		return
 	}
 	p := &st.poll
 	if p.master != res.master {
-		p.master, p.replicas = res.master, map[string]replicaWatch{}
+		p.master, p.replicas = res.master, map[string]isolation.Watch{}
 	}
 	var stall replicationStall
-	watches := make(map[string]replicaWatch, len(res.replicas))
+	watches := make(map[string]isolation.Watch, len(res.replicas))
 	for addr, s := range res.replicas {
 		if s.err != nil || res.role.err != nil || res.role.role.Role != "master" {
 			// Not answered: forgotten. A replica the client cannot see
@@ -549,15 +485,10 @@ func (t *topology) applyPoll(res pollResult) {
 			// for one that lost its link.
 			continue
 		}
-		bound := st.rtt.get(res.master) + st.rtt.get(addr) + pollPingSlack
-		w, watched, stalled := watchStream(p.replicas[addr], s.at, res.role.role.Offset, s.role, res.master, bound)
+		bound := st.rtt.Get(res.master) + st.rtt.Get(addr) + pollPingSlack
+		w, watched, stalled := isolation.Stream(p.replicas[addr], s.at, res.role.role.Offset, s.role, res.master, bound)
 		watches[addr] = w
-		if watched {
-			stall.watched++
-		}
-		if stalled {
-			stall.stalled++
-		}
+		stall.Add(watched, stalled)
 	}
 	p.replicas = watches
 
@@ -590,10 +521,10 @@ func (t *topology) applyPoll(res pollResult) {
 func (t *topology) startIsolationHold(h *isolationHold) {
 	t.state.poll.hold = h
 	next := t.snap.Load().with()
-	next.isolated = h.reason
+	next.isolated = h.Reason
 	t.install(next)
-	t.emit(Event{Kind: EventMasterIsolated, Master: next.masterAddr(), Reason: h.reason})
-	t.log.Warn("master cut off; holding writes", "master", next.masterAddr(), "reason", h.reason, "suspect", h.suspect)
+	t.emit(Event{Kind: EventMasterIsolated, Master: next.masterAddr(), Reason: h.Reason})
+	t.log.Warn("master cut off; holding writes", "master", next.masterAddr(), "reason", h.Reason, "suspect", h.Suspect)
 }
 
 // endIsolationHold lifts a hold of writes for an isolated master.
@@ -603,49 +534,13 @@ func (t *topology) endIsolationHold(why string) {
 	next := t.snap.Load().with()
 	next.isolated = ""
 	t.install(next)
-	held := time.Since(h.since).Round(time.Millisecond)
+	held := time.Since(h.Since).Round(time.Millisecond)
 	t.emit(Event{Kind: EventIsolationEnded, Master: next.masterAddr(), Reason: why, Duration: held})
 	t.log.Info("master no longer cut off; writes resume", "master", next.masterAddr(), "held", held, "why", why)
 }
 
 // rttEstimates keeps, per address (a data node or a sentinel), the
-// smallest of the last rttWindow round trips the client measured to it.
-// Noise (a loaded machine, a pause) only ever adds to a round trip, so
-// the smallest recent one is the best estimate of the path's own; a path
-// that became slower shows within rttWindow samples, and the poll's own
-// fresh measurement covers the meantime (see isolationDecision).
-type rttEstimates map[string]*rttWindowMin
-
-const rttWindow = 8
-
-type rttWindowMin struct {
-	samples [rttWindow]time.Duration
-	n, next int
-}
-
-func (e rttEstimates) sample(addr string, d time.Duration) {
-	if addr == "" || d <= 0 {
-		return
-	}
-	w := e[addr]
-	if w == nil {
-		w = &rttWindowMin{}
-		e[addr] = w
-	}
-	w.samples[w.next] = d
-	w.next = (w.next + 1) % rttWindow
-	w.n = min(w.n+1, rttWindow)
-}
-
-// get is the estimate for addr, 0 when none was measured.
-func (e rttEstimates) get(addr string) time.Duration {
-	w := e[addr]
-	if w == nil || w.n == 0 {
-		return 0
-	}
-	m := w.samples[0]
-	for _, d := range w.samples[1:w.n] {
-		m = min(m, d)
-	}
-	return m
-}
+// smallest recent round trip the client measured to it (see
+// isolation.RTT); the poll's own fresh measurement covers a path that
+// became slower meanwhile (see isolationDecision).
+type rttEstimates = isolation.RTT

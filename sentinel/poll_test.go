@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/rediskit/rediskit/internal/redisinfo"
 )
 
 func TestIsolationDecision(t *testing.T) {
@@ -22,8 +20,8 @@ func TestIsolationDecision(t *testing.T) {
 	flagged := func(s, flags string) masterView { v := up(s); v.flags = flags; return v }
 	ok := replicationProbe{ran: true, want: 2, acked: 2}
 	failed := replicationProbe{ran: true, want: 2, acked: 0}
-	stalled := replicationStall{watched: 2, stalled: 2}
-	suspect := &isolationHold{since: now.Add(-300 * time.Millisecond), suspect: true}
+	stalled := replicationStall{Watched: 2, Stalled: 2}
+	suspect := &isolationHold{Since: now.Add(-300 * time.Millisecond), Suspect: true}
 	tests := []struct {
 		name        string
 		cur         *isolationHold
@@ -48,7 +46,7 @@ func TestIsolationDecision(t *testing.T) {
 			in:   isolationInput{views: []masterView{up("a"), up("b"), up("c")}, stall: stalled, now: now},
 			held: true, suspect: true},
 		{name: "one replica of two stalled: no hold",
-			in: isolationInput{views: []masterView{up("a"), up("b"), up("c")}, stall: replicationStall{watched: 2, stalled: 1}}},
+			in: isolationInput{views: []masterView{up("a"), up("b"), up("c")}, stall: replicationStall{Watched: 2, Stalled: 1}}},
 		{name: "a quorum cannot reach it and the replicas do not receive: held, confirmed",
 			in: isolationInput{views: []masterView{pending("a", 200*time.Millisecond), flagged("b", "master,s_down"), up("c")},
 				stall: stalled, now: now},
@@ -90,9 +88,9 @@ func TestIsolationDecision(t *testing.T) {
 			wantCleared: true},
 		{name: "cleared, the replicas receiving again: the episode is over",
 			cleared: true,
-			in:      isolationInput{views: []masterView{up("a"), up("b"), up("c")}, stall: replicationStall{watched: 2}, now: now}},
+			in:      isolationInput{views: []masterView{up("a"), up("b"), up("c")}, stall: replicationStall{Watched: 2}, now: now}},
 		{name: "suspicion no sentinel answers, past suspectHoldMax: lifted",
-			cur: &isolationHold{since: now.Add(-suspectHoldMax), suspect: true},
+			cur: &isolationHold{Since: now.Add(-suspectHoldMax), Suspect: true},
 			in: isolationInput{views: []masterView{{sentinel: "a", err: errors.New("down")}, {sentinel: "b", err: errors.New("down")}},
 				stall: stalled, now: now},
 			wantCleared: true},
@@ -105,15 +103,15 @@ func TestIsolationDecision(t *testing.T) {
 			tt.in.now = now
 		}
 		got, cleared := isolationDecision(tt.cur, tt.cleared, tt.in)
-		if (got != nil) != tt.held || (got != nil && got.suspect != tt.suspect) || cleared != tt.wantCleared {
+		if (got != nil) != tt.held || (got != nil && got.Suspect != tt.suspect) || cleared != tt.wantCleared {
 			t.Errorf("%s: hold %+v cleared %v; want held %v suspect %v cleared %v", tt.name, got, cleared, tt.held, tt.suspect, tt.wantCleared)
 			continue
 		}
-		if got != nil && got.reason == "" {
+		if got != nil && got.Reason == "" {
 			t.Errorf("%s: a hold without a reason", tt.name)
 		}
-		if got != nil && tt.cur != nil && !got.since.Equal(tt.cur.since) {
-			t.Errorf("%s: a continued hold starts at %v, want %v", tt.name, got.since, tt.cur.since)
+		if got != nil && tt.cur != nil && !got.Since.Equal(tt.cur.Since) {
+			t.Errorf("%s: a continued hold starts at %v, want %v", tt.name, got.Since, tt.cur.Since)
 		}
 	}
 }
@@ -142,104 +140,26 @@ func FuzzIsolationDecision(f *testing.F) {
 		}
 		in := isolationInput{views: views, master: m, now: now,
 			probe: replicationProbe{ran: want > 0, want: int(want % 4), acked: int(acked % 4), noPerm: flags&0x40 != 0},
-			stall: replicationStall{watched: 2, stalled: int(stalled % 3)}}
+			stall: replicationStall{Watched: 2, Stalled: int(stalled % 3)}}
 		var cur *isolationHold
 		if hasCur {
-			cur = &isolationHold{since: now.Add(-time.Duration(uint64(sinceMs)%10000) * time.Millisecond), suspect: true}
+			cur = &isolationHold{Since: now.Add(-time.Duration(uint64(sinceMs)%10000) * time.Millisecond), Suspect: true}
 		}
 		got, _ := isolationDecision(cur, cleared, in)
 		if got == nil {
 			return
 		}
 		probeFailed := in.probe.ran && !in.probe.noPerm && in.probe.acked < in.probe.want
-		if !in.stall.all() && !probeFailed && !in.probe.noPerm {
+		if !in.stall.All() && !probeFailed && !in.probe.noPerm {
 			t.Fatalf("held (%+v) with every replica receiving and confirming", got)
 		}
-		if cur != nil && !got.since.Equal(cur.since) {
-			t.Fatalf("the hold restarted at %v, was %v", got.since, cur.since)
+		if cur != nil && !got.Since.Equal(cur.Since) {
+			t.Fatalf("the hold restarted at %v, was %v", got.Since, cur.Since)
 		}
-		if got.since.After(now) || got.reason == "" {
+		if got.Since.After(now) || got.Reason == "" {
 			t.Fatalf("hold %+v", got)
 		}
 	})
-}
-
-func TestWatchStream(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	const m = "10.0.0.1:6379"
-	const bound = 60 * time.Millisecond
-	replica := func(offset int64) redisinfo.Role {
-		return redisinfo.Role{Role: "slave", LinkState: "connected", MasterAddr: m, Offset: offset}
-	}
-	type sample struct {
-		after         time.Duration
-		master        int64
-		role          redisinfo.Role
-		watched, stop bool
-	}
-	tests := []struct {
-		name    string
-		samples []sample
-	}{
-		{"a healthy stream: behind, then caught up", []sample{
-			{0, 100, replica(90), false, false},
-			{250 * time.Millisecond, 200, replica(190), true, false},
-			{500 * time.Millisecond, 200, replica(200), true, false}}},
-		{"no writes: nothing to receive, never stalled", []sample{
-			{0, 100, replica(100), false, false},
-			{250 * time.Millisecond, 100, replica(100), true, false},
-			{500 * time.Millisecond, 100, replica(100), true, false}}},
-		{"behind and not moving past the bound: stalled", []sample{
-			{0, 100, replica(90), false, false},
-			{250 * time.Millisecond, 300, replica(90), true, true}}},
-		{"behind, not moving, within the bound (a slow link): not yet", []sample{
-			{0, 100, replica(90), false, false},
-			{40 * time.Millisecond, 300, replica(90), true, false},
-			{120 * time.Millisecond, 300, replica(90), true, true}}},
-		{"the link lost: stalled", []sample{
-			{0, 100, replica(100), false, false},
-			{250 * time.Millisecond, 100, redisinfo.Role{Role: "slave", LinkState: "connect", MasterAddr: m}, true, true},
-			{500 * time.Millisecond, 100, redisinfo.Role{Role: "slave", LinkState: "connect", MasterAddr: m}, false, false}}},
-		{"a former master awaiting demotion: never watched", []sample{
-			{0, 100, redisinfo.Role{Role: "master", Offset: 50}, false, false},
-			{250 * time.Millisecond, 100, redisinfo.Role{Role: "master", Offset: 50}, false, false}}},
-		{"a replica of another master (being reconfigured): never watched", []sample{
-			{0, 100, redisinfo.Role{Role: "slave", LinkState: "connected", MasterAddr: "10.0.0.9:6379", Offset: 5}, false, false},
-			{250 * time.Millisecond, 100, redisinfo.Role{Role: "slave", LinkState: "connected", MasterAddr: "10.0.0.9:6379", Offset: 5}, false, false}}},
-	}
-	for _, tt := range tests {
-		var w replicaWatch
-		for i, s := range tt.samples {
-			var watched, stalled bool
-			w, watched, stalled = watchStream(w, t0.Add(s.after), s.master, s.role, m, bound)
-			if watched != s.watched || stalled != s.stop {
-				t.Errorf("%s, sample %d: watched %v stalled %v, want %v %v", tt.name, i, watched, stalled, s.watched, s.stop)
-			}
-		}
-	}
-}
-
-func TestRTTEstimatesKeepTheSmallestRecent(t *testing.T) {
-	e := rttEstimates{}
-	if e.get("a") != 0 {
-		t.Fatal("an estimate with no sample")
-	}
-	e.sample("a", 5*time.Millisecond)
-	e.sample("a", 90*time.Millisecond) // a loaded moment
-	if got := e.get("a"); got != 5*time.Millisecond {
-		t.Fatalf("estimate %v, want the smallest, 5ms", got)
-	}
-	for range rttWindow {
-		e.sample("a", 400*time.Millisecond) // the path became slower
-	}
-	if got := e.get("a"); got != 400*time.Millisecond {
-		t.Fatalf("estimate %v after %d slower samples, want 400ms", got, rttWindow)
-	}
-	e.sample("", time.Millisecond)
-	e.sample("b", 0)
-	if len(e) != 1 {
-		t.Fatalf("estimates %v: empty addresses and zero samples kept", e)
-	}
 }
 
 func TestParseMasterView(t *testing.T) {

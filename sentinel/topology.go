@@ -248,6 +248,9 @@ type topoState struct {
 	// the round trips it expects between them with these (see
 	// pollPingSlack).
 	rtt rttEstimates
+	// replicasLimited: the last refresh kept Config.MaxReplicas of more
+	// replicas listed (reported once, until the lists fit again).
+	replicasLimited bool
 }
 
 // formerMaster is a master the client left: at which config epoch, and
@@ -542,10 +545,16 @@ func (t *topology) applyRefresh(res refreshResult) {
 	next.durable = durableAfterRefresh(t.opts.DurableScope, cur.masterAddr(), cur.durable, res)
 	next.promotable = durableAfterRefresh(DurablePromotable, cur.masterAddr(), cur.promotable, res)
 	next.unconfirmable = unconfirmable(next.durable, res.rep.connected)
+	if res.scan.dropped > 0 {
+		// The replicas left out could be promoted: no durable write can
+		// be confirmed by them all.
+		next.unconfirmable = append(next.unconfirmable, fmt.Sprintf("(%d more replicas listed, past Config.MaxReplicas)", res.scan.dropped))
+	}
+	t.replicasLimited(res.scan)
 	st.replicasSeen(res.scan.verified)
-	st.rtt.sample(res.rep.addr, res.rep.rtt)
+	st.rtt.Sample(res.rep.addr, res.rep.rtt)
 	for addr, d := range res.scan.rtt {
-		st.rtt.sample(addr, d)
+		st.rtt.Sample(addr, d)
 	}
 	if cur.masterAddr() != res.rep.addr {
 		next.failoverHeld, next.candidate = false, ""
@@ -557,6 +566,38 @@ func (t *topology) applyRefresh(res refreshResult) {
 		t.install(next)
 	}
 	t.detectSplitBrain(res.rep.addr, res.scan.claims)
+}
+
+// replicasLimited reports, once until the lists fit again, a refresh
+// that kept Config.MaxReplicas of more replicas the sentinels listed.
+func (t *topology) replicasLimited(scan replicaScan) {
+	limited := scan.dropped > 0
+	if limited == t.state.replicasLimited {
+		return
+	}
+	t.state.replicasLimited = limited
+	if !limited {
+		t.log.Info("the replicas listed fit MaxReplicas again", "listed", scan.listed, "max", t.opts.MaxReplicas)
+		return
+	}
+	most, rows := "", 0
+	for _, v := range scan.views {
+		if v.listed > rows {
+			most, rows = v.sentinel, v.listed
+		}
+	}
+	reason := fmt.Sprintf("the sentinels list %d replicas (%s lists %d rows); the client keeps %d (Config.MaxReplicas), and refuses durable writes meanwhile",
+		scan.listed, most, rows, t.opts.MaxReplicas)
+	var kept []string
+	for _, v := range scan.views {
+		for _, r := range v.rows {
+			if addr := redisinfo.Addr(r); !slices.Contains(kept, addr) {
+				kept = append(kept, addr)
+			}
+		}
+	}
+	t.emit(Event{Kind: EventReplicasLimited, Sentinel: most, Replicas: kept, Reason: reason})
+	t.log.Warn("replicas limited", "listed", scan.listed, "kept", t.opts.MaxReplicas, "sentinel", most, "rows", rows)
 }
 
 // staleCheck rejects sentinel answers that are behind what the client

@@ -16,6 +16,7 @@ import (
 	"github.com/rediskit/rediskit/cluster"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/replica"
 	"github.com/rediskit/rediskit/sentinel"
 )
@@ -72,18 +73,19 @@ type clusterSeed struct {
 }
 
 // nodeClient is a go-redis client of one cluster node with the target's
-// credentials, TLS and timeouts, without retries. The caller closes it.
+// credentials, TLS and timeouts, without retries, its replies bounded
+// (respguard). The caller closes it.
 func (t *target) nodeClient(addr string) (*redis.Client, error) {
 	tlsCfg, err := t.cfg.TLSConfig()
 	if err != nil {
 		return nil, err
 	}
-	return redis.NewClient(redisopt.Inner(&redis.Options{
+	return redis.NewClient(respguard.Guard(redisopt.Inner(&redis.Options{
 		Addr: addr, Username: t.cfg.Username, Password: t.cfg.Password, TLSConfig: tlsCfg, ClientName: t.cfg.ClientName,
 		DialTimeout:  orDefault(t.cfg.DialTimeout, t.timeout),
 		ReadTimeout:  orDefault(t.cfg.ReadTimeout, t.timeout),
 		WriteTimeout: orDefault(t.cfg.WriteTimeout, t.timeout),
-	})), nil
+	}))), nil
 }
 
 // onNode runs fn on a client of addr as the stage of a trace, timed:

@@ -23,6 +23,7 @@ import (
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/sentinel"
 )
 
@@ -907,10 +908,10 @@ func sendFirst(ctx context.Context, t *target, addrs []string, user, pass string
 	}
 	var errs []error
 	for _, addr := range addrs {
-		c := redis.NewClient(redisopt.Inner(&redis.Options{
+		c := redis.NewClient(respguard.Guard(redisopt.Inner(&redis.Options{
 			Addr: addr, Username: user, Password: pass, TLSConfig: tlsCfg,
 			DialTimeout: t.timeout, ReadTimeout: t.timeout, WriteTimeout: t.timeout,
-		}))
+		})))
 		sctx, cancel := context.WithTimeout(ctx, t.timeout)
 		err := c.Do(sctx, args...).Err()
 		cancel()
@@ -953,10 +954,10 @@ func judgeLab(ctx context.Context, t *target) (ok bool, why string) {
 		if !isLoopback(s.addr) {
 			return "", fmt.Errorf("%s is not a loopback address", s.addr)
 		}
-		c := redis.NewClient(redisopt.Inner(&redis.Options{
+		c := redis.NewClient(respguard.Guard(redisopt.Inner(&redis.Options{
 			Addr: s.addr, Username: s.user, Password: s.pass, TLSConfig: tlsCfg,
 			DialTimeout: t.timeout, ReadTimeout: t.timeout, WriteTimeout: t.timeout,
-		}))
+		})))
 		defer c.Close()
 		ictx, cancel := context.WithTimeout(ctx, t.timeout)
 		defer cancel()

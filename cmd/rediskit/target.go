@@ -14,6 +14,7 @@ import (
 
 	"github.com/rediskit/rediskit/cluster"
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/sentinel"
@@ -356,7 +357,9 @@ func (t *target) nodeOptions() (*redis.Options, error) {
 	o.DialTimeout = orDefault(t.cfg.DialTimeout, t.timeout)
 	o.ReadTimeout = orDefault(t.cfg.ReadTimeout, t.timeout)
 	o.WriteTimeout = orDefault(t.cfg.WriteTimeout, t.timeout)
-	return redisopt.Inner(o), nil
+	// The CLI's own connections: replies bounded, as the library's own
+	// connections are.
+	return respguard.Guard(redisopt.Inner(o)), nil
 }
 
 // client returns a go-redis client for the target: the rediskit Sentinel

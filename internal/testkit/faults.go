@@ -133,3 +133,19 @@ func NewFault(name string, start func(r *rand.Rand) error, end func() error) Fau
 func WriterPause(n int) time.Duration {
 	return time.Duration(2+((n*2654435761+1)>>7)%4) * time.Millisecond
 }
+
+// OnlyFaults keeps, when REDISKIT_FAULT_ONLY is set, only the faults of
+// menu whose name holds it ("double fault", "pause"): replaying one kind
+// of fault. It fails the test when none does.
+func OnlyFaults(t testing.TB, menu []Fault) []Fault {
+	t.Helper()
+	only := os.Getenv("REDISKIT_FAULT_ONLY")
+	if only == "" {
+		return menu
+	}
+	menu = slices.DeleteFunc(slices.Clone(menu), func(f Fault) bool { return !strings.Contains(f.Name, only) })
+	if len(menu) == 0 {
+		t.Fatalf("REDISKIT_FAULT_ONLY=%q names no fault", only)
+	}
+	return menu
+}
