@@ -117,10 +117,12 @@ demo: redis $(if $(filter valkey,$(SERVER)),valkey)
 # pauses, black holes, CLUSTER FAILOVER in its three forms, slot
 # migrations, minority partitions, shards added and removed (Cluster);
 # under writers in every mode. FAULT_SEED replays a run (each test prints
-# its seed); FAULT_DURATION sets how long faults are injected in each.
+# its seed); FAULT_DURATION sets how long faults are injected in each;
+# FAULT_ONLY keeps only the faults whose name holds it ("double fault").
 FAULT_DURATION ?= 10m
 faults: redis $(if $(filter valkey,$(SERVER)),valkey)
 	REDISKIT_LAB_SERVER=$(SERVER) REDISKIT_FAULT_DURATION=$(FAULT_DURATION) $(if $(FAULT_SEED),REDISKIT_FAULT_SEED=$(FAULT_SEED)) \
+		$(if $(FAULT_ONLY),REDISKIT_FAULT_ONLY='$(FAULT_ONLY)') \
 		$(GO) test -race -count=1 -p 1 -timeout 60m -run '^TestRandomFaults$$' -v ./sentinel/ ./cluster/
 
 # Benchmarks compare rediskit with plain go-redis in the same run; see

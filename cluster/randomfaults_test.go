@@ -398,7 +398,7 @@ func clusterFaultMenu(ctx context.Context, l *lab.Lab, tags []string) []testkit.
 				func() error { target.Restore(); return nil }),
 		)
 	}
-	faults = append(faults, testkit.NewFault("kill a master, then the replica promoted in its place",
+	faults = append(faults, testkit.NewFault("double fault: kill a master, then the replica promoted in its place",
 		func(r *rand.Rand) (err error) {
 			s := pickShard(r)
 			if target, err = master(s); err != nil {
