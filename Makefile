@@ -12,7 +12,7 @@ FUZZFLAGS ?=
 # The servers make test runs the suite on, each pass side by side
 # (scripts/test-servers.sh); SERVERS=redis runs one.
 SERVERS   ?= redis valkey
-# The server make demo's lab runs: redis or valkey.
+# The server make demo's and make faults' labs run: redis or valkey.
 SERVER    ?= redis
 # Where make test-redis8 builds Redis 8.0 (outside the tree).
 REDIS8_CACHE ?= $(HOME)/.cache/rediskit/redis8
@@ -110,14 +110,20 @@ demo: redis $(if $(filter valkey,$(SERVER)),valkey)
 	$(GO) build -o bin/rediskit ./cmd/rediskit
 	REDISKIT_LAB_SERVER=$(SERVER) bin/rediskit demo
 
-# The random fault test for longer than make test runs it (20 s): kills,
-# pauses, black holes, partitions, sentinel restarts and failovers under
-# writers in every mode. FAULT_SEED replays a run (the test prints its seed);
-# FAULT_DURATION sets how long faults are injected.
+# The random fault tests, Sentinel's and then Cluster's, for longer than
+# make test runs them (20 s each), on SERVER (redis or valkey): kills and
+# stale restarts, pauses, black holes, partitions, sentinel restarts and
+# failovers (Sentinel); kills and stale restarts of masters and replicas,
+# pauses, black holes, CLUSTER FAILOVER in its three forms, slot
+# migrations, minority partitions, shards added and removed (Cluster);
+# under writers in every mode. FAULT_SEED replays a run (each test prints
+# its seed); FAULT_DURATION sets how long faults are injected in each;
+# FAULT_ONLY keeps only the faults whose name holds it ("double fault").
 FAULT_DURATION ?= 10m
-faults: redis
-	REDISKIT_FAULT_DURATION=$(FAULT_DURATION) $(if $(FAULT_SEED),REDISKIT_FAULT_SEED=$(FAULT_SEED)) \
-		$(GO) test -race -count=1 -timeout 60m -run '^TestRandomFaults$$' -v ./sentinel/
+faults: redis $(if $(filter valkey,$(SERVER)),valkey)
+	REDISKIT_LAB_SERVER=$(SERVER) REDISKIT_FAULT_DURATION=$(FAULT_DURATION) $(if $(FAULT_SEED),REDISKIT_FAULT_SEED=$(FAULT_SEED)) \
+		$(if $(FAULT_ONLY),REDISKIT_FAULT_ONLY='$(FAULT_ONLY)') \
+		$(GO) test -race -count=1 -p 1 -timeout 60m -run '^TestRandomFaults$$' -v ./sentinel/ ./cluster/
 
 # Benchmarks compare rediskit with plain go-redis in the same run; see
 # BENCHMARKS.md for the method and the figures.

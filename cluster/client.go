@@ -332,6 +332,8 @@ type attempt struct {
 	rd    *reader
 	done  func()
 	avoid *node
+	// last is the node of the last send (nil: none yet).
+	last *node
 }
 
 // run sends one command to the master of slot and applies the rules of the
@@ -340,6 +342,12 @@ type attempt struct {
 // once, a write whose outcome is unknown never re-run.
 func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder) error {
 	a := &attempt{slot: slot, write: write, holdEnd: time.Now().Add(c.opts.WriteHoldTimeout)}
+	err := c.runAttempts(ctx, cmd, a)
+	return c.seal(cmd, nil, err, a.last, slot, write, nil)
+}
+
+// runAttempts is run's loop: each send, and the judgement of its failure.
+func (c *Client) runAttempts(ctx context.Context, cmd redis.Cmder, a *attempt) error {
 	for {
 		snap, err := c.topo.ready(ctx)
 		if err != nil {
@@ -354,6 +362,7 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 		if n == nil {
 			continue // the map changed: look again
 		}
+		a.last = n
 		if a.write && c.durable(ctx) {
 			err = c.sendDurable(ctx, n, cmd, a) // durable.go
 		} else {
@@ -595,7 +604,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	snap, err := c.waitIsolated(ctx, cmds)
 	if err != nil {
 		routing.SetErrs(nil, cmds, err)
-		return err
+		return c.seal(nil, cmds, err, nil, -1, false, nil) // nothing was sent
 	}
 	var groups []group // one per master: a handful, searched in order
 	var pages []scanPage
@@ -654,7 +663,20 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	if durables != nil {
 		first = c.finishDurable(durables, first)
 	}
-	return first
+	return c.seal(nil, cmds, first, nil, -1, false, func(q redis.Cmder) *node { return groupOf(groups, q) })
+}
+
+// groupOf is the node q was sent to in groups (nil: none, when it was not
+// sent), or, for q nil, that of the first command that failed.
+func groupOf(groups []group, q redis.Cmder) *node {
+	for _, g := range groups {
+		for _, gq := range g.cmds {
+			if gq == q || q == nil && gq.Err() != nil && !failure.IsNil(gq.Err()) {
+				return g.n
+			}
+		}
+	}
+	return nil
 }
 
 // waitIsolated returns the map a pipeline is routed on: once none of its
@@ -750,14 +772,27 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 		routing.SetErrs(nil, cmds, err)
 		return err
 	}
+	var last *node // the node of the last send
+	err = c.txAttempts(ctx, cmds, slot, &last)
+	return c.seal(nil, cmds, err, last, slot, true, nil)
+}
+
+// txAttempts is processTx's loop: each send of the transaction, and the
+// judgement of its failure. last is set to the node of each send.
+func (c *Client) txAttempts(ctx context.Context, cmds []redis.Cmder, slot int, last **node) error {
 	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
+	redirects := 0
+	var ask *node // the node an ASK named: the next attempt runs there, after ASKING
 	for attempt := 0; ; attempt++ {
 		snap, err := c.topo.ready(ctx)
 		if err != nil {
 			routing.SetErrs(nil, cmds, err)
 			return err
 		}
-		n := snap.master(slot)
+		n, asking := snap.master(slot), ask != nil
+		if asking {
+			n, ask = ask, nil
+		}
 		if n == nil || snap.holds(n) {
 			if err := c.waitChange(ctx, snap, holdEnd); err != nil {
 				err = noMaster(snap, slot, n, err)
@@ -766,7 +801,7 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 			continue
 		}
-		runTx, err := c.txRunner(ctx, n, slot, holdEnd) // durable.go
+		runTx, err := c.txRunner(ctx, n, slot, holdEnd, asking) // durable.go
 		if err != nil {
 			routing.SetErrs(nil, cmds, err)
 			return err
@@ -777,14 +812,13 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			return err
 		}
 		n.writes.Add(1) // a transaction counts as one write
+		*last = n
 		err = runTx(ctx, cmds)
 		for _, p := range pages {
 			c.scanDone(snap, p)
 		}
-		// A durable verdict is final: the EXEC ran, whatever its WAIT's
-		// failure says.
-		if err == nil || isNotDurable(err) || attempt >= c.opts.MaxRedirects || failure.CallerEnded(ctx) ||
-			!failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
+		var again bool
+		if ask, again = c.txAgain(ctx, cmds, err, &redirects, holdEnd); !again {
 			if noAnswer(err) {
 				// No answer to the EXEC: it may have run.
 				c.topo.failed(n, err)
@@ -794,18 +828,51 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 			}
 			return err
 		}
-		// Refused before it ran (a MOVED queued command aborts the EXEC):
-		// re-route on a fresh map and run it again.
-		if r, ok := failure.ParseRedirect(firstRedirect(cmds, err)); ok && !r.Ask {
-			c.topo.moved(r.Slot, r.Addr)
-		} else {
-			c.topo.kick(RefreshRefused)
-		}
 		if err := c.pause(ctx, snap, slot, attempt+1); err != nil {
 			return err
 		}
+		c.stats.retries.Add(1)
 		routing.SetErrs(nil, cmds, nil)
 	}
+}
+
+// txAgain decides whether a transaction that failed with err (its
+// commands' errors in cmds) runs again: only after a refusal that proves
+// nothing ran (a MOVED or ASK queued command aborts the EXEC), redirects
+// at most MaxRedirects times (counted in redirects), the other refusals
+// (CLUSTERDOWN while another shard fails over, TRYAGAIN, LOADING) until
+// holdEnd, as a single command's; never past the caller's context, and
+// never after a durable verdict (the EXEC ran, whatever its WAIT's
+// failure says). When it runs again, the map is told of a MOVED or a
+// refresh is asked for, and ask is the node an ASK named: the next
+// attempt runs there, after ASKING.
+func (c *Client) txAgain(ctx context.Context, cmds []redis.Cmder, err error, redirects *int, holdEnd time.Time) (ask *node, again bool) {
+	if err == nil || isNotDurable(err) || failure.CallerEnded(ctx) || !failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
+		return nil, false
+	}
+	r, redirected := failure.ParseRedirect(firstRedirect(cmds, err))
+	switch {
+	case redirected:
+		*redirects++
+		if *redirects > c.opts.MaxRedirects {
+			return nil, false
+		}
+	case time.Now().After(holdEnd):
+		return nil, false
+	}
+	switch {
+	case redirected && r.Ask:
+		if ask = c.nodes.get(r.Addr); ask == nil {
+			return nil, false // past the nodes a client keeps
+		}
+		c.stats.ask.Add(1)
+	case redirected:
+		c.stats.moved.Add(1)
+		c.topo.moved(r.Slot, r.Addr)
+	default:
+		c.topo.kick(RefreshRefused)
+	}
+	return ask, true
 }
 
 // noAnswer reports a transaction's failure without an answer to its
@@ -864,6 +931,23 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		}
 		slot = s
 	}
+	var (
+		own  error // fn's last error: the caller's own
+		last *node // the node of the last send
+	)
+	err := c.watchAttempts(ctx, func(tx *redis.Tx) error { own = fn(tx); return own }, slot, &last, keys)
+	return failure.Seal(nil, nil, err, failure.Sealer{Typed: typed, Own: own,
+		Wrap: func(_ redis.Cmder, err error, may bool) error {
+			if last == nil {
+				return &NoMasterError{Slot: slot, Cause: err}
+			}
+			return &NodeError{Addr: last.addr, Slot: slot, Write: true, MayHaveExecuted: may, Err: err}
+		}})
+}
+
+// watchAttempts is Watch's loop: each run of fn on the slot's master, and
+// the judgement of its failure. last is set to the node of each run.
+func (c *Client) watchAttempts(ctx context.Context, fn func(*redis.Tx) error, slot int, last **node, keys []string) error {
 	holdEnd := time.Now().Add(c.opts.WriteHoldTimeout)
 	for attempt := 1; ; attempt++ {
 		snap, err := c.topo.ready(ctx)
@@ -881,6 +965,7 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		if err != nil {
 			return err
 		}
+		*last = n
 		err = n.client.Watch(ctx, body, keys...)
 		if c.settled(err) {
 			return err

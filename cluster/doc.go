@@ -125,11 +125,43 @@
 // keep their results. A transaction (TxPipeline, Watch) runs on one node,
 // so it must stay in one slot: one whose keys span slots is refused before
 // anything is sent with a *CrossSlotError (go-redis's ClusterClient splits
-// it into one MULTI/EXEC per slot, silently losing its atomicity). Watch
+// it into one MULTI/EXEC per slot, silently losing its atomicity). A
+// transaction refused before it ran is run again as a command is: MOVED
+// and ASK followed (ASKING, then the transaction, on one connection of the
+// node ASK names; the server refuses the EXEC with TRYAGAIN if that node
+// lacks some of its keys), CLUSTERDOWN, TRYAGAIN and the other refusals
+// retried until WriteHoldTimeout. Watch
 // is held while its slot's master fails, as a write is, and runs its
 // function again only when a refusal proves nothing ran; after a failure
 // without an answer it fails saying the EXEC may have run. A
 // multi-key command across slots gets the server's CROSSSLOT reply.
+//
+// # The errors a caller sees
+//
+// Every error a call returns, and each command's Err in a pipeline or a
+// transaction, is one of two things. Either the command's own answer,
+// returned as go-redis returns it: redis.Nil, WRONGTYPE, a script's
+// error, CROSSSLOT, redis.TxFailedErr (a WATCH conflict), a transaction's
+// EXECABORT caused by a queued command's own syntax error. Or one of this
+// package's errors: a *NodeError (the node, the slot, read or write,
+// MayHaveExecuted; it wraps the cause: a timeout, a connection lost, the
+// caller's context's end, or a refusal such as CLUSTERDOWN, TRYAGAIN,
+// MOVED past MaxRedirects, or EXECABORT caused by a redirect), a
+// *MasterChangedError, a *NoMasterError (nothing was sent), a
+// *NotDurableError, a *CrossSlotError, a *CursorError, or ErrClosed after
+// Close. Never a bare i/o timeout, context error, EOF or routing reply:
+// errors.As with the types above places every failure.
+//
+// MayHaveExecuted is false only when the work provably did not run
+// (never sent, or refused before it ran); a write sent without an answer
+// (a timeout, the caller's deadline, a connection lost) may have run,
+// and is never sent again by the client. In a pipeline each command says
+// so of itself (the parts on each master succeed or fail on their own),
+// and the error Exec returns is the first failed command's. A
+// transaction is all or nothing: every command and the EXEC say the same
+// (did not run, when a queued command or the EXEC was refused; may have,
+// when the EXEC got no answer). A Watch function's own error is returned
+// as it is; a failure it passed on from a command is typed as the rest.
 //
 // # Auto-pipelining
 //

@@ -678,13 +678,14 @@ func (c *Client) finishDurable(dgs []durableGroup, first error) error {
 	return first
 }
 
-// runTxDurable runs a transaction on n and then its confirmation, on one
-// connection (two round trips: nothing can follow an EXEC in go-redis's
-// transaction). It returns the transaction's error, or its verdict.
-func (c *Client) runTxDurable(ctx context.Context, n *node, slot int, ds *durableShard, cmds []redis.Cmder) error {
+// runTxDurable runs a transaction on n (after ASKING when asking) and then
+// its confirmation, on one connection (two round trips: nothing can follow
+// an EXEC in go-redis's transaction). It returns the transaction's error,
+// or its verdict.
+func (c *Client) runTxDurable(ctx context.Context, n *node, slot int, ds *durableShard, cmds []redis.Cmder, asking bool) error {
 	conn := n.client.Conn()
 	defer func() { _ = conn.Close() }()
-	err := routing.Run(ctx, conn, nil, cmds)
+	err := runTxOn(ctx, conn, cmds, asking)
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err // aborted, refused, or lost: judged as any transaction
 	}
@@ -699,17 +700,40 @@ func (c *Client) runTxDurable(ctx context.Context, n *node, slot int, ds *durabl
 	return err
 }
 
-// txRunner returns how a transaction on n runs: as it is, or, for a
-// durable one that passed its precheck, confirmed (runTxDurable).
-func (c *Client) txRunner(ctx context.Context, n *node, slot int, holdEnd time.Time) (func(context.Context, []redis.Cmder) error, error) {
+// txRunner returns how a transaction on n runs (after ASKING, on the same
+// connection, when asking: n is the node an ASK named): as it is, or, for
+// a durable one that passed its precheck, confirmed (runTxDurable).
+func (c *Client) txRunner(ctx context.Context, n *node, slot int, holdEnd time.Time, asking bool) (func(context.Context, []redis.Cmder) error, error) {
 	if !c.durable(ctx) {
-		return func(ctx context.Context, cmds []redis.Cmder) error { return routing.Run(ctx, n.client, nil, cmds) }, nil
+		return func(ctx context.Context, cmds []redis.Cmder) error {
+			if !asking {
+				return routing.Run(ctx, n.client, nil, cmds)
+			}
+			conn := n.client.Conn()
+			defer func() { _ = conn.Close() }()
+			return runTxOn(ctx, conn, cmds, true)
+		}, nil
 	}
 	ds, err := c.durablePrecheck(ctx, n, slot, holdEnd)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, cmds []redis.Cmder) error { return c.runTxDurable(ctx, n, slot, ds, cmds) }, nil
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return c.runTxDurable(ctx, n, slot, ds, cmds, asking)
+	}, nil
+}
+
+// runTxOn runs a transaction on conn, after ASKING when asking (the flag
+// holds until the EXEC: the server checks the queued commands' slots with
+// it). An ASKING that fails fails every command: nothing was queued.
+func runTxOn(ctx context.Context, conn *redis.Conn, cmds []redis.Cmder, asking bool) error {
+	if asking {
+		if err := conn.Process(ctx, redis.NewStatusCmd(ctx, "ASKING")); err != nil {
+			routing.SetErrs(nil, cmds, err)
+			return err
+		}
+	}
+	return routing.Run(ctx, conn, nil, cmds)
 }
 
 // watchBody returns the function Watch runs on n: fn, or, for a durable

@@ -34,10 +34,14 @@ func (e *MasterChangedError) Error() string {
 func (e *MasterChangedError) Unwrap() error { return e.Cause }
 
 // NodeError is work that failed on a node without an answer from it (no
-// connection, a connection lost, a timeout), when no other node took its
-// slot, or that the node kept refusing, until WriteHoldTimeout, with a
-// reply that proves it did not run (TRYAGAIN, CLUSTERDOWN, LOADING, ...;
-// Err is that reply, MayHaveExecuted false).
+// connection, a connection lost, a timeout, the caller's context's end),
+// when no other node took its slot, or that the node kept refusing, until
+// WriteHoldTimeout or the caller's deadline, with a reply that proves it
+// did not run (TRYAGAIN, CLUSTERDOWN, LOADING, MOVED past MaxRedirects, a
+// transaction's EXECABORT; Err is that reply, MayHaveExecuted false). In
+// a pipeline, each command that failed so has its own, naming the node it
+// was sent to and its slot; a transaction's say the same of all its
+// commands (see the package documentation, "The errors a caller sees").
 type NodeError struct {
 	Addr            string
 	Slot            int // -1 for a command without a key

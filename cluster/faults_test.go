@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -17,18 +16,21 @@ import (
 
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
 )
 
 // typedOutcome is what a failed call of this client says of itself: the
 // kind of its typed error and whether the work may have run. ok is false
-// for an error of no type of the package.
+// for an error of no type of the package (errplace.Typed).
 func typedOutcome(err error) (kind string, mayHaveRun, ok bool) {
 	var (
 		mce *MasterChangedError
 		ne  *NodeError
 		nme *NoMasterError
 		nde *NotDurableError
+		cse *CrossSlotError
+		ce  *CursorError
 	)
 	switch {
 	case errors.As(err, &nde): // first: its cause may be of another type
@@ -39,52 +41,21 @@ func typedOutcome(err error) (kind string, mayHaveRun, ok bool) {
 		return "NodeError", ne.MayHaveExecuted, true
 	case errors.As(err, &nme):
 		return "NoMasterError", false, true // nothing was sent
+	case errors.As(err, &cse):
+		return "CrossSlotError", false, true // refused before it was sent
+	case errors.As(err, &ce):
+		return "CursorError", false, true // refused before it was sent
 	}
 	return "", true, false
 }
 
-// errorKind names err for a report: this package's typed errors with
-// whether they say the work may have run, else the failure class.
-func errorKind(err error) string {
-	if kind, ran, ok := typedOutcome(err); ok {
-		if ran {
-			return kind + "(may have run)"
-		}
-		return kind + "(did not run)"
-	}
-	switch {
-	case failure.ClusterDown(err):
-		return "CLUSTERDOWN"
-	case failure.TryAgain(err):
-		return "TRYAGAIN"
-	case redis.IsReadOnlyError(err):
-		return "READONLY"
-	case failure.NotExecuted(err):
-		if _, ok := failure.ParseRedirect(err); ok {
-			return "redirect"
-		}
-		return "other refusal"
-	case failure.ContextError(err):
-		return "context"
-	case failure.Timeout(err):
-		return "timeout"
-	case failure.Network(err):
-		return "network"
-	}
-	return "other"
-}
+// errorKind names err for a report (errplace.Place): this package's typed
+// errors with whether they say the work may have run, an answer, else
+// "unplaced" and the failure class.
+func errorKind(err error) string { return errplace.Place(err, typedOutcome).String() }
 
 // kindsLine is a count of error kinds in a stable order.
-func kindsLine(kinds map[string]int) string {
-	if len(kinds) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
-	}
-	return strings.Join(parts, ", ")
-}
+func kindsLine(kinds map[string]int) string { return errplace.KindsLine(kinds) }
 
 // slowestPing is the slowest of a few PINGs of n: the loopback's latency on
 // this machine now, from which a test derives its margins.

@@ -162,6 +162,14 @@ func (c *Client) scanDone(snap *snapshot, p scanPage) {
 func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 	cmd := sc.Cmd()
 	a := &attempt{slot: c.slotOf(cmd), holdEnd: time.Now().Add(c.opts.WriteHoldTimeout)}
+	err := c.scanAttempts(ctx, sc, a)
+	return c.seal(cmd, nil, err, a.last, a.slot, false, nil)
+}
+
+// scanAttempts is scan's loop: each send, and the judgement of its
+// failure.
+func (c *Client) scanAttempts(ctx context.Context, sc routing.Scan, a *attempt) error {
+	cmd := sc.Cmd()
 	for {
 		snap, err := c.topo.ready(ctx)
 		if err != nil {
@@ -177,6 +185,7 @@ func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 			p.n = a.direct
 		}
 		sc.SetCursor(p.nodeCur)
+		a.last = p.n
 		err = c.send(ctx, p.n, cmd, a.asking, false)
 		a.direct, a.asking = nil, false
 		c.scanDone(snap, p)

@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,37 +16,6 @@ import (
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
-
-// faultSeed and faultDuration are the random fault test's seed and how
-// long it injects faults: REDISKIT_FAULT_SEED (default: the clock) and
-// REDISKIT_FAULT_DURATION (a Go duration; default 20 s, which make test
-// runs; make faults runs it for longer). REDISKIT_FAULT_ONLY, when set,
-// keeps only the faults whose name holds it ("double fault", "pause").
-func faultSettings(t *testing.T) (uint64, time.Duration) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("REDISKIT_FAULT_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("REDISKIT_FAULT_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	d := 20 * time.Second
-	if s := os.Getenv("REDISKIT_FAULT_DURATION"); s != "" {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("REDISKIT_FAULT_DURATION=%q: %v", s, err)
-		}
-		d = v
-	}
-	return seed, d
-}
-
-// fault is one injected fault: start it, and undo it.
-type fault struct {
-	name       string
-	start, end func() error
-}
 
 // TestRandomFaults runs writers through random faults, one at a time
 // (each held for 0.3-2.5 s, then undone, then the topology given time to
@@ -66,16 +32,17 @@ type fault struct {
 // the double fault, which its documentation says it does not survive);
 // every call returns within its deadline and a margin; the clients' logs
 // never quote the password. On failure the seed is printed:
-// REDISKIT_FAULT_SEED=<seed> replays the same faults.
+// REDISKIT_FAULT_SEED=<seed> replays the same faults;
+// REDISKIT_FAULT_ONLY=<text> keeps only the faults whose name holds it.
 func TestRandomFaults(t *testing.T) {
-	seed, duration := faultSettings(t)
+	seed, duration := testkit.FaultSettings(t)
 	t.Logf("seed %d (REDISKIT_FAULT_SEED=%d replays it), faults for %v", seed, seed, duration)
 	defer func() {
 		if t.Failed() {
 			t.Logf("FAILED with seed %d: REDISKIT_FAULT_SEED=%d REDISKIT_FAULT_DURATION=%v go test -race -run TestRandomFaults ./sentinel/", seed, seed, duration)
 		}
 	}()
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := testkit.FaultRand(seed)
 	const password = "f4ult-s3cret"
 	ctx := testkit.Context(t, duration+3*time.Minute)
 	l := lab.New(t, lab.Config{Replicas: 2, Sentinels: 3, Partitions: true, Password: password,
@@ -101,14 +68,7 @@ func TestRandomFaults(t *testing.T) {
 		clients = append(clients, writer{w.name, c})
 	}
 
-	faults := faultMenu(ctx, l, rng)
-	if only := os.Getenv("REDISKIT_FAULT_ONLY"); only != "" {
-		// Replaying one kind of fault: only those whose name holds it.
-		faults = slices.DeleteFunc(faults, func(f fault) bool { return !strings.Contains(f.name, only) })
-		if len(faults) == 0 {
-			t.Fatalf("REDISKIT_FAULT_ONLY=%q names no fault", only)
-		}
-	}
+	faults := testkit.OnlyFaults(t, faultMenu(ctx, l, rng))
 	type result struct {
 		acked   []string
 		errs    map[string]int
@@ -145,42 +105,22 @@ func TestRandomFaults(t *testing.T) {
 						r.errs[errKind(err)]++
 					}
 					mu.Unlock()
-					time.Sleep(time.Duration(2+rng2(n)%4) * time.Millisecond)
+					time.Sleep(testkit.WriterPause(n))
 				}
 			})
 		}
 	}
 
-	end := time.Now().Add(duration)
-	var ran []string
-	doubleFaults := 0
-	for time.Now().Before(end) {
-		f := faults[rng.IntN(len(faults))]
-		hold := 300*time.Millisecond + time.Duration(rng.Int64N(int64(2200*time.Millisecond)))
-		began := time.Now()
-		if err := f.start(); err != nil {
-			t.Logf("%v: %s: %v (skipped)", began.Format("15:04:05.000"), f.name, err)
-			continue
-		}
-		time.Sleep(hold)
-		if err := f.end(); err != nil {
-			t.Fatalf("%s: undo: %v", f.name, err)
-		}
-		ran = append(ran, fmt.Sprintf("%s %s for %v", began.Format("15:04:05.000"), f.name, hold.Round(time.Millisecond)))
-		if f.name == doubleFaultName {
-			doubleFaults++
-		}
+	run := testkit.RunFaults(t, rng, duration, faults, func() error {
 		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err := l.WaitSettled(sctx)
-		cancel()
-		if err != nil {
-			t.Logf("after %s: not settled within 20 s: %v", f.name, err)
-		}
-	}
+		defer cancel()
+		return l.WaitSettled(sctx)
+	})
+	doubleFaults := run.Ran[doubleFaultName]
 	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
-	t.Logf("%d faults (%d double faults):\n%s", len(ran), doubleFaults, strings.Join(ran, "\n"))
+	t.Logf("faults (%d double faults):\n%s\n%s", doubleFaults, strings.Join(run.Lines, "\n"), run.Summary())
 
 	if err := l.Heal(); err != nil {
 		t.Fatal(err)
@@ -258,12 +198,9 @@ func TestRandomFaults(t *testing.T) {
 	}
 }
 
-// rng2 is a cheap per-writer jitter.
-func rng2(n int) int { return (n*2654435761 + 1) >> 7 }
-
 // faultMenu lists the faults the random test draws from; each picks its
 // target when it starts.
-func faultMenu(ctx context.Context, l *lab.Lab, rng *rand.Rand) []fault {
+func faultMenu(ctx context.Context, l *lab.Lab, rng *rand.Rand) []testkit.Fault {
 	pickNode := func() *lab.Node { return l.Nodes()[rng.IntN(len(l.Nodes()))] }
 	master := func() *lab.Node {
 		if m, err := l.Master(ctx); err == nil {
@@ -274,27 +211,27 @@ func faultMenu(ctx context.Context, l *lab.Lab, rng *rand.Rand) []fault {
 	var target *lab.Node
 	var sentinel *lab.SentinelNode
 	endpoints := func() []lab.Endpoint { return l.Endpoints() }
-	var faults []fault
+	var faults []testkit.Fault
 	for _, who := range []struct {
 		name string
 		pick func() *lab.Node
 	}{{"the master", master}, {"a node", pickNode}} {
 		faults = append(faults,
-			fault{"kill " + who.name,
-				func() error { target = who.pick(); return target.Kill() },
-				func() error { return target.Restart(ctx) }},
-			fault{"pause " + who.name,
-				func() error { target = who.pick(); return target.Pause() },
-				func() error { return target.Resume() }},
-			fault{"black-hole " + who.name,
-				func() error { target = who.pick(); target.BlackHole(); return nil },
-				func() error { target.Restore(); return nil }},
+			testkit.NewFault("kill "+who.name,
+				func(*rand.Rand) error { target = who.pick(); return target.Kill() },
+				func() error { return target.Restart(ctx) }),
+			testkit.NewFault("pause "+who.name,
+				func(*rand.Rand) error { target = who.pick(); return target.Pause() },
+				func() error { return target.Resume() }),
+			testkit.NewFault("black-hole "+who.name,
+				func(*rand.Rand) error { target = who.pick(); target.BlackHole(); return nil },
+				func() error { target.Restore(); return nil }),
 		)
 	}
 	for _, mode := range []lab.CutMode{lab.Drop, lab.Refuse} {
 		faults = append(faults,
-			fault{"partition the master from the rest (" + mode.String() + ")",
-				func() error {
+			testkit.NewFault("partition the master from the rest ("+mode.String()+")",
+				func(*rand.Rand) error {
 					m := master()
 					var rest []lab.Endpoint
 					for _, e := range endpoints() {
@@ -304,9 +241,9 @@ func faultMenu(ctx context.Context, l *lab.Lab, rng *rand.Rand) []fault {
 					}
 					return l.Partition(mode, []lab.Endpoint{m}, rest)
 				},
-				l.Heal},
-			fault{"partition at random (" + mode.String() + ")",
-				func() error {
+				l.Heal),
+			testkit.NewFault("partition at random ("+mode.String()+")",
+				func(*rand.Rand) error {
 					var a, b []lab.Endpoint
 					for _, e := range endpoints() {
 						if rng.IntN(2) == 0 {
@@ -317,25 +254,25 @@ func faultMenu(ctx context.Context, l *lab.Lab, rng *rand.Rand) []fault {
 					}
 					return l.Partition(mode, a, b)
 				},
-				l.Heal},
+				l.Heal),
 		)
 	}
 	faults = append(faults, doubleFault(ctx, l, rng, master))
 	faults = append(faults,
-		fault{"restart a sentinel",
-			func() error {
+		testkit.NewFault("restart a sentinel",
+			func(*rand.Rand) error {
 				sentinel = l.Sentinels()[rng.IntN(len(l.Sentinels()))]
 				return sentinel.Kill()
 			},
-			func() error { return sentinel.Restart(ctx) }},
-		fault{"fail over",
-			func() error {
+			func() error { return sentinel.Restart(ctx) }),
+		testkit.NewFault("fail over",
+			func(*rand.Rand) error {
 				fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 				defer cancel()
 				_, err := l.Failover(fctx)
 				return err
 			},
-			func() error { return nil }},
+			func() error { return nil }),
 	)
 	return faults
 }
@@ -351,7 +288,7 @@ const doubleFaultName = "double fault: kill the master, then the one promoted wh
 // meanwhile (until the fault ends): had Sentinel promoted it, with the
 // writes, nothing would be lost. Undone by restarting the second master
 // and resuming the third, which then resynchronise from the stale one.
-func doubleFault(ctx context.Context, l *lab.Lab, rng *rand.Rand, master func() *lab.Node) fault {
+func doubleFault(ctx context.Context, l *lab.Lab, rng *rand.Rand, master func() *lab.Node) testkit.Fault {
 	var promoted, other *lab.Node
 	// newMaster waits, within d, for the sentinels to name a master other
 	// than not, and returns it.
@@ -369,8 +306,8 @@ func doubleFault(ctx context.Context, l *lab.Lab, rng *rand.Rand, master func() 
 			}
 		}
 	}
-	return fault{name: doubleFaultName,
-		start: func() error {
+	return testkit.Fault{Name: doubleFaultName,
+		Start: func(*rand.Rand) error {
 			promoted, other = nil, nil
 			first := master()
 			if err := first.Kill(); err != nil {
@@ -408,6 +345,6 @@ func doubleFault(ctx context.Context, l *lab.Lab, rng *rand.Rand, master func() 
 			}
 			return nil
 		},
-		end: func() error { return errors.Join(other.Resume(), promoted.Restart(ctx)) },
+		End: func() error { return errors.Join(other.Resume(), promoted.Restart(ctx)) },
 	}
 }

@@ -25,6 +25,17 @@
 //   - ProvablyNotExecuted: the same for a command, a pipeline (its writes)
 //     or a transaction.
 //
+// # What the caller sees
+//
+//   - Answer: the command's own answer (redis.Nil, or a reply that is not
+//     a refusal: WRONGTYPE, a script's error, CROSSSLOT, a WATCH
+//     conflict), which a routed client returns as it is.
+//   - Seal: the last step of a routed client's call: every other error of
+//     a command, a pipeline (each command's and Exec's) or a transaction
+//     becomes the client's typed error, told whether the work may have
+//     executed (a transaction all or nothing). Each client supplies its
+//     types (Sealer); the rule is written once, here.
+//
 // # Whether the target failed
 //
 //   - Signal: a sign the target failed or moved (NotExecuted, Network or

@@ -62,7 +62,8 @@ func IsDial(err error) bool {
 
 // NotExecuted reports whether err proves that the command it ended did
 // not run: it was never sent (no connection, a closed client, no pool
-// slot), or the server refused it before execution (READONLY, MASTERDOWN,
+// slot, its caller's context ended while it waited for a batch: a
+// *routing.UnsentError), or the server refused it before execution (READONLY, MASTERDOWN,
 // LOADING, EXECABORT), or a blocking command was ended before it was
 // served (UNBLOCKED: by CLIENT UNBLOCK ... ERROR, or by the server when it
 // became a replica): it popped, moved or delivered nothing.
@@ -70,7 +71,8 @@ func NotExecuted(err error) bool {
 	if err == nil || IsNil(err) {
 		return false
 	}
-	return IsDial(err) || Unblocked(err) ||
+	var unsent *routing.UnsentError
+	return IsDial(err) || Unblocked(err) || errors.As(err, &unsent) ||
 		errors.Is(err, redis.ErrClosed) ||
 		errors.Is(err, redis.ErrPoolTimeout) ||
 		errors.Is(err, redis.ErrPoolExhausted) ||

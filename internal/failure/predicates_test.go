@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
@@ -37,6 +38,7 @@ func errOnly(f func(error) bool) func(context.Context, error) bool {
 var predicates = []predicate{
 	{"IsNil", errOnly(IsNil)},
 	{"Reply", errOnly(Reply)},
+	{"Answer", errOnly(Answer)},
 	{"IsDial", errOnly(IsDial)},
 	{"NotExecuted", errOnly(NotExecuted)},
 	{"ProvablyNotExecuted", func(_ context.Context, err error) bool {
@@ -183,20 +185,20 @@ func realErrors(t *testing.T) []classified {
 	cancel()
 	add("the caller cancelled", cancelled, c.Ping(cancelled).Err(), "ContextError BareContextError CallerEnded")
 
-	add("NOSCRIPT", nil, c.EvalSha(ctx, strings.Repeat("0", 40), nil).Err(), "Reply NoScript")
-	add("unknown command", nil, c.Do(ctx, "RKTEST.NOSUCHCOMMAND").Err(), "Reply UnknownCommand")
+	add("NOSCRIPT", nil, c.EvalSha(ctx, strings.Repeat("0", 40), nil).Err(), "Reply NoScript Answer")
+	add("unknown command", nil, c.Do(ctx, "RKTEST.NOSUCHCOMMAND").Err(), "Reply UnknownCommand Answer")
 	// WAITAOF's local fsync without an AOF: Valkey (and Redis 7.2 and
 	// newer) refuse it; Redis 7.0 has no WAITAOF.
 	waitAOF := c.Do(ctx, "WAITAOF", 1, 0, 1).Err()
 	if v := l.ServerVersion(); v.Name == "valkey" || v.AtLeast(7, 2) {
-		add("WAITAOF without appendonly on "+v.String(), nil, waitAOF, "Reply AOFDisabled")
+		add("WAITAOF without appendonly on "+v.String(), nil, waitAOF, "Reply AOFDisabled Answer")
 	} else {
-		add("WAITAOF on "+v.String(), nil, waitAOF, "Reply UnknownCommand")
+		add("WAITAOF on "+v.String(), nil, waitAOF, "Reply UnknownCommand Answer")
 	}
 	withPassword := n.Options()
 	withPassword.Password = "not-configured"
 	d := redis.NewClient(withPassword)
-	add("AUTH to a server without a password", nil, d.Ping(ctx).Err(), "Reply NoPasswordConfigured")
+	add("AUTH to a server without a password", nil, d.Ping(ctx).Err(), "Reply NoPasswordConfigured Answer")
 	_ = d.Close()
 	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, "k", "v", 0)
@@ -238,7 +240,7 @@ func realErrors(t *testing.T) []classified {
 
 	sl := lab.New(t, lab.Config{Replicas: 1, Sentinels: 1})
 	add("a sentinel asked for a master it does not monitor", nil,
-		sl.Sentinels()[0].Do(ctx, "SENTINEL", "MASTER", "rktest-nosuch").Err(), "Reply UnknownMaster")
+		sl.Sentinels()[0].Do(ctx, "SENTINEL", "MASTER", "rktest-nosuch").Err(), "Reply UnknownMaster Answer")
 	err = sl.Node(1).Do(ctx, "SET", "k", "v").Err()
 	add("READONLY", nil, err, "Reply "+notRun)
 	add("READONLY, wrapped", nil, fmt.Errorf("set on 10.0.0.2:6379: %w", err), "Reply "+notRun)
@@ -250,7 +252,7 @@ func constructedErrors() []classified {
 	readDeadline := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 	return []classified{
 		{name: "nil", err: nil, want: ""},
-		{name: "redis.Nil", err: redis.Nil, want: "IsNil Reply"},
+		{name: "redis.Nil", err: redis.Nil, want: "IsNil Reply Answer"},
 
 		{name: "our dial error, refused", err: fmt.Errorf("get: %w", &DialError{Addr: "a:1", Err: syscall.ECONNREFUSED}), want: dialFailed},
 		{name: "dial timeout", err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}, want: "IsDial Network Timeout " + notRun},
@@ -269,6 +271,9 @@ func constructedErrors() []classified {
 		{name: "a context deadline joined after a reset", err: errors.Join(reset, context.DeadlineExceeded), want: "Network Timeout ContextError Signal"},
 		{name: "a limit's deadline, wrapped", err: fmt.Errorf("limit 1s: %w", context.DeadlineExceeded), want: "Timeout ContextError Signal"},
 		{name: "cancelled, wrapped", err: fmt.Errorf("call: %w", context.Canceled), want: "ContextError"},
+		{name: "cancelled while queued for a batch", err: &routing.UnsentError{Err: context.Canceled}, want: "ContextError NotExecuted ProvablyNotExecuted Signal"},
+		{name: "the deadline passed while queued for a batch", err: &routing.UnsentError{Err: context.DeadlineExceeded},
+			want: "ContextError Timeout NotExecuted ProvablyNotExecuted Signal"},
 		{name: "a context error's text without its identity", err: errors.New(context.DeadlineExceeded.Error()), want: ""},
 
 		{name: "pool timeout", err: redis.ErrPoolTimeout, want: notRun},
@@ -277,26 +282,26 @@ func constructedErrors() []classified {
 		{name: "MASTERDOWN", err: redisErr("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), want: "Reply " + notRun},
 		{name: "LOADING", err: redisErr("LOADING Redis is loading the dataset in memory"), want: "Reply " + notRun},
 		{name: "UNBLOCKED, wrapped", err: fmt.Errorf("blpop: %w", redisErr("UNBLOCKED client unblocked via CLIENT UNBLOCK")), want: "Reply Unblocked " + notRun},
-		{name: "WRONGTYPE", err: redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), want: "Reply"},
+		{name: "WRONGTYPE", err: redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), want: "Reply Answer"},
 
-		{name: "no such master, wrapped", err: fmt.Errorf("sentinel 10.0.0.1:26379: %w", redisErr("ERR No such master with that name")), want: "Reply UnknownMaster"},
-		{name: "no such master without ERR", err: redisErr("No such master with that name"), want: "Reply UnknownMaster"},
+		{name: "no such master, wrapped", err: fmt.Errorf("sentinel 10.0.0.1:26379: %w", redisErr("ERR No such master with that name")), want: "Reply UnknownMaster Answer"},
+		{name: "no such master without ERR", err: redisErr("No such master with that name"), want: "Reply UnknownMaster Answer"},
 		{name: "no such master in text that is not a reply", err: errors.New("ERR No such master with that name"), want: ""},
-		{name: "no such master deep in a reply", err: redisErr("ERR something else: No such master"), want: "Reply"},
-		{name: "unknown command, Redis before 6", err: redisErr("ERR unknown command 'HELLO'"), want: "Reply UnknownCommand"},
+		{name: "no such master deep in a reply", err: redisErr("ERR something else: No such master"), want: "Reply Answer"},
+		{name: "unknown command, Redis before 6", err: redisErr("ERR unknown command 'HELLO'"), want: "Reply UnknownCommand Answer"},
 		{name: "unknown command in text that is not a reply", err: fmt.Errorf("unknown command %q", "HELLO"), want: ""},
-		{name: "NOSCRIPT after ERR (KVRocks)", err: redisErr("ERR NOSCRIPT No matching script"), want: "Reply NoScript"},
-		{name: "no password configured", err: redisErr("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), want: "Reply NoPasswordConfigured"},
-		{name: "WAITAOF without appendonly", err: redisErr("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."), want: "Reply AOFDisabled"},
-		{name: "wrong password", err: redisErr("WRONGPASS invalid username-password pair or user is disabled."), want: "Reply"},
+		{name: "NOSCRIPT after ERR (KVRocks)", err: redisErr("ERR NOSCRIPT No matching script"), want: "Reply NoScript Answer"},
+		{name: "no password configured", err: redisErr("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), want: "Reply NoPasswordConfigured Answer"},
+		{name: "WAITAOF without appendonly", err: redisErr("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."), want: "Reply AOFDisabled Answer"},
+		{name: "wrong password", err: redisErr("WRONGPASS invalid username-password pair or user is disabled."), want: "Reply Answer"},
 
 		{name: "MOVED", err: redisErr("MOVED 3999 127.0.0.1:6381"), want: "Reply Redirect " + notRun},
 		{name: "ASK, wrapped", err: fmt.Errorf("get: %w", redisErr("ASK 16383 [::1]:7000")), want: "Reply Redirect " + notRun},
-		{name: "MOVED out of range", err: redisErr("MOVED 16384 127.0.0.1:6381"), want: "Reply"},
-		{name: "MOVED without an address", err: redisErr("MOVED 12"), want: "Reply"},
+		{name: "MOVED out of range", err: redisErr("MOVED 16384 127.0.0.1:6381"), want: "Reply Answer"},
+		{name: "MOVED without an address", err: redisErr("MOVED 12"), want: "Reply Answer"},
 		{name: "MOVED in text that is not a reply", err: errors.New("MOVED 1 a:1"), want: ""},
 		{name: "TRYAGAIN", err: redisErr("TRYAGAIN Multiple keys request during rehashing of slot"), want: "Reply TryAgain " + notRun},
 		{name: "CLUSTERDOWN", err: redisErr("CLUSTERDOWN The cluster is down"), want: "Reply ClusterDown " + notRun},
-		{name: "CROSSSLOT", err: redisErr("CROSSSLOT Keys in request don't hash to the same slot"), want: "Reply CrossSlot"},
+		{name: "CROSSSLOT", err: redisErr("CROSSSLOT Keys in request don't hash to the same slot"), want: "Reply CrossSlot Answer"},
 	}
 }

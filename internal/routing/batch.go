@@ -32,7 +32,8 @@ import (
 // caller giving up must not fail its batch-mates' commands): its socket
 // reads and writes are bounded by the node client's ReadTimeout and
 // WriteTimeout. A caller whose context ends while its command is still
-// queued takes it out and gets the context's error: it was never sent. A
+// queued takes it out and gets an *UnsentError wrapping the context's
+// error: it was never sent. A
 // command already sent runs to its reply, which the caller waits for.
 //
 // Replies are per command, as in any pipeline: one command's error does
@@ -192,7 +193,7 @@ func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redi
 				if wasLead {
 					b.handOff()
 				}
-				err := ctx.Err()
+				err := &UnsentError{Err: ctx.Err()}
 				cmd.SetErr(err)
 				b.release(p)
 				return nil, err
@@ -320,7 +321,7 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) {
 	var ctx context.Context
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
-			p.cmd.SetErr(err)
+			p.cmd.SetErr(&UnsentError{Err: err})
 			continue
 		}
 		live = append(live, p)
@@ -362,6 +363,18 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) {
 		}
 	}
 }
+
+// UnsentError is the error of a command whose caller's context ended
+// while it waited for a batch (in a Batcher's queue, or for its
+// RunIndependent round): it was never sent. It wraps the context's error
+// (errors.Is context.Canceled or DeadlineExceeded holds), and
+// internal/failure's NotExecuted reports it.
+type UnsentError struct{ Err error }
+
+func (e *UnsentError) Error() string { return "not sent: " + e.Err.Error() }
+
+// Unwrap returns the context's error.
+func (e *UnsentError) Unwrap() error { return e.Err }
 
 type batchingKey struct{}
 
@@ -532,9 +545,9 @@ func (r *round) do(ctx context.Context, s roundSlot, b *Batcher, cmd redis.Cmder
 	case <-e.done:
 	case <-ctx.Done():
 		if r.withdraw(e) {
-			err := ctx.Err()
+			err := &UnsentError{Err: ctx.Err()}
 			cmd.SetErr(err)
-			return nil, err // never sent
+			return nil, err
 		}
 		<-e.done // in a round on the wire: bounded by the node's timeouts
 	}
