@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -100,6 +101,7 @@ func TestRandomFaults(t *testing.T) {
 		overrun time.Duration
 	}
 	results := make([]*result, len(clients))
+	placed := errplace.NewTally(typedOutcome) // every error typed, or the command's answer
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -128,6 +130,7 @@ func TestRandomFaults(t *testing.T) {
 						r.acked = append(r.acked, id)
 					} else {
 						r.errs[errKind(err)]++
+						placed.Add(w.name+" RPUSH", err)
 					}
 					mu.Unlock()
 					time.Sleep(time.Duration(2+rng2(n)%4) * time.Millisecond)
@@ -216,6 +219,8 @@ func TestRandomFaults(t *testing.T) {
 	if strings.Contains(logs.String(), password) {
 		t.Error("the clients' logs quote the data password")
 	}
+	t.Logf("errors placed: %s", placed.Line())
+	placed.Check(t)
 }
 
 // rng2 is a cheap per-writer jitter.
