@@ -62,8 +62,10 @@ func TestErrorsPlaced(t *testing.T) {
 
 	// Writes that stall the master past their callers' deadline, then
 	// run (under the sentinels' down-after: no failover).
-	stalled := errplace.StallCalls(ctx, t, c, typedOutcome, "stalled", 200*time.Millisecond)
-	stalled.CheckRan(ctx, t, c)
+	stalled := errplace.StallCalls(ctx, t, c, typedOutcome, "stalled", 100*time.Millisecond)
+	// On a loaded machine a stall can outlast down-after: what ran on a
+	// master since replaced is not where the client reads.
+	stalled.CheckRan(ctx, t, c, c.Master() == master.Addr())
 
 	// The workload, through a black hole and a master killed.
 	w := errplace.NewWorkload(c, typedOutcome, []string{"a", "b"})
