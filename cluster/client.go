@@ -936,6 +936,9 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 		last *node // the node of the last send
 	)
 	err := c.watchAttempts(ctx, func(tx *redis.Tx) error { own = fn(tx); return own }, slot, &last, keys)
+	if failure.Answered(nil, nil, err) {
+		return err
+	}
 	return failure.Seal(nil, nil, err, failure.Sealer{Typed: typed, Own: own,
 		Wrap: func(_ redis.Cmder, err error, may bool) error {
 			if last == nil {

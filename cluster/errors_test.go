@@ -14,10 +14,8 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// TestErrorsPlacedUnderFaults: calls of every kind to a master stalled
-// (paused) past their deadlines fail typed, and those that ran once it
-// resumed said they may have. Then it runs pipelines, transactions, Watch
-// and single writes (under deadlines of their own, some cancelled) while
+// TestErrorsPlacedUnderFaults runs pipelines, transactions, Watch and
+// single writes (under deadlines of their own, some cancelled) while
 // a master's link is slowed past the callers' deadlines, another is
 // black-holed, a slot migrates, and a master is killed mid-pipeline and
 // replaced: every error a call returns, and each command's of its
@@ -54,11 +52,6 @@ func TestErrorsPlacedUnderFaults(t *testing.T) {
 		case <-ctx.Done():
 		}
 	}
-	// Writes that stall their master past their callers' deadlines (well
-	// within the node timeout), then run.
-	stalls := errplace.StallCalls(ctx, t, c, typedOutcome, tags[0], 150*time.Millisecond)
-	stalls.CheckRan(ctx, t, c)
-
 	w := errplace.NewWorkload(c, typedOutcome, tags)
 	const deadline = 400 * time.Millisecond
 	w.Start(ctx, 4, deadline)
@@ -118,7 +111,9 @@ func TestErrorsPlacedUnderFaults(t *testing.T) {
 	w.Check(ctx, t)
 }
 
-// TestErrorsPlacedClusterDown: with a shard down and no replica to take
+// TestErrorsPlacedClusterDown: calls of every kind that stall their
+// master past their deadlines fail typed, and those that ran once it was
+// free said they may have. With a shard down and no replica to take
 // over, the cluster answers CLUSTERDOWN to everything; pipelines,
 // transactions, Watch and single commands fail, after WriteHoldTimeout or
 // the caller's deadline, with a *NodeError that wraps the refusal and
@@ -129,6 +124,11 @@ func TestErrorsPlacedClusterDown(t *testing.T) {
 	l := lab.New(t, lab.Cluster(3, 0))
 	c := newTestClient(t, l, func(o *Options) { o.WriteHoldTimeout = 300 * time.Millisecond })
 	notRun := false
+
+	// Writes that stall their master past their callers' deadlines, then
+	// run (no replica: however long a loaded machine makes the stall, no
+	// failover takes their slot away).
+	errplace.StallCalls(ctx, t, c, typedOutcome, "stall", 100*time.Millisecond).CheckRan(ctx, t, c, true)
 
 	// EXECABORT: a transaction on a migrating slot whose one key moved
 	// is refused at every attempt (ASK from the source; after ASKING,

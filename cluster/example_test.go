@@ -192,3 +192,41 @@ func ExampleNoMasterError_isolated() {
 		fmt.Printf("held and refused: %s is cut off (%s)\n", nme.Isolated, nme.IsolatedReason)
 	}
 }
+
+// A pipeline's commands succeed or fail each on its own. Each command's
+// Err is nil, its own answer (redis.Nil, WRONGTYPE, a script's error), or
+// one of the package's errors, which says whether the write may have run:
+// never a bare timeout or a raw MOVED or CLUSTERDOWN. (Compiled, not run:
+// it needs a cluster.)
+func ExampleNodeError() {
+	retry := func(ctx context.Context, c *cluster.Client, keys []string) error {
+		cmds, _ := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Incr(ctx, k)
+			}
+			return nil
+		})
+		var again []string
+		for i, cmd := range cmds {
+			var (
+				ne  *cluster.NodeError
+				mce *cluster.MasterChangedError
+				nme *cluster.NoMasterError
+			)
+			switch err := cmd.Err(); {
+			case err == nil:
+			case errors.As(err, &nme), errors.As(err, &ne) && !ne.MayHaveExecuted:
+				again = append(again, keys[i]) // it did not run: safe to run again
+			case errors.As(err, &ne), errors.As(err, &mce):
+				return fmt.Errorf("%s may have been incremented: check before retrying: %w", keys[i], err)
+			default:
+				return err // the command's own answer (WRONGTYPE: not a counter)
+			}
+		}
+		if len(again) > 0 {
+			return fmt.Errorf("not run, to retry: %v", again)
+		}
+		return nil
+	}
+	_ = retry
+}

@@ -35,6 +35,9 @@ func typed(err error) bool {
 // saying whether it may have executed; or, when the work was sent to no
 // node (n nil), a *NoMasterError: nothing was sent.
 func (c *Client) seal(cmd redis.Cmder, cmds []redis.Cmder, err error, n *node, slot int, write bool, nodeOf func(redis.Cmder) *node) error {
+	if failure.Answered(cmd, cmds, err) {
+		return err // nothing to type, and no Sealer to allocate
+	}
 	return failure.Seal(cmd, cmds, err, failure.Sealer{
 		Typed: typed,
 		Wrap: func(q redis.Cmder, err error, may bool) error {

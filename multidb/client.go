@@ -18,6 +18,7 @@ import (
 	"github.com/rediskit/rediskit/internal/pubsubbridge"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // front is the go-redis client whose command methods Client exposes. It
@@ -532,7 +533,8 @@ func (c *Client) PoolStats() *redis.PoolStats {
 }
 
 // Watch runs fn in a WATCH transaction on the active database. It is
-// never re-run: a failure during fn is returned as go-redis reports it.
+// never re-run: a failure during fn is a *DatabaseError saying whether
+// the EXEC may have run (fn's own error is returned as it is).
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	r := c.route.Load()
 	if r.active == nil {
@@ -540,11 +542,47 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 	}
 	db := r.active
 	start := time.Now()
-	err := db.client.Watch(ctx, fn, keys...)
+	var own error // fn's error: the caller's own
+	err := db.client.Watch(ctx, func(tx *redis.Tx) error { own = fn(tx); return own }, keys...)
 	if c.recordOutcome(ctx, db, nil, err) {
 		c.afterFailure(db, start, err)
 	}
-	return err
+	return c.seal(db, nil, nil, err, own)
+}
+
+// seal is the last step of every call (failure.Seal): each error the
+// caller sees, cmd's or each of cmds' and the one returned, is the
+// database's own answer or one of the package's errors; any other failure
+// becomes a *DatabaseError on db saying whether the work may have
+// executed. own is the error of the caller's Watch function, if any.
+func (c *Client) seal(db *database, cmd redis.Cmder, cmds []redis.Cmder, err, own error) error {
+	if db == nil || failure.Answered(cmd, cmds, err) {
+		return err // nothing ran (the route's own error, typed), or nothing to type
+	}
+	return failure.Seal(cmd, cmds, err, failure.Sealer{Typed: c.typed, Own: own,
+		Wrap: func(q redis.Cmder, err error, may bool) error {
+			write := !c.readOnly(cmd, cmds)
+			if q != nil && cmd == nil && !routing.IsTx(cmds) {
+				write = !c.cfg.Classifier.ReadOnly(q)
+			}
+			return &DatabaseError{Database: db.name, Write: write, MayHaveExecuted: may, Err: err}
+		}})
+}
+
+// typed reports whether err is one of the package's errors, which a call
+// returns as it is (see seal); ErrClosed only once the client is closed
+// (a database's client closed under a call is a refusal on it).
+func (c *Client) typed(err error) bool {
+	var (
+		de  *DatabaseError
+		dce *DatabaseChangedError
+		ue  *UnavailableError
+		ce  *CursorError
+		use *UnsupportedError
+		pe  *safe.PanicError
+	)
+	return errors.As(err, &de) || errors.As(err, &dce) || errors.As(err, &ue) || errors.As(err, &ce) ||
+		errors.As(err, &use) || errors.As(err, &pe) || errors.Is(err, ErrClosed) && c.route.Load().closed
 }
 
 // Conn returns a connection to the active database when its client is a
@@ -608,6 +646,12 @@ func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) e
 // came from: the work runs only there, and is not run again elsewhere after
 // a switch (see scan.go).
 func (c *Client) runOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder, pinned *database) (*database, error) {
+	db, err := c.runRouted(ctx, cmd, cmds, pinned)
+	return db, c.seal(db, cmd, cmds, err, nil)
+}
+
+// runRouted is runOn before its errors are sealed.
+func (c *Client) runRouted(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder, pinned *database) (*database, error) {
 	r := c.route.Load()
 	db := r.active
 	if db == nil {

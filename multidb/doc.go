@@ -281,14 +281,36 @@
 //     the reply) fails with a *DatabaseChangedError naming both databases:
 //     it may have executed on the old one, so running it on the new one
 //     could run it twice. Whether to re-run it is the caller's decision.
-//   - If the active database did not change, the error is returned as it
-//     is.
+//   - If the active database did not change, the error is returned as a
+//     *DatabaseError (below).
 //
 // Transactions (MULTI/EXEC) are writes. Watch runs on the active database
 // and is never re-run. Database clients run without go-redis retries
 // (MaxRetries -1, DialerRetries 1): multidb alone decides what is re-run,
 // and NewClient refuses a *redis.Client that would retry (or ignore context
 // deadlines); turn retries off on other clients yourself.
+//
+// # The errors a caller sees
+//
+// Every error a call returns, and each command's Err in a pipeline or a
+// transaction, is one of two things. Either the database's own answer,
+// returned as go-redis returns it: redis.Nil, WRONGTYPE, a script's
+// error, redis.TxFailedErr (a WATCH conflict), a transaction's EXECABORT
+// caused by a queued command's own syntax error. Or one of this package's
+// errors: a *DatabaseError (the database, read or write,
+// MayHaveExecuted; it wraps the cause: a timeout, a connection lost, the
+// caller's context's end, a refusal, or the typed error of a database
+// that is itself a rediskit client, which errors.As finds through it), a
+// *DatabaseChangedError, an *UnavailableError (nothing was sent), a
+// *CursorError, or ErrClosed after Close. Never a bare i/o timeout,
+// context error or EOF.
+//
+// MayHaveExecuted is false only when the work provably did not run. In a
+// pipeline each command says so of itself, and the error Exec returns is
+// the first failed command's; a transaction is all or nothing (every
+// command and the EXEC say the same). A Watch function's own error is
+// returned as it is; a failure it passed on from a command is typed as
+// the rest.
 //
 // # Pub/Sub
 //

@@ -3,13 +3,14 @@ package multidb
 import (
 	"errors"
 	"fmt"
-	"github.com/rediskit/rediskit/internal/routing"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/configerr"
+	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 var (
@@ -130,6 +131,47 @@ func (e *DatabaseChangedError) Is(target error) bool { return target == ErrDatab
 
 // Unwrap returns the cause.
 func (e *DatabaseChangedError) Unwrap() error { return e.Cause }
+
+// DatabaseError reports work that failed on a database without its
+// answer: the connection could not be made, was lost, or timed out, the
+// caller's context ended while it waited, or the database refused it
+// before it ran (a refusal such as READONLY or LOADING, its client closed
+// under it). The database's own answers (WRONGTYPE, a script's error, a
+// missing key) are returned as go-redis returns them, never as a
+// DatabaseError; so are the typed errors of a database that is itself a
+// rediskit client (a *sentinel.NodeError, say), which Err then holds. It
+// unwraps to the underlying error.
+type DatabaseError struct {
+	// Database is the name of the database the work ran on.
+	Database string
+	// Write says whether the work writes (per Config.Classifier).
+	Write bool
+	// MayHaveExecuted is false only when the work provably did not run
+	// (never sent, or refused before execution): re-running it is safe. A
+	// write that may have run must be checked for before it is re-run.
+	MayHaveExecuted bool
+	Err             error
+}
+
+func (e *DatabaseError) Error() string {
+	what := "read"
+	if e.Write {
+		what = "write"
+	}
+	var outcome string
+	switch {
+	case !e.MayHaveExecuted:
+		outcome = "it did not execute: re-running it is safe"
+	case e.Write:
+		outcome = "it may have executed: check before re-running it"
+	default:
+		outcome = "it may have run: re-running a read is safe"
+	}
+	return fmt.Sprintf("multidb: %s on database %q failed: %s (%s)", what, e.Database, failure.BriefErr(e.Err), outcome)
+}
+
+// Unwrap returns the underlying error.
+func (e *DatabaseError) Unwrap() error { return e.Err }
 
 // UnhealthyError reports that SetActive (or UpdateWeight's switch) was
 // refused because the database failed its health check.

@@ -103,6 +103,7 @@ func TestKillActiveUnderLoad(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
+	placeOps(t, ops)
 
 	// Detection to first success: the first call after the kill that db1
 	// served (reads say so; a write is db1's if its key is there).
@@ -377,6 +378,7 @@ func TestStalledActiveUnderLoad(t *testing.T) {
 		stalled = time.Now()
 		nodes[0].BlackHole()
 	}, func() bool { return c.Active() == "db1" }, 500*time.Millisecond)
+	placeOps(t, ops)
 	sw := log.awaitSwitches(t, 1)
 	if len(sw) != 1 || sw[0].New != "db1" || !strings.Contains(sw[0].Err.Error(), "calls failed together") {
 		t.Fatalf("switches %v, want one to db1, by the burst's second sign", sw)

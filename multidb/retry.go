@@ -25,3 +25,9 @@ func (e *UnavailableError) RetryAdvice() (after time.Duration, mayHaveExecuted b
 func (e *DatabaseChangedError) RetryAdvice() (after time.Duration, mayHaveExecuted bool) {
 	return 0, true
 }
+
+// RetryAdvice suggests no wait (the next call is routed as usual), and
+// says whether the work may have executed.
+func (e *DatabaseError) RetryAdvice() (after time.Duration, mayHaveExecuted bool) {
+	return 0, e.MayHaveExecuted
+}

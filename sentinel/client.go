@@ -2,7 +2,6 @@ package sentinel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -271,7 +270,8 @@ func (c *Client) Master() string {
 
 // Watch runs fn in a WATCH transaction on the master. It waits while a
 // failover is under way, like any write, and is never re-run: a failover
-// during fn fails it with the error go-redis reports.
+// during fn fails it with a *NodeError saying whether the EXEC may have
+// run (fn's own error is returned as it is).
 func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
 	snap, err := c.writableSnapshot(ctx)
 	if err != nil {
@@ -280,7 +280,9 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 	n := snap.master
 	n.acquire()
 	defer n.release()
-	return n.client.Watch(ctx, fn, keys...)
+	var own error // fn's error: the caller's own
+	err = n.client.Watch(ctx, func(tx *redis.Tx) error { own = fn(tx); return own }, keys...)
+	return c.seal(snap, n, true, nil, nil, err, own)
 }
 
 // Conn returns a connection to the current master. It is pinned to that
@@ -327,10 +329,7 @@ func (c *Client) noMasterError(cause error) error {
 	if last := c.topo.lastFailure.Load(); last != nil {
 		return &DiscoveryError{MasterName: last.MasterName, Attempts: last.Attempts, Monitored: last.Monitored, Cause: cause}
 	}
-	if cause != nil {
-		return fmt.Errorf("sentinel: waiting for the master of %q: %w", c.opts.MasterName, cause)
-	}
-	return fmt.Errorf("sentinel: the master of %q is not known yet", c.opts.MasterName)
+	return &DiscoveryError{MasterName: c.opts.MasterName, Cause: cause}
 }
 
 // writableSnapshot returns a snapshot whose master may take writes: while
@@ -568,7 +567,7 @@ func (c *Client) readOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder
 		done()
 	}
 	if err == nil || !c.failureSignal(ctx, cmd, cmds, err) {
-		return n, err
+		return n, c.nodeError(snap, n, false, cmd, cmds, err)
 	}
 	if failure.Timeout(err) {
 		// The caller already waited its read timeout: check the topology
@@ -592,36 +591,38 @@ func (c *Client) readOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder
 	if done2 != nil {
 		done2()
 	}
-	if err != nil && c.failureSignal(ctx, cmd, cmds, err) {
-		return n2, c.nodeError(next, n2, false, cmd, cmds, err)
-	}
-	return n2, err
+	return n2, c.nodeError(next, n2, false, cmd, cmds, err)
 }
 
-// nodeError returns err, the failure of work on node n of snap, as a
-// *NodeError, set on the commands too, when it is no answer from the
-// server: a connection not made or lost, or a timeout. Replies (and
-// errors already typed) are returned as they are.
+// nodeError is the last step of every call that reached a node
+// (failure.Seal): err, and the error of cmd or of each of cmds, returned
+// as it is when it is the command's own answer (WRONGTYPE, redis.Nil, a
+// script's error) or one of the package's errors, and otherwise (no
+// connection, a connection lost, a timeout, the caller's context's end, a
+// refusal such as READONLY) as a *NodeError on n saying whether the work
+// may have executed.
 func (c *Client) nodeError(snap *snapshot, n *node, write bool, cmd redis.Cmder, cmds []redis.Cmder, err error) error {
-	wrap := func(err error) error {
-		var ne *NodeError
-		if err == nil || failure.Reply(err) || !failure.Signal(err) || errors.As(err, &ne) {
-			return err
-		}
-		role := "replica"
-		if n == snap.master {
-			role = "master"
-		}
-		return &NodeError{MasterName: c.opts.MasterName, Addr: n.addr, Role: role, Write: write,
-			MayHaveExecuted: !failure.NotExecuted(err), Err: err}
+	return c.seal(snap, n, write, cmd, cmds, err, nil)
+}
+
+// seal is nodeError, with own the error a Watch function of the caller's
+// returned (failure.Sealer.Own).
+func (c *Client) seal(snap *snapshot, n *node, write bool, cmd redis.Cmder, cmds []redis.Cmder, err, own error) error {
+	if failure.Answered(cmd, cmds, err) {
+		return err // nothing to type, and no Sealer to allocate
 	}
-	if cmd != nil {
-		cmd.SetErr(wrap(cmd.Err()))
-	}
-	for _, q := range cmds {
-		q.SetErr(wrap(q.Err()))
-	}
-	return wrap(err)
+	return failure.Seal(cmd, cmds, err, failure.Sealer{Typed: c.typed, Own: own,
+		Wrap: func(q redis.Cmder, err error, may bool) error {
+			role := "replica"
+			if n == snap.master {
+				role = "master"
+			}
+			w := write
+			if q != nil && cmd == nil && !routing.IsTx(cmds) {
+				w = !c.classifier.ReadOnly(q)
+			}
+			return &NodeError{MasterName: c.opts.MasterName, Addr: n.addr, Role: role, Write: w, MayHaveExecuted: may, Err: err}
+		}})
 }
 
 // write runs work that writes on the master, holding it while a failover
@@ -636,7 +637,7 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	durable := c.durable(ctx)
 	err = c.writeOn(ctx, snap, cmd, cmds, durable)
 	if err == nil || !c.failureSignal(ctx, cmd, cmds, err) {
-		return err
+		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
 	if failure.Timeout(err) {
 		// A timeout alone never re-runs a write, and the caller already
@@ -658,10 +659,7 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 		c.emit(Event{Kind: EventWriteRerun, Master: next.master.addr, OldMaster: snap.master.addr, Err: err})
 		routing.SetErrs(cmd, cmds, nil)
 		err = c.writeOn(ctx, next, cmd, cmds, durable)
-		if err != nil && c.failureSignal(ctx, cmd, cmds, err) {
-			return c.nodeError(next, next.master, true, cmd, cmds, err)
-		}
-		return err
+		return c.nodeError(next, next.master, true, cmd, cmds, err)
 	}
 	mce := &MasterChangedError{
 		MasterName:      c.opts.MasterName,

@@ -403,6 +403,33 @@
 // RegisterPushNotificationHandler. Every other method of *redis.Client
 // works as in go-redis, routed.
 //
+// # The errors a caller sees
+//
+// Every error a call returns, and each command's Err in a pipeline or a
+// transaction, is one of two things. Either the command's own answer,
+// returned as go-redis returns it: redis.Nil, WRONGTYPE, a script's
+// error, redis.TxFailedErr (a WATCH conflict), a transaction's EXECABORT
+// caused by a queued command's own syntax error. Or one of this package's
+// errors: a *NodeError (the node and its role, read or write,
+// MayHaveExecuted; it wraps the cause: a timeout, a connection lost, the
+// caller's context's end, or a refusal such as READONLY or LOADING when
+// no new master took over), a *MasterChangedError, a *WriteHeldError, a
+// *NotDurableError, a *NoReplicaError, a *DiscoveryError (no master known
+// yet), a *CursorError, or ErrClosed after Close. Never a bare i/o
+// timeout, context error or EOF: errors.As with the types above places
+// every failure.
+//
+// MayHaveExecuted is false only when the work provably did not run
+// (never sent, or refused before it ran); a write sent without an answer
+// (a timeout, the caller's deadline, a connection lost) may have run,
+// and is never sent again by the client. In a pipeline each command says
+// so of itself, and the error Exec returns is the first failed command's.
+// A transaction is all or nothing: every command and the EXEC say the
+// same (did not run, when a queued command or the EXEC was refused; may
+// have, when the EXEC got no answer). A Watch function's own error is
+// returned as it is; a failure it passed on from a command is typed as
+// the rest.
+//
 // # Auto-pipelining
 //
 // With Config.AutoPipeline, commands that concurrent callers run on the

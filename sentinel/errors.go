@@ -64,11 +64,16 @@ var (
 type UnsupportedError = routing.UnsupportedError
 
 // NodeError reports work that failed on a data node without an answer
-// from it: the connection could not be made, was lost, or timed out. The
-// server's own replies (WRONGTYPE, READONLY, a missing key) are returned
-// as go-redis returns them, never as a NodeError. It unwraps to the
-// underlying error (io.EOF, a *net.OpError, ...), and reports Timeout as
-// that error does, so checks written for go-redis's errors keep working.
+// from it: the connection could not be made, was lost, or timed out, or
+// the caller's context ended while it waited; or that the node refused
+// before running it (READONLY, LOADING, MASTERDOWN, a transaction's
+// EXECABORT) and no new master took it. The command's own answers
+// (WRONGTYPE, a script's error, a missing key) are returned as go-redis
+// returns them, never as a NodeError (see the package documentation, "The
+// errors a caller sees"). It unwraps to the underlying error (io.EOF, a
+// *net.OpError, the reply, ...), and reports Timeout as that error does,
+// so checks written for go-redis's errors (redis.IsReadOnlyError,
+// errors.Is context.DeadlineExceeded) keep working.
 type NodeError struct {
 	MasterName string
 	// Addr is the node the work ran on; Role is "master" or "replica".

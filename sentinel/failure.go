@@ -2,9 +2,12 @@ package sentinel
 
 import (
 	"context"
+	"errors"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/safe"
 )
 
 // failureSignal reports whether a call's failure suggests the master may
@@ -25,4 +28,24 @@ func (c *Client) failureSignal(ctx context.Context, cmd redis.Cmder, cmds []redi
 // harmless.
 func (c *Client) provablyNotExecuted(cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
 	return failure.ProvablyNotExecuted(c.classifier, cmd, cmds, err)
+}
+
+// typed reports whether err is one of the package's errors, which a call
+// returns as it is (see nodeError); ErrClosed only once the client is
+// closed (a node's client closed under a call is a refusal on that node).
+func (c *Client) typed(err error) bool {
+	var (
+		ne  *NodeError
+		mce *MasterChangedError
+		nde *NotDurableError
+		whe *WriteHeldError
+		nre *NoReplicaError
+		de  *DiscoveryError
+		ce  *CursorError
+		ue  *UnsupportedError
+		pe  *safe.PanicError
+	)
+	return errors.As(err, &ne) || errors.As(err, &mce) || errors.As(err, &nde) || errors.As(err, &whe) ||
+		errors.As(err, &nre) || errors.As(err, &de) || errors.As(err, &ce) || errors.As(err, &ue) ||
+		errors.As(err, &pe) || errors.Is(err, ErrClosed) && c.ctx.Err() != nil
 }

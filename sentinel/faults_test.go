@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -75,6 +76,7 @@ func TestRandomFaults(t *testing.T) {
 		overrun time.Duration
 	}
 	results := make([]*result, len(clients))
+	placed := errplace.NewTally(typedOutcome) // every error typed, or the command's answer
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -103,6 +105,7 @@ func TestRandomFaults(t *testing.T) {
 						r.acked = append(r.acked, id)
 					} else {
 						r.errs[errKind(err)]++
+						placed.Add(w.name+" RPUSH", err)
 					}
 					mu.Unlock()
 					time.Sleep(testkit.WriterPause(n))
@@ -196,6 +199,8 @@ func TestRandomFaults(t *testing.T) {
 	if strings.Contains(logs.String(), password) {
 		t.Error("the clients' logs quote the data password")
 	}
+	t.Logf("errors placed: %s", placed.Line())
+	placed.Check(t)
 }
 
 // faultMenu lists the faults the random test draws from; each picks its

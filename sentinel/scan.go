@@ -215,10 +215,7 @@ func (c *Client) runScanPipeline(ctx context.Context, snap *snapshot, pinned *no
 		pinned.counts.reads.Add(1)
 	}
 	err := c.runOn(ctx, pinned, nil, cmds)
-	if err != nil && c.failureSignal(ctx, nil, cmds, err) {
-		err = c.nodeError(snap, pinned, writes, nil, cmds, err)
-	}
-	return pinned, err
+	return pinned, c.nodeError(snap, pinned, writes, nil, cmds, err)
 }
 
 // tagReply tags sc's reply cursor with the node at addr.

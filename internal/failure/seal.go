@@ -19,6 +19,26 @@ func Answer(err error) bool {
 	return err != nil && Reply(err) && !NotExecuted(err)
 }
 
+// Answered reports whether every error of the work (err, cmd's, each of
+// cmds') is nil or an Answer: Seal has nothing to do. A client checks it
+// before it builds its Sealer, so that a call that succeeded, or missed a
+// key, allocates nothing for it.
+func Answered(cmd redis.Cmder, cmds []redis.Cmder, err error) bool {
+	if err != nil && !Answer(err) {
+		return false
+	}
+	if cmd != nil {
+		e := cmd.Err()
+		return e == nil || Answer(e)
+	}
+	for _, q := range cmds {
+		if e := q.Err(); e != nil && !Answer(e) {
+			return false
+		}
+	}
+	return true
+}
+
 // Sealer is what Seal needs of a routed client: which errors are already
 // its own typed ones, and how it types the others.
 type Sealer struct {

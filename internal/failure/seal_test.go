@@ -156,3 +156,29 @@ func TestSeal(t *testing.T) {
 // errNotSent is a refusal that proves nothing was sent (a closed
 // client).
 var errNotSent = fmt.Errorf("send: %w", redis.ErrClosed)
+
+func TestAnswered(t *testing.T) {
+	wrongtype := redisErr("WRONGTYPE Operation against a key holding the wrong kind of value")
+	for _, tt := range []struct {
+		name string
+		cmd  redis.Cmder
+		cmds []redis.Cmder
+		err  error
+		want bool
+	}{
+		{"success", mk("get", nil), nil, nil, true},
+		{"a miss", mk("get", redis.Nil), nil, redis.Nil, true},
+		{"EOF", mk("get", io.EOF), nil, io.EOF, false},
+		{"a pipeline of answers", nil, []redis.Cmder{mk("get", redis.Nil), mk("incr", wrongtype), mk("get", nil)}, redis.Nil, true},
+		{"a pipeline with one timeout", nil, []redis.Cmder{mk("get", nil), mk("set", context.DeadlineExceeded)}, nil, false},
+		{"a refusal", mk("set", redisErr("READONLY You can't write against a read only replica.")), nil, nil, false},
+	} {
+		if got := Answered(tt.cmd, tt.cmds, tt.err); got != tt.want {
+			t.Errorf("%s: Answered = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	miss := []redis.Cmder{mk("get", redis.Nil)}
+	if n := testing.AllocsPerRun(100, func() { Answered(nil, miss, redis.Nil) }); n != 0 {
+		t.Errorf("Answered of a miss allocates %v times", n)
+	}
+}
