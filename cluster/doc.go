@@ -108,7 +108,12 @@
 // With Redis's default 15 s node timeout the cluster PINGs each node only
 // every few seconds, so a suspicion may last its full 2 s. The polling
 // costs one pipeline to each master with replicas and one ROLE to each
-// replica per round. The client sees a replica's stream by the offsets
+// replica per round. That pipeline carries CLUSTER NODES, whose reply
+// grows with the cluster (about 200 bytes a node) and which the master
+// builds each time: with the default interval each client asks each
+// master ten times a second, so on a cluster of hundreds of nodes served
+// by many clients, widen SplitBrainPollInterval (the hold then starts
+// about two intervals after the cut) or turn it off. The client sees a replica's stream by the offsets
 // ROLE reports, and compares the master a replica names with the
 // addresses the cluster announces: behind address translation, replicas
 // are not watched and nothing is held. EventMasterIsolated and
