@@ -158,15 +158,7 @@ func (e *DatabaseError) Error() string {
 	if e.Write {
 		what = "write"
 	}
-	var outcome string
-	switch {
-	case !e.MayHaveExecuted:
-		outcome = "it did not execute: re-running it is safe"
-	case e.Write:
-		outcome = "it may have executed: check before re-running it"
-	default:
-		outcome = "it may have run: re-running a read is safe"
-	}
+	outcome := failure.Outcome(e.Write, e.MayHaveExecuted, "it did not execute")
 	return fmt.Sprintf("multidb: %s on database %q failed: %s (%s)", what, e.Database, failure.BriefErr(e.Err), outcome)
 }
 

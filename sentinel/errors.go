@@ -93,15 +93,7 @@ func (e *NodeError) Error() string {
 	if e.Write {
 		what = "write"
 	}
-	var outcome string
-	switch {
-	case !e.MayHaveExecuted:
-		outcome = "it was not sent: re-running it is safe"
-	case e.Write:
-		outcome = "it may have executed: check before re-running it"
-	default:
-		outcome = "it may have run: re-running a read is safe"
-	}
+	outcome := failure.Outcome(e.Write, e.MayHaveExecuted, "it was not sent")
 	return fmt.Sprintf("sentinel: %s on %s %s of %q failed: %s (%s)", what, e.Role, e.Addr, e.MasterName,
 		failure.BriefErr(e.Err), outcome)
 }

@@ -43,3 +43,18 @@ func BriefErr(err error) string {
 	}
 	return Brief(err.Error())
 }
+
+// Outcome says, for an error message, what a failed piece of work means
+// for the caller: notRun (how the client puts "it provably did not run")
+// when it did not execute, else whether re-running it is safe (a read) or
+// must wait for a check (a write).
+func Outcome(write, mayHaveExecuted bool, notRun string) string {
+	switch {
+	case !mayHaveExecuted:
+		return notRun + ": re-running it is safe"
+	case write:
+		return "it may have executed: check before re-running it"
+	default:
+		return "it may have run: re-running a read is safe"
+	}
+}

@@ -94,3 +94,19 @@ func FuzzBrief(f *testing.F) {
 		}
 	})
 }
+
+func TestOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		write, may bool
+		want       string
+	}{
+		{false, false, "it was not sent: re-running it is safe"},
+		{true, false, "it was not sent: re-running it is safe"},
+		{true, true, "it may have executed: check before re-running it"},
+		{false, true, "it may have run: re-running a read is safe"},
+	} {
+		if got := Outcome(tc.write, tc.may, "it was not sent"); got != tc.want {
+			t.Errorf("Outcome(write=%v, may=%v) = %q, want %q", tc.write, tc.may, got, tc.want)
+		}
+	}
+}
