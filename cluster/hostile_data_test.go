@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -43,70 +42,18 @@ func TestHostileDataReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	healthy := func(t *testing.T) {
-		t.Helper()
-		if v, err := c.Get(ctx, "k").Result(); err != nil || v != "ok" {
-			t.Fatalf("a GET after: %q, %v", v, err)
+	testkit.CheckHostileDataReplies(t, ctx, c, func(t *testing.T, key string, _ testkit.HostileReply) []testkit.HostileDataCall {
+		return append(testkit.HostileDataCalls(t, ctx, c, key),
+			testkit.HostileDataCall{Name: "SSUBSCRIBE", Run: func() error { return testkit.ReceiveOnce(ctx, c.SSubscribe(ctx, key)) }})
+	}, func(t *testing.T, call string, err error, h testkit.HostileReply) {
+		checkReplyLimitError(t, call, err, addr, h.What)
+		if call == "GET" {
+			var ne *NodeError
+			if !errors.As(err, &ne) || ne.Addr != addr || !ne.MayHaveExecuted {
+				t.Errorf("GET: %v; want a *NodeError on %s that may have executed", err, addr)
+			}
 		}
-	}
-	healthy(t)
-	if v, err := c.Get(ctx, "big").Result(); err != nil || len(v) != testkit.BigString {
-		t.Fatalf("GET of a %d-byte string: %d bytes, %v", testkit.BigString, len(v), err)
-	}
-	if v, err := c.LRange(ctx, "big", 0, -1).Result(); err != nil || len(v) != testkit.BigArray {
-		t.Fatalf("LRANGE of %d elements: %d, %v", testkit.BigArray, len(v), err)
-	}
-
-	for i, h := range testkit.HostileReplies() {
-		key := testkit.HostileKey(i)
-		t.Run(h.Name, func(t *testing.T) {
-			receive := func(ps *redis.PubSub) error {
-				defer ps.Close()
-				_, err := ps.Receive(ctx)
-				return err
-			}
-			for _, call := range []struct {
-				name string
-				run  func() error
-			}{
-				// Do reads a reply whole: where go-redis allocates what
-				// the headers declare and recurses into nesting.
-				{"GET", func() error { return c.Do(ctx, "GET", key).Err() }},
-				{"pipeline", func() error {
-					var before *redis.StringCmd
-					_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-						before = p.Get(ctx, "k")
-						p.Do(ctx, "GET", key)
-						return nil
-					})
-					if v := before.Val(); v != "ok" {
-						t.Errorf("the pipeline's command before the refused reply read %q", v)
-					}
-					return err
-				}},
-				{"SCAN", func() error { return c.Do(ctx, "SCAN", "0", "MATCH", key).Err() }},
-				{"SUBSCRIBE", func() error { return receive(c.Subscribe(ctx, key)) }},
-				{"SSUBSCRIBE", func() error { return receive(c.SSubscribe(ctx, key)) }},
-			} {
-				var before runtime.MemStats
-				runtime.ReadMemStats(&before)
-				err := call.run()
-				var after runtime.MemStats
-				runtime.ReadMemStats(&after)
-				checkReplyLimitError(t, call.name, err, addr, h.What)
-				if call.name == "GET" {
-					var ne *NodeError
-					if !errors.As(err, &ne) || ne.Addr != addr || !ne.MayHaveExecuted {
-						t.Errorf("GET: %v; want a *NodeError on %s that may have executed", err, addr)
-					}
-				}
-				if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
-					t.Errorf("%s: %d MiB allocated", call.name, grew>>20)
-				}
-				healthy(t)
-			}
-		})
-	}
+	})
 
 	// Subscriptions still work, on new connections.
 	for _, ps := range []*redis.PubSub{c.Subscribe(ctx, "news"), c.SSubscribe(ctx, "news")} {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -39,73 +38,21 @@ func TestHostileDataReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	healthy := func(t *testing.T) {
-		t.Helper()
-		if v, err := c.Get(ctx, "k").Result(); err != nil || v != "ok" {
-			t.Fatalf("a GET after: %q, %v", v, err)
-		}
-	}
-	healthy(t)
-	if v, err := c.Get(ctx, "big").Result(); err != nil || len(v) != testkit.BigString {
-		t.Fatalf("GET of a %d-byte string: %d bytes, %v", testkit.BigString, len(v), err)
-	}
-	if v, err := c.LRange(ctx, "big", 0, -1).Result(); err != nil || len(v) != testkit.BigArray {
-		t.Fatalf("LRANGE of %d elements: %d, %v", testkit.BigArray, len(v), err)
-	}
-
-	for i, h := range testkit.HostileReplies() {
-		key := testkit.HostileKey(i)
-		t.Run(h.Name, func(t *testing.T) {
-			for _, call := range []struct {
-				name string
-				run  func() error
-			}{
-				// Do reads a reply whole: where go-redis allocates what
-				// the headers declare and recurses into nesting.
-				{"GET", func() error { return c.Do(ctx, "GET", key).Err() }},
-				{"pipeline", func() error {
-					var before *redis.StringCmd
-					_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-						before = p.Get(ctx, "k")
-						p.Do(ctx, "GET", key)
-						return nil
-					})
-					if v := before.Val(); v != "ok" {
-						t.Errorf("the pipeline's command before the refused reply read %q", v)
-					}
-					return err
-				}},
-				{"SCAN", func() error { return c.Do(ctx, "SCAN", "0", "MATCH", key).Err() }},
-				{"SUBSCRIBE", func() error {
-					ps := c.Subscribe(ctx, key)
-					defer ps.Close()
-					_, err := ps.Receive(ctx)
-					return err
-				}},
-			} {
-				var before runtime.MemStats
-				runtime.ReadMemStats(&before)
-				err := call.run()
-				var after runtime.MemStats
-				runtime.ReadMemStats(&after)
-				if call.name == "SUBSCRIBE" {
-					// A subscription is served through a bridge that
-					// makes it again on a new connection; the caller
-					// hears of each refusal as an error reply (a
-					// redis.Error) with the guard's text.
-					if msg := fmt.Sprint(err); !strings.Contains(msg, addr) || !strings.Contains(msg, "the limit is") && h.What != respguard.WhatMalformed {
-						t.Errorf("SUBSCRIBE: %v; want the refusal naming %s and the limit", err, addr)
-					}
-				} else {
-					checkReplyLimitError(t, call.name, err, addr, h.What)
-				}
-				if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
-					t.Errorf("%s: %d MiB allocated", call.name, grew>>20)
-				}
-				healthy(t)
+	testkit.CheckHostileDataReplies(t, ctx, c, func(t *testing.T, key string, _ testkit.HostileReply) []testkit.HostileDataCall {
+		return testkit.HostileDataCalls(t, ctx, c, key)
+	}, func(t *testing.T, call string, err error, h testkit.HostileReply) {
+		if call == "SUBSCRIBE" {
+			// A subscription is served through a bridge that makes it
+			// again on a new connection; the caller hears of each
+			// refusal as an error reply (a redis.Error) with the guard's
+			// text.
+			if msg := fmt.Sprint(err); !strings.Contains(msg, addr) || !strings.Contains(msg, "the limit is") && h.What != respguard.WhatMalformed {
+				t.Errorf("SUBSCRIBE: %v; want the refusal naming %s and the limit", err, addr)
 			}
-		})
-	}
+			return
+		}
+		checkReplyLimitError(t, call, err, addr, h.What)
+	})
 
 	ps := c.Subscribe(ctx, "news")
 	defer ps.Close()

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/testkit"
@@ -51,83 +48,26 @@ func TestHostileDataReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	healthy := func(t *testing.T) {
-		t.Helper()
-		if v, err := c.Get(ctx, "k").Result(); err != nil || v != "ok" {
-			t.Fatalf("a GET after: %q, %v", v, err)
-		}
-	}
-	healthy(t)
-	if v, err := c.Get(ctx, "big").Result(); err != nil || len(v) != testkit.BigString {
-		t.Fatalf("GET of a %d-byte string: %d bytes, %v", testkit.BigString, len(v), err)
-	}
-	if v, err := c.LRange(ctx, "big", 0, -1).Result(); err != nil || len(v) != testkit.BigArray {
-		t.Fatalf("LRANGE of %d elements: %d, %v", testkit.BigArray, len(v), err)
-	}
-
-	for i, h := range testkit.HostileReplies() {
-		key := testkit.HostileKey(i)
-		t.Run(h.Name, func(t *testing.T) {
-			for _, call := range []struct {
-				name string
-				run  func() error
-			}{
-				// Do reads a reply whole, as go-redis reads any reply it
-				// does not know the shape of: where it allocates what
-				// the headers declare and recurses into nesting.
-				{"GET", func() error { return c.Do(ctx, "GET", key).Err() }},
-				{"pipeline", func() error {
-					var before *redis.StringCmd
-					_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-						before = p.Get(ctx, "k")
-						p.Do(ctx, "GET", key)
-						return nil
-					})
-					// go-redis fails every command of a pipeline whose
-					// reading failed; the reply before the refused one
-					// was read, whole.
-					if v := before.Val(); v != "ok" {
-						t.Errorf("the pipeline's command before the refused reply read %q", v)
-					}
-					return err
-				}},
-				{"SCAN", func() error { return c.Do(ctx, "SCAN", "0", "MATCH", key).Err() }},
-				// A typed reader fails on a header of the wrong type
-				// by itself (go-redis's "can't parse"); what it meets
-				// first is checked all the same, bar the nesting it
-				// never reaches.
-				{"typed GET", func() error {
-					if h.What == respguard.WhatDepth {
-						return c.Do(ctx, "GET", key).Err()
-					}
-					return c.Get(ctx, key).Err()
-				}},
-				{"SUBSCRIBE", func() error {
-					ps := c.Subscribe(ctx, key)
-					defer ps.Close()
-					_, err := ps.Receive(ctx)
-					return err
-				}},
-			} {
-				var before runtime.MemStats
-				runtime.ReadMemStats(&before)
-				err := call.run()
-				var after runtime.MemStats
-				runtime.ReadMemStats(&after)
-				checkReplyLimitError(t, call.name, err, node.Addr(), h.What)
-				if call.name == "GET" || call.name == "typed GET" {
-					var ne *NodeError
-					if !errors.As(err, &ne) || ne.Addr != node.Addr() || !ne.MayHaveExecuted {
-						t.Errorf("GET: %v; want a *NodeError on %s that may have executed", err, node.Addr())
-					}
+	testkit.CheckHostileDataReplies(t, ctx, c, func(t *testing.T, key string, h testkit.HostileReply) []testkit.HostileDataCall {
+		return append(testkit.HostileDataCalls(t, ctx, c, key),
+			// A typed reader fails on a header of the wrong type by
+			// itself (go-redis's "can't parse"); what it meets first is
+			// checked all the same, bar the nesting it never reaches.
+			testkit.HostileDataCall{Name: "typed GET", Run: func() error {
+				if h.What == respguard.WhatDepth {
+					return c.Do(ctx, "GET", key).Err()
 				}
-				if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
-					t.Errorf("%s: %d MiB allocated", call.name, grew>>20)
-				}
-				healthy(t)
+				return c.Get(ctx, key).Err()
+			}})
+	}, func(t *testing.T, call string, err error, h testkit.HostileReply) {
+		checkReplyLimitError(t, call, err, node.Addr(), h.What)
+		if call == "GET" || call == "typed GET" {
+			var ne *NodeError
+			if !errors.As(err, &ne) || ne.Addr != node.Addr() || !ne.MayHaveExecuted {
+				t.Errorf("GET: %v; want a *NodeError on %s that may have executed", err, node.Addr())
 			}
-		})
-	}
+		}
+	})
 
 	// Subscriptions still work, on a new connection.
 	ps := c.Subscribe(ctx, "news")
