@@ -72,9 +72,10 @@
 // acknowledged meanwhile is lost when it rejoins as a replica. The
 // client holds the shard's writes from the first sign of it, as package
 // sentinel's poll does. Every SplitBrainPollInterval (100 ms; negative
-// turns it off) it asks each master with replicas TIME, ROLE and CLUSTER
-// NODES and its replicas ROLE (on the control pool, at once, each bounded
-// by a few rounds):
+// turns it off) it asks each master with replicas TIME and ROLE and its
+// replicas ROLE (on the control pool, at once, each bounded by a few
+// rounds), and while a shard is held, or was cleared in the current
+// episode, its master's CLUSTER NODES too:
 //
 //   - a replica behind its master whose received offset has not moved
 //     between two rounds, longer than the stream takes to reach it (the
@@ -107,15 +108,20 @@
 // hold of about 100 ms, nothing refused); a replica paused holds nothing.
 // With Redis's default 15 s node timeout the cluster PINGs each node only
 // every few seconds, so a suspicion may last its full 2 s. The polling
-// costs one pipeline to each master with replicas and one ROLE to each
-// replica per round. That pipeline carries CLUSTER NODES, whose reply
-// grows with the cluster (about 200 bytes a node) and which the master
-// builds each time: with the default interval each client asks each
-// master ten times a second, so on a cluster of hundreds of nodes served
-// by many clients, widen SplitBrainPollInterval (the hold then starts
-// about two intervals after the cut) or turn it off. The client sees a replica's stream by the offsets
-// ROLE reports, and compares the master a replica names with the
-// addresses the cluster announces: behind address translation, replicas
+// costs one pipeline (TIME, ROLE) to each master with replicas and one
+// ROLE to each replica per round, replies of a few hundred bytes whatever
+// the cluster's size. CLUSTER NODES, whose reply grows with the cluster
+// (about 200 bytes a node) and which the master builds each time, is read
+// only from a master whose writes are held or were just cleared, until
+// its replicas receive again: the first hold needs no bus view (the
+// masters are counted from the map), only its confirmation or release
+// does. With nothing held the masters see no CLUSTER NODES from the poll
+// (TestSplitBrainHoldsLittleWithoutFailover counts them), only the map's
+// refreshes. A cluster of hundreds of nodes served by many clients may
+// still widen SplitBrainPollInterval (the hold then starts about two
+// intervals after the cut) or turn it off. The client sees a replica's
+// stream by the offsets ROLE reports, and compares the master a replica
+// names with the addresses the cluster announces: behind address translation, replicas
 // are not watched and nothing is held. EventMasterIsolated and
 // EventIsolationEnded report each hold; Stats.SplitBrainHolds counts
 // them, Stats.Isolated names the masters held now. Durable writes (below)

@@ -56,7 +56,8 @@ type Options struct {
 	// Default DefaultFailoverPollInterval.
 	FailoverPollInterval time.Duration
 	// SplitBrainPollInterval is how often the client asks every master
-	// with replicas ROLE and CLUSTER NODES and its replicas ROLE, to hold
+	// with replicas ROLE (and CLUSTER NODES while its writes are held)
+	// and its replicas ROLE, to hold
 	// the shard's writes from the first sign that the master is cut off
 	// from its replicas and the majority of the masters while it still
 	// answers (see "Split brain" in the package documentation). Default

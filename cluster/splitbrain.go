@@ -2,10 +2,12 @@ package cluster
 
 // The split-brain hold. Every SplitBrainPollInterval the topology
 // goroutine starts a worker that asks, for every master of the map with
-// replicas, the master TIME, ROLE and CLUSTER NODES (its replication
-// offset and its own view of the cluster bus) and each of its replicas
-// ROLE (the offset each has received), all at once, each bounded, and
-// posts the answers back. The topology goroutine decides from them
+// replicas, the master TIME and ROLE (its replication offset) and each of
+// its replicas ROLE (the offset each has received), all at once, each
+// bounded, and posts the answers back. While a shard is held, or was
+// vouched for in the current episode, the master is also asked CLUSTER
+// NODES (its own view of the cluster bus): only then does the decision
+// need it, and on a large cluster it is the one costly reply. The topology goroutine decides from them
 // (splitBrainDecision) whether the shard's writes must be held because
 // its master is cut off from its replicas and from the majority of the
 // masters while it still answers the client: the majority will promote a
@@ -127,12 +129,16 @@ func (p busPeer) cannotReach(serverNow int64) bool {
 // shard.
 type splitBrainInput struct {
 	now time.Time
-	// answered: the master answered TIME, ROLE (as a master) and CLUSTER
-	// NODES this round; serverNow is its clock then (ms), peers its
-	// CLUSTER NODES.
+	// answered: the master answered TIME, ROLE (as a master) and, when
+	// asked, CLUSTER NODES this round; serverNow is its clock then (ms).
 	answered  bool
 	serverNow int64
-	peers     []busPeer
+	// bus: the master's CLUSTER NODES was read this round, and peers is
+	// it. Otherwise masters is the number of masters serving slots in
+	// the client's map, the master among them.
+	bus     bool
+	peers   []busPeer
+	masters int
 	// stall is what the replicas' ROLE replies say of the stream
 	// (isolation.Stream).
 	stall isolation.Stall
@@ -181,6 +187,11 @@ type splitBrainHold struct {
 // replicas receive again. A master that does not answer a round is left
 // to the client's failing-master hold; a cluster of fewer than three
 // masters cannot fail a master over without it, and is never held.
+//
+// The bus view is needed only once a shard is held or was vouched for:
+// on the first suspicion the hold begins whatever the view says (it only
+// makes the hold confirmed rather than suspected), and without a stall no
+// hold begins. A round without it counts the masters from the map.
 func splitBrainDecision(cur *splitBrainHold, cleared bool, in splitBrainInput) (*splitBrainHold, bool) {
 	if !in.answered {
 		if cur != nil && cur.Suspect && in.now.Sub(cur.Since) >= splitBrainSuspectMax {
@@ -189,8 +200,12 @@ func splitBrainDecision(cur *splitBrainHold, cleared bool, in splitBrainInput) (
 		return cur, cleared
 	}
 	size, vouched, self := 0, 0, false
+	peers := in.peers
+	if !in.bus {
+		size, self, peers = in.masters, true, nil
+	}
 	var signs []string
-	for _, p := range in.peers {
+	for _, p := range peers {
 		if !p.master {
 			continue
 		}
@@ -263,12 +278,14 @@ type splitBrainRole struct {
 	rtt  time.Duration
 }
 
-// splitBrainSample is what one round found about one shard.
+// splitBrainSample is what one round found about one shard. bus: the
+// round asked the master CLUSTER NODES (peers).
 type splitBrainSample struct {
 	master    *node
 	answered  bool
 	serverNow int64
 	role      redisinfo.Role
+	bus       bool
 	peers     []busPeer
 	rtt       time.Duration
 	replicas  map[string]splitBrainRole
@@ -290,6 +307,15 @@ type splitBrainState struct {
 	rtt     isolation.RTT
 }
 
+// wantsBus reports whether the next round must read master's bus view
+// (CLUSTER NODES): while its writes are held, or it was vouched for in
+// the current episode (splitBrainDecision needs the view then, and only
+// then).
+func (st *splitBrainState) wantsBus(master *node) bool {
+	ss := st.shards[master]
+	return ss != nil && (ss.hold != nil || ss.cleared)
+}
+
 // startSplitBrainPoll starts a round unless one runs or the map has none
 // to watch.
 func (t *topology) startSplitBrainPoll() {
@@ -299,9 +325,11 @@ func (t *topology) startSplitBrainPoll() {
 		return
 	}
 	var shards []*shard
+	var bus []bool
 	for _, sh := range snap.masters {
 		if len(sh.replicas) > 0 {
 			shards = append(shards, sh)
+			bus = append(bus, st.wantsBus(sh.master))
 		}
 	}
 	if len(shards) == 0 {
@@ -318,7 +346,7 @@ func (t *topology) startSplitBrainPoll() {
 	go func() {
 		defer t.wg.Done()
 		samples := make([]splitBrainSample, len(shards))
-		if err := safe.Call(func() { t.splitBrainRound(shards, samples, timeout) }); err != nil {
+		if err := safe.Call(func() { t.splitBrainRound(shards, bus, samples, timeout) }); err != nil {
 			t.log.Error("cluster: split-brain poll panicked", "err", err)
 			samples = nil // nothing of this round is trusted
 		}
@@ -329,12 +357,13 @@ func (t *topology) startSplitBrainPoll() {
 	}()
 }
 
-// splitBrainRound samples every shard's master and replicas at once.
-func (t *topology) splitBrainRound(shards []*shard, samples []splitBrainSample, timeout time.Duration) {
+// splitBrainRound samples every shard's master and replicas at once,
+// asking shards[i]'s master CLUSTER NODES when bus[i].
+func (t *topology) splitBrainRound(shards []*shard, bus []bool, samples []splitBrainSample, timeout time.Duration) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, sh := range shards {
-		samples[i] = splitBrainSample{master: sh.master, replicas: make(map[string]splitBrainRole, len(sh.replicas))}
+		samples[i] = splitBrainSample{master: sh.master, bus: bus[i], replicas: make(map[string]splitBrainRole, len(sh.replicas))}
 		s := &samples[i]
 		safe.Go(&wg, func(error) {}, func() {
 			ctx, cancel := context.WithTimeout(t.ctx, timeout)
@@ -344,15 +373,21 @@ func (t *topology) splitBrainRound(shards []*shard, samples []splitBrainSample, 
 			var nodes *redis.StringCmd
 			began := time.Now()
 			_, _ = sh.master.ctl.Pipelined(ctx, func(p redis.Pipeliner) error {
-				tm, role, nodes = p.Time(ctx), p.Do(ctx, "ROLE"), p.ClusterNodes(ctx)
+				tm, role = p.Time(ctx), p.Do(ctx, "ROLE")
+				if s.bus {
+					nodes = p.ClusterNodes(ctx)
+				}
 				return nil
 			})
 			s.rtt = time.Since(began)
 			r, rerr := redisinfo.ParseRole(role)
-			if tm.Err() != nil || rerr != nil || nodes.Err() != nil {
+			if tm.Err() != nil || rerr != nil || s.bus && nodes.Err() != nil {
 				return
 			}
-			s.answered, s.serverNow, s.role, s.peers = true, tm.Val().UnixMilli(), r, parseBusView(nodes.Val())
+			s.answered, s.serverNow, s.role = true, tm.Val().UnixMilli(), r
+			if s.bus {
+				s.peers = parseBusView(nodes.Val())
+			}
 		})
 		for _, rn := range sh.replicas {
 			safe.Go(&wg, func(error) {}, func() {
@@ -398,7 +433,7 @@ func (t *topology) applySplitBrain(samples []splitBrainSample) {
 		if !isMaster[s.master] {
 			continue
 		}
-		h, end := t.decideSplitBrain(s, now)
+		h, end := t.decideSplitBrain(s, len(cur.masters), now)
 		if h != nil {
 			began[s.master] = h
 		}
@@ -451,9 +486,10 @@ func (t *topology) forgetSplitBrain(keep func(*node) bool, why string) []*node {
 	return ended
 }
 
-// decideSplitBrain applies splitBrainDecision to one shard's sample: the
-// hold that began (nil: none began), or whether the shard's hold ended.
-func (t *topology) decideSplitBrain(s splitBrainSample, now time.Time) (*splitBrainHold, bool) {
+// decideSplitBrain applies splitBrainDecision to one shard's sample, in a
+// map of masters masters: the hold that began (nil: none began), or
+// whether the shard's hold ended.
+func (t *topology) decideSplitBrain(s splitBrainSample, masters int, now time.Time) (*splitBrainHold, bool) {
 	st := &t.splitBrain
 	ss := st.shards[s.master]
 	if ss == nil {
@@ -471,7 +507,7 @@ func (t *topology) decideSplitBrain(s splitBrainSample, now time.Time) (*splitBr
 		peers[i] = p
 	}
 	hold, cleared := splitBrainDecision(ss.hold, ss.cleared, splitBrainInput{now: now, answered: answered,
-		serverNow: s.serverNow, peers: peers, stall: stall})
+		serverNow: s.serverNow, bus: s.bus, peers: peers, masters: masters, stall: stall})
 	prev := ss.hold
 	ss.hold, ss.cleared = hold, cleared
 	switch {

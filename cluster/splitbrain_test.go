@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,40 +72,48 @@ func TestSplitBrainDecision(t *testing.T) {
 		wantCleared bool
 	}{
 		{name: "healthy: the replica receives, every master reached",
-			in: splitBrainInput{peers: three(up("b"), up("c")), stall: receiving}},
+			in: splitBrainInput{bus: true, peers: three(up("b"), up("c")), stall: receiving}},
 		{name: "idle: no replica watched (nothing to receive), every master reached",
-			in: splitBrainInput{peers: three(up("b"), up("c"))}},
+			in: splitBrainInput{bus: true, peers: three(up("b"), up("c"))}},
 		{name: "the replica stalls: held on suspicion",
-			in: splitBrainInput{peers: three(up("b"), up("c")), stall: stalled}, hold: true, suspect: true},
+			in: splitBrainInput{bus: true, peers: three(up("b"), up("c")), stall: stalled}, hold: true, suspect: true},
 		{name: "suspected, no PONG since: still held",
-			cur: suspect, in: splitBrainInput{peers: three(up("b"), up("c")), stall: stalled}, hold: true, suspect: true},
+			cur: suspect, in: splitBrainInput{bus: true, peers: three(up("b"), up("c")), stall: stalled}, hold: true, suspect: true},
 		{name: "suspected, a master answered a PING since: no majority can fail it over, released",
-			cur: suspect, in: splitBrainInput{peers: three(ponged("b"), up("c")), stall: stalled}, wantCleared: true},
+			cur: suspect, in: splitBrainInput{bus: true, peers: three(ponged("b"), up("c")), stall: stalled}, wantCleared: true},
 		{name: "suspected past splitBrainSuspectMax: released",
 			cur: &splitBrainHold{Hold: isolation.Hold{Since: now.Add(-splitBrainSuspectMax), Suspect: true}, sinceServer: serverNow - 2000},
-			in:  splitBrainInput{peers: three(up("b"), up("c")), stall: stalled}, wantCleared: true},
+			in:  splitBrainInput{bus: true, peers: three(up("b"), up("c")), stall: stalled}, wantCleared: true},
 		{name: "vouched for this episode: no new hold on the same stall",
-			cleared: true, in: splitBrainInput{peers: three(up("b"), up("c")), stall: stalled}, wantCleared: true},
+			cleared: true, in: splitBrainInput{bus: true, peers: three(up("b"), up("c")), stall: stalled}, wantCleared: true},
 		{name: "the replica receives again: released, the episode over",
-			cur: suspect, cleared: true, in: splitBrainInput{peers: three(pending("b", 500), pending("c", 500)), stall: receiving}},
+			cur: suspect, cleared: true, in: splitBrainInput{bus: true, peers: three(pending("b", 500), pending("c", 500)), stall: receiving}},
 		{name: "the stall and PINGs to both other masters pending past the bound: confirmed",
-			in: splitBrainInput{peers: three(pending("b", 200), pending("c", 61)), stall: stalled}, hold: true},
+			in: splitBrainInput{bus: true, peers: three(pending("b", 200), pending("c", 61)), stall: stalled}, hold: true},
 		{name: "a PING pending within the bound is no sign",
-			cur: suspect, in: splitBrainInput{peers: three(pending("b", 200), pending("c", 50)), stall: stalled}, hold: true, suspect: true},
+			cur: suspect, in: splitBrainInput{bus: true, peers: three(pending("b", 200), pending("c", 50)), stall: stalled}, hold: true, suspect: true},
 		{name: "flagged PFAIL and a link down are signs",
-			cur: suspect, in: splitBrainInput{peers: three(flagged("b"), down("c")), stall: stalled}, hold: true},
+			cur: suspect, in: splitBrainInput{bus: true, peers: three(flagged("b"), down("c")), stall: stalled}, hold: true},
 		{name: "confirmed, the replica's link gone (no longer watched): still held",
-			cur: confirmed, in: splitBrainInput{peers: three(flagged("b"), flagged("c"))}, hold: true},
+			cur: confirmed, in: splitBrainInput{bus: true, peers: three(flagged("b"), flagged("c"))}, hold: true},
 		{name: "confirmed, a master reached again: back to suspicion, which that master's PONG ends",
-			cur: confirmed, in: splitBrainInput{peers: three(flagged("b"), ponged("c")), stall: stalled}, wantCleared: true},
+			cur: confirmed, in: splitBrainInput{bus: true, peers: three(flagged("b"), ponged("c")), stall: stalled}, wantCleared: true},
 		{name: "vouched before, then cut off from the majority: confirmed",
-			cleared: true, in: splitBrainInput{peers: three(flagged("b"), flagged("c")), stall: stalled}, hold: true, wantCleared: true},
+			cleared: true, in: splitBrainInput{bus: true, peers: three(flagged("b"), flagged("c")), stall: stalled}, hold: true, wantCleared: true},
 		{name: "cut off from the majority without a stall ever seen: no hold (no stream to lose)",
-			in: splitBrainInput{peers: three(flagged("b"), flagged("c"))}},
+			in: splitBrainInput{bus: true, peers: three(flagged("b"), flagged("c"))}},
 		{name: "two masters: no majority can fail one over without it",
-			in: splitBrainInput{peers: []busPeer{self, flagged("b"), replica}, stall: stalled}},
+			in: splitBrainInput{bus: true, peers: []busPeer{self, flagged("b"), replica}, stall: stalled}},
 		{name: "the master serves no slot in its own view: no hold",
-			in: splitBrainInput{peers: []busPeer{{id: "m", addr: "m:1", self: true}, up("b"), up("c")}, stall: stalled}},
+			in: splitBrainInput{bus: true, peers: []busPeer{{id: "m", addr: "m:1", self: true}, up("b"), up("c")}, stall: stalled}},
+		{name: "bus view not read, the replica stalls, three masters in the map: held on suspicion",
+			in: splitBrainInput{masters: 3, stall: stalled}, hold: true, suspect: true},
+		{name: "bus view not read, the replica receives: no hold",
+			in: splitBrainInput{masters: 3, stall: receiving}},
+		{name: "bus view not read, two masters in the map: no hold",
+			in: splitBrainInput{masters: 2, stall: stalled}},
+		{name: "bus view not read: peers left from elsewhere are not signs",
+			in: splitBrainInput{masters: 3, peers: three(flagged("b"), flagged("c")), stall: stalled}, hold: true, suspect: true},
 		{name: "no answer from the master: a confirmed hold stands",
 			cur: confirmed, in: splitBrainInput{}, hold: true},
 		{name: "no answer from the master: a suspicion ends at splitBrainSuspectMax",
@@ -112,7 +121,7 @@ func TestSplitBrainDecision(t *testing.T) {
 	}
 	for _, tt := range tests {
 		tt.in.now = now
-		if tt.in.peers != nil {
+		if tt.in.peers != nil || tt.in.masters > 0 {
 			tt.in.answered, tt.in.serverNow = true, serverNow
 		}
 		got, cleared := splitBrainDecision(tt.cur, tt.cleared, tt.in)
@@ -154,7 +163,10 @@ func FuzzSplitBrainDecision(f *testing.F) {
 			age = max(0, age%5000)
 			cur = &splitBrainHold{Hold: isolation.Hold{Since: now.Add(-time.Duration(age) * time.Millisecond), Suspect: bits&0x8000 == 0, Reason: "r"}, sinceServer: serverNow - age}
 		}
-		in := splitBrainInput{now: now, answered: bits&0x4000 == 0, serverNow: serverNow, peers: peers, stall: stall}
+		// Bit 13 set: a round that did not read the bus view (the map
+		// has the master and masters others).
+		in := splitBrainInput{now: now, answered: bits&0x4000 == 0, serverNow: serverNow, bus: bits&0x2000 == 0,
+			peers: peers, masters: 1 + int(masters%8), stall: stall}
 		got, _ := splitBrainDecision(cur, cleared, in)
 		if got == nil {
 			return
@@ -170,6 +182,9 @@ func FuzzSplitBrainDecision(f *testing.F) {
 		}
 		if !stall.All() && cur == nil && !cleared {
 			t.Fatalf("held (%+v) with no sign of a stall ever", got)
+		}
+		if !in.bus && cur == nil && !got.Suspect {
+			t.Fatalf("confirmed (%+v) without the master's bus view", got)
 		}
 		if cur != nil && !got.Since.Equal(cur.Since) {
 			t.Fatalf("the hold restarted at %v, was %v", got.Since, cur.Since)
@@ -306,6 +321,8 @@ func TestSplitBrainHoldsLittleWithoutFailover(t *testing.T) {
 		// the other masters answered. Logged for the figures.
 		t.Logf("the cut replica's stall was not seen before the other masters vouched for the master")
 	}
+	masters := []*lab.Node{l.ShardNodes(0)[0], l.ShardNodes(1)[0], l.ShardNodes(2)[0]}
+	before := pollCalls(ctx, t, masters)
 	paused := phase("replica paused", func() {
 		if err := rep.Pause(); err != nil {
 			t.Fatal(err)
@@ -318,6 +335,17 @@ func TestSplitBrainHoldsLittleWithoutFailover(t *testing.T) {
 	})
 	if paused.holdsN != 0 {
 		t.Errorf("a paused replica held its master's writes %d times", paused.holdsN)
+	}
+	// With nothing held, the poll's rounds (a ROLE to each master) do not
+	// read the masters' CLUSTER NODES: only the map's refreshes do, one
+	// node each DefaultRefreshInterval.
+	after := pollCalls(ctx, t, masters)
+	roles, nodes := after.role-before.role, after.nodes-before.nodes
+	t.Logf("while nothing was held: %d ROLE and %d CLUSTER NODES on the 3 masters", roles, nodes)
+	if roles < 10 {
+		t.Logf("too few poll rounds (%d ROLE) to judge what they read", roles)
+	} else if nodes*4 > roles {
+		t.Errorf("%d CLUSTER NODES for %d ROLE on the masters: the poll reads the bus view with nothing held", nodes, roles)
 	}
 	if st := c.Stats(); st.MasterChanges != 0 {
 		t.Errorf("%d master changes: the faults were meant to fail nothing over", st.MasterChanges)
@@ -370,13 +398,73 @@ func TestSplitBrainHoldLifecycle(t *testing.T) {
 	if len(tp.snap.Load().isolated) != 0 {
 		t.Fatal("held after one round")
 	}
+	if tp.splitBrain.wantsBus(m) {
+		t.Fatal("a healthy shard's next round would read CLUSTER NODES")
+	}
+	// The rounds so far did not read the bus view (peers ignored): the
+	// map's three masters are enough to hold on suspicion.
 	tp.applySplitBrain([]splitBrainSample{round(300, 90, t0.Add(200*time.Millisecond))})
 	if why := tp.snap.Load().isolated[m]; why == "" || !tp.snap.Load().holds(m) || tp.splitBrainHolds.Load() != 1 {
 		t.Fatalf("not held after the replica stalled: %q", why)
+	}
+	if !tp.splitBrain.wantsBus(m) {
+		t.Fatal("a held shard's next round would not read CLUSTER NODES")
+	}
+	// The next round reads it: b and c answered a PING of the master's
+	// since the hold began, so no majority can fail it over: released,
+	// and the view is still read while the episode lasts.
+	vouched := round(500, 90, t0.Add(400*time.Millisecond))
+	vouched.bus, vouched.serverNow = true, server+200
+	for i := range vouched.peers {
+		vouched.peers[i].pongRecv = server + 100
+	}
+	tp.applySplitBrain([]splitBrainSample{vouched})
+	if len(tp.snap.Load().isolated) != 0 || !tp.splitBrain.wantsBus(m) {
+		t.Fatalf("vouched for: held %v, reads the bus view %v", tp.snap.Load().isolated, tp.splitBrain.wantsBus(m))
+	}
+	// The replica receives again: the episode ends, and with it the
+	// reading of CLUSTER NODES.
+	tp.applySplitBrain([]splitBrainSample{round(500, 500, t0.Add(600*time.Millisecond))})
+	if tp.splitBrain.wantsBus(m) {
+		t.Fatal("the episode ended, yet the next round would read CLUSTER NODES")
+	}
+	tp.applySplitBrain([]splitBrainSample{round(700, 500, t0.Add(800*time.Millisecond))})
+	tp.applySplitBrain([]splitBrainSample{round(900, 500, t0.Add(time.Second))})
+	if why := tp.snap.Load().isolated[m]; why == "" {
+		t.Fatal("not held when the replica stalled again")
 	}
 	// No replica sampled any more: released.
 	tp.applySplitBrain([]splitBrainSample{})
 	if len(tp.snap.Load().isolated) != 0 || len(tp.splitBrain.shards) != 0 {
 		t.Fatalf("still held with no replica: %v", tp.snap.Load().isolated)
 	}
+}
+
+// commandCalls is how often nodes ran the split-brain poll's ROLE and
+// CLUSTER NODES, from INFO commandstats.
+type commandCalls struct{ role, nodes int }
+
+func pollCalls(ctx context.Context, t *testing.T, nodes []*lab.Node) commandCalls {
+	t.Helper()
+	var sum commandCalls
+	for _, n := range nodes {
+		info, err := n.Info(ctx, "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum.role += statCalls(info["cmdstat_role"])
+		sum.nodes += statCalls(info["cmdstat_cluster|nodes"])
+	}
+	return sum
+}
+
+// statCalls reads calls= from an INFO commandstats value (0: absent).
+func statCalls(v string) int {
+	for f := range strings.SplitSeq(v, ",") {
+		if n, ok := strings.CutPrefix(f, "calls="); ok {
+			c, _ := strconv.Atoi(n)
+			return c
+		}
+	}
+	return 0
 }
