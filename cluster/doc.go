@@ -215,6 +215,17 @@
 // first channel's shard, which replies CROSSSLOT). Use one PubSub per
 // slot.
 //
+// Every error a subscription's connection reports (Receive, ReceiveTimeout,
+// Ping, the end of Channel) is a *SubscriptionError: it names the node,
+// says whether the connection could not be made (no master for the slot:
+// it unwraps to a *NoMasterError), timed out, was lost or moved
+// (errors.Is ErrSubscriptionMoved), and unwraps to the cause; a timeout
+// keeps the connection (a net.Error timeout, as go-redis expects). The
+// PubSub connects and subscribes again by itself on its next call: call
+// Receive again. The server's own answers to a subscription command (a
+// NOPERM, a MOVED from a node the map has not caught up with, which the
+// client follows at its next map read) come as go-redis's redis.Error.
+//
 // # SCAN
 //
 // A SCAN-family cursor is valid only on the node that issued it. The

@@ -4,10 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 // ErrClosed is returned by calls on a closed Client.
 var ErrClosed = errors.New("cluster: client closed")
+
+// ErrSubscriptionMoved is matched (errors.Is) by the error a
+// subscription's Receive returns when the client moved it to another node
+// (the slot's new master, or another master for classic pub/sub): go-redis's
+// PubSub subscribes again on its next call, and messages published during
+// the move may be lost. Nothing to wait out: call Receive again at once.
+// The same error as sentinel.ErrSubscriptionMoved and
+// multidb.ErrSubscriptionMoved.
+var ErrSubscriptionMoved = routing.ErrSwitched
 
 // MasterChangedError is a write whose outcome is unknown (a timeout, or
 // the connection lost after it was sent) on a master the cluster has since
@@ -107,3 +119,13 @@ func (e *CrossSlotError) Error() string {
 	}
 	return "cluster: transaction keys hash to slots " + strings.Join(s, ", ") + ": a transaction must stay in one slot (use a hash tag); nothing was sent"
 }
+
+// SubscriptionError is every error a subscription's connection reports
+// to the PubSub Subscribe, PSubscribe and SSubscribe return (Receive,
+// ReceiveTimeout, Ping, the end of Channel...): it names the node, says
+// whether the connection could not be made, timed out, was lost or moved
+// to the slot's new master (errors.Is ErrSubscriptionMoved), and unwraps
+// to the cause (a *NoMasterError, a *SubscribeCrossSlotError, ...); the
+// PubSub subscribes again by itself on its next call. The same type in
+// packages sentinel, cluster and multidb.
+type SubscriptionError = failure.SubscriptionError

@@ -59,6 +59,7 @@ type slotSub struct {
 
 func newPubsubRouter(c *Client) *pubsubRouter {
 	r := &pubsubRouter{c: c, slots: map[int]*slotSub{}, stop: make(chan struct{})}
+	r.broadcastConns.Wrap = subscriptionFailed
 	// The node clients' dialer, replies bounded by ReplyLimits: the
 	// subscription clients below replace their Dialer with ones that pick
 	// the node and dial through it.
@@ -164,16 +165,27 @@ func (r *pubsubRouter) currentBroadcastNode() string {
 	return r.broadcastNode
 }
 
+// subscriptionFailed is an error of a subscription connection to addr, as
+// the caller's PubSub sees it.
+func subscriptionFailed(addr string, err error) error {
+	return failure.Subscription("cluster", addr, false, err)
+}
+
+// dialFailed is a subscription dialer's error.
+func dialFailed(addr string, err error) error {
+	return failure.Subscription("cluster", addr, true, err)
+}
+
 // dialBroadcast is the classic subscriptions' dialer.
 func (r *pubsubRouter) dialBroadcast(ctx context.Context, network, _ string) (net.Conn, error) {
 	snap, err := r.c.topo.ready(ctx)
 	if err != nil {
-		return nil, err
+		return nil, dialFailed("", err)
 	}
 	addr := r.broadcastNodeFor(snap)
 	if addr == "" {
 		r.c.topo.kick(RefreshPubSub)
-		return nil, &failure.DialError{Addr: "cluster/pubsub", Err: errors.New("the slot map names no master to subscribe on")}
+		return nil, dialFailed("", &failure.DialError{Addr: "cluster/pubsub", Err: errors.New("the slot map names no master to subscribe on")})
 	}
 	return r.dialTracked(ctx, network, addr, &r.broadcastConns, r.currentBroadcastNode, false)
 }
@@ -185,6 +197,7 @@ func (r *pubsubRouter) slotSub(slot int) *slotSub {
 	s := r.slots[slot]
 	if s == nil {
 		s = &slotSub{slot: slot}
+		s.conns.Wrap = subscriptionFailed
 		o := r.c.opts.nodeOptions(fmt.Sprintf("cluster/pubsub/slot-%d", slot))
 		o.Dialer = func(ctx context.Context, network, _ string) (net.Conn, error) { return r.dialSlot(ctx, network, s) }
 		s.client = r.c.nodes.clients.made(redis.NewClient(o))
@@ -198,12 +211,12 @@ func (r *pubsubRouter) slotSub(slot int) *slotSub {
 func (r *pubsubRouter) dialSlot(ctx context.Context, network string, s *slotSub) (net.Conn, error) {
 	snap, err := r.c.topo.ready(ctx)
 	if err != nil {
-		return nil, err
+		return nil, dialFailed("", err)
 	}
 	m := snap.master(s.slot)
 	if m == nil {
 		r.c.topo.kick(RefreshPubSub)
-		return nil, &NoMasterError{Slot: s.slot}
+		return nil, dialFailed("", &NoMasterError{Slot: s.slot})
 	}
 	current := func() string {
 		if m := r.c.topo.snap.Load().master(s.slot); m != nil {
@@ -222,12 +235,12 @@ func (r *pubsubRouter) dialTracked(ctx context.Context, network, addr string, co
 	conn, err := r.dial(ctx, network, addr)
 	if err != nil {
 		r.nodeFailed(addr, err)
-		return nil, &failure.DialError{Addr: addr, Err: err}
+		return nil, dialFailed(addr, &failure.DialError{Addr: addr, Err: err})
 	}
 	wc := &watchedConn{Conn: conn, r: r, addr: addr, sharded: sharded}
 	tc, ok := conns.TrackIfCurrent(wc, addr, current)
 	if !ok {
-		return nil, &failure.DialError{Addr: addr, Err: errors.New("the subscription's node changed while connecting")}
+		return nil, dialFailed(addr, &failure.DialError{Addr: addr, Err: errors.New("the subscription's node changed while connecting")})
 	}
 	return tc, nil
 }

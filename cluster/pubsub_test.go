@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
 )
 
@@ -124,6 +125,16 @@ func TestPubSubBroadcast(t *testing.T) {
 		t.Fatalf("unsubscribing: %v, %v", msg, err)
 	}
 
+	// A second subscriber receives with a 50 ms ReceiveTimeout through
+	// the failover and the kill below: every error it sees is a
+	// *SubscriptionError, and it follows the moves.
+	aps := c.Subscribe(ctx, "alerts")
+	defer aps.Close()
+	subscribed(t, ctx, aps)
+	receiver := errplace.NewSubscriber(ctx, aps, 50*time.Millisecond)
+	alert := func(p string) error { return c.Publish(ctx, "alerts", p).Err() }
+	receiver.Await(t, 10*time.Second, "a-before", alert)
+
 	ch := ps.Channel()
 	first := labNode(t, l, c.pubsub.currentBroadcastNode())
 	if _, err := l.ClusterFailover(ctx, first.Shard(), lab.FailoverGraceful); err != nil {
@@ -151,6 +162,8 @@ func TestPubSubBroadcast(t *testing.T) {
 	waitSubscribers(t, ctx, now, "NUMSUB", "news", 1)
 	awaitPublished(t, ctx, ch, "after-kill", publishOn(ctx, otherShardMaster(t, ctx, l, moved.Shard()), "news"))
 	t.Logf("after the kill of %s: moved to %s in %v", moved.Name(), now.Name(), took)
+	receiver.Await(t, 10*time.Second, "a-after", alert)
+	receiver.Finish(t, "a failover and a kill")
 }
 
 // publishOn publishes on n's own port.

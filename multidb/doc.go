@@ -38,8 +38,9 @@
 // defaults (a 512 MiB string, 16,777,216 elements a header, 128 levels,
 // 1 GiB a reply): a reply over a limit, such as a GET answered with
 // "*2147483647", fails that command with a *ReplyLimitError naming the
-// server and the limit (a subscription hears of it as an error reply with
-// the same text, and is made again), instead of reaching go-redis's
+// server and the limit (a subscription's connection ends with a
+// *SubscriptionError wrapping it, and is made again on the next call),
+// instead of reaching go-redis's
 // reader, and closes the connection. A Database.Client is bounded by its
 // own settings: sentinel.Config.ReplyLimits, cluster.Options.ReplyLimits;
 // a *redis.Client the caller built is not bounded.
@@ -330,7 +331,11 @@
 // matches ErrSubscriptionMoved, the same error as
 // sentinel.ErrSubscriptionMoved, so a reader can tell a switch (subscribe
 // again at once, then re-read what the messages would have said) from a
-// lost connection. Messages published during a switch
+// lost connection. Every error a subscription's connection reports is a
+// *SubscriptionError naming the database, saying whether the connection
+// could not be made (no healthy database), was lost or moved, and
+// unwrapping to the cause; a timeout keeps the connection. Messages
+// published during a switch
 // or a failover (on either database) can be lost: Pub/Sub delivers at most
 // once. Close ends every subscription, and the PubSubs then fail with
 // ErrClosed.

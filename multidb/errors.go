@@ -193,3 +193,12 @@ func (e *UnhealthyError) Unwrap() error { return e.Err }
 // UnsupportedError reports a go-redis method the client does not offer
 // (Method), why, and what to use instead. It matches ErrUnsupported.
 type UnsupportedError = routing.UnsupportedError
+
+// SubscriptionError is every error a subscription's connection reports
+// to the PubSub Subscribe, PSubscribe and SSubscribe return (Receive,
+// ReceiveTimeout, Ping, the end of Channel...): it names the node, says
+// whether the connection could not be made, timed out, was lost or moved
+// (errors.Is ErrSubscriptionMoved), and unwraps to the cause; the PubSub
+// subscribes again by itself on its next call. The same type in
+// packages sentinel, cluster and multidb.
+type SubscriptionError = failure.SubscriptionError

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/sentinel"
 )
@@ -53,6 +54,18 @@ func TestSubscriberFollowsSwitches(t *testing.T) {
 	}
 	msgs := ps.Channel()
 
+	// A second subscriber receives with a 50 ms ReceiveTimeout through
+	// the switch and the kill below: every error it sees is a
+	// *SubscriptionError, and it follows the active database.
+	aps := c.Subscribe(ctx, "alerts")
+	defer aps.Close()
+	if _, err := aps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	receiver := errplace.NewSubscriber(ctx, aps, 50*time.Millisecond)
+	alert := func(p string) error { return c.Publish(ctx, "alerts", p).Err() }
+	receiver.Await(t, 10*time.Second, "a-before", alert)
+
 	expectDelivery(t, c, msgs, "news", "before", "db0")
 	if err := c.SetActive(ctx, "db1"); err != nil {
 		t.Fatal(err)
@@ -78,6 +91,8 @@ func TestSubscriberFollowsSwitches(t *testing.T) {
 	}
 	testkit.WaitFor(t, 5*time.Second, "failover away from db1", func() bool { _ = c.Ping(ctx); return c.Active() == "db0" })
 	expectDelivery(t, c, msgs, "news", "after the kill", "db0")
+	receiver.Await(t, 10*time.Second, "a-after", alert)
+	receiver.Finish(t, "a switch and a kill")
 }
 
 // TestSubscriberOnSentinelDatabase subscribes through a client whose

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rediskit/rediskit/internal/benchcmp"
 	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
 	"github.com/rediskit/rediskit/replica"
 )
@@ -350,12 +351,54 @@ func TestSubscribeResumesAfterFailover(t *testing.T) {
 		}
 	}
 	publishUntilReceived("before")
+
+	// A second subscriber receives with a 50 ms ReceiveTimeout through
+	// the same faults: its timeouts keep its connection (the server
+	// shows the same subscriber before and after them), and every other
+	// error it sees is a *SubscriptionError.
+	master, err := l.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub2 := c.Subscribe(ctx, "news")
+	defer sub2.Close()
+	if _, err := sub2.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pubsubIDs := func() string {
+		list, err := master.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for line := range strings.Lines(list) {
+			ids = append(ids, strings.Fields(line)[0])
+		}
+		slices.Sort(ids)
+		return strings.Join(ids, " ")
+	}
+	idsBefore := pubsubIDs()
+	receiver := errplace.NewSubscriber(ctx, sub2, 50*time.Millisecond)
+	testkit.WaitFor(t, 10*time.Second, "ReceiveTimeouts to time out", func() bool { return receiver.Timeouts() >= 3 })
+	if ids := pubsubIDs(); ids != idsBefore {
+		t.Errorf("the subscribers' connections changed across ReceiveTimeouts that timed out: %s, then %s", idsBefore, ids)
+	}
+	// Its connection killed by the server: lost, then made again.
+	if err := master.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	publishUntilReceived("after the kill")
+	news := func(p string) error { return c.Publish(ctx, "news", p).Err() }
+	receiver.Await(t, 10*time.Second, "second", news)
+
 	res, err := l.Failover(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the client to follow the failover", func() bool { return c.Master() == res.NewMaster.Addr() })
 	publishUntilReceived("after")
+	receiver.Await(t, 10*time.Second, "second after", news)
+	receiver.Finish(t, "CLIENT KILL and a failover")
 	// Delivered from the new master itself, not from a subscription left on
 	// the old one (a replica relays what its master publishes).
 	numsub := func(n *lab.Node) int64 {
@@ -365,8 +408,8 @@ func TestSubscribeResumesAfterFailover(t *testing.T) {
 		}
 		return v[1].(int64)
 	}
-	if numsub(res.NewMaster) != 1 || numsub(res.OldMaster) != 0 {
-		t.Fatalf("subscribers: new master %d, old master %d; want 1 and 0", numsub(res.NewMaster), numsub(res.OldMaster))
+	if numsub(res.NewMaster) != 2 || numsub(res.OldMaster) != 0 {
+		t.Fatalf("subscribers: new master %d, old master %d; want 2 (both PubSubs) and 0", numsub(res.NewMaster), numsub(res.OldMaster))
 	}
 }
 

@@ -488,7 +488,15 @@
 // again on the new master (messages published during the switch can be
 // lost). A subscription's connection that the client closes for a switch
 // reports an error matching ErrSubscriptionMoved to a caller reading it
-// with Receive.
+// with Receive. Every error a subscription's connection reports (Receive,
+// ReceiveTimeout, Ping, the end of Channel) is a *SubscriptionError: it
+// names the node, says whether the connection could not be made, timed
+// out, was lost or moved, and unwraps to the cause; a timeout keeps the
+// connection (it is a net.Error timeout, as go-redis expects). The PubSub
+// connects and subscribes again by itself on its next call: call Receive
+// again. The server's own answers to a subscription command (a NOPERM
+// from an ACL) come as go-redis's redis.Error, as a command's answer
+// does.
 //
 // # Observing
 //

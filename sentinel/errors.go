@@ -63,6 +63,15 @@ var (
 // (Method), why, and what to use instead. It matches ErrUnsupported.
 type UnsupportedError = routing.UnsupportedError
 
+// SubscriptionError is every error a subscription's connection reports
+// to the PubSub Subscribe, PSubscribe and SSubscribe return (Receive,
+// ReceiveTimeout, Ping, the end of Channel...): it names the node, says
+// whether the connection could not be made, timed out, was lost or moved
+// (errors.Is ErrSubscriptionMoved), and unwraps to the cause; the PubSub
+// subscribes again by itself on its next call. The same type in
+// packages sentinel, cluster and multidb.
+type SubscriptionError = failure.SubscriptionError
+
 // NodeError reports work that failed on a data node without an answer
 // from it: the connection could not be made, was lost, or timed out, or
 // the caller's context ended while it waited; or that the node refused

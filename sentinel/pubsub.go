@@ -24,24 +24,28 @@ type pubsubRouter struct {
 
 func newPubsubRouter(c *Client) *pubsubRouter {
 	r := &pubsubRouter{c: c}
+	r.conns.Wrap = func(addr string, err error) error { return failure.Subscription("sentinel", addr, false, err) }
 	r.client = redis.NewClient(c.opts.nodeOptions("sentinel/"+c.opts.MasterName+"/pubsub", r.dial))
 	return r
 }
 
+// dial connects to the current master. Its errors, like those of the
+// connections it makes (conns.Wrap), are *SubscriptionError.
 func (r *pubsubRouter) dial(ctx context.Context, network, _ string) (net.Conn, error) {
 	snap, err := r.c.current(ctx)
 	if err != nil {
-		return nil, err
+		return nil, failure.Subscription("sentinel", "", true, err)
 	}
 	addr := snap.master.addr
 	conn, err := dialer(&r.c.opts)(ctx, network, addr)
 	if err != nil {
-		return nil, err
+		return nil, failure.Subscription("sentinel", addr, true, &failure.DialError{Addr: addr, Err: err})
 	}
 	// A master change while dialling could not close this connection.
 	tc, ok := r.conns.TrackIfCurrent(conn, addr, r.c.Master)
 	if !ok {
-		return nil, &failure.DialError{Addr: addr, Err: errors.New("the master changed while connecting")}
+		return nil, failure.Subscription("sentinel", addr, true,
+			&failure.DialError{Addr: addr, Err: errors.New("the master changed while connecting")})
 	}
 	return tc, nil
 }

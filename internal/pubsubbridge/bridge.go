@@ -36,6 +36,9 @@ type bridge struct {
 	forwarded chan struct{} // closed when forward returned
 
 	switched atomic.Bool // stopped because the active database changed
+	// cause is why the bridge stopped when the caller must hear it (a
+	// reply the database's bounds refused), set before stop.
+	cause atomic.Pointer[error]
 }
 
 func newBridge(r *Router, target *Target, conn net.Conn) *bridge {
@@ -180,19 +183,15 @@ func (b *bridge) forward(ps *redis.PubSub) {
 			err = b.write(errorReply(rerr.Error()))
 		case errors.As(err, &lerr):
 			// A reply refused by the database's reply bounds: the
-			// connection is lost, and made again as below, but the
-			// caller hears of it (an error reply naming the server and
-			// the limit), or its Receive would wait for a server that
-			// keeps sending what is refused.
-			if werr := b.write(errorReply(lerr.Error())); werr != nil {
-				b.stop()
-				return
-			}
-			failures++
-			if failures > 1 && !b.sleep(min(minResubscribeWait<<min(failures-2, 8), maxResubscribeWait)) {
-				return
-			}
-			continue
+			// caller hears of it (its connection ends with a
+			// *SubscriptionError wrapping the *ReplyLimitError, which
+			// names the server and the limit), or its Receive would wait
+			// for a server that keeps sending what is refused. Its
+			// PubSub subscribes again, through a new bridge, on its next
+			// call.
+			b.cause.Store(&err)
+			b.stop()
+			return
 		case err != nil:
 			failures++
 			b.r.cfg.Logger.Debug(b.r.cfg.Owner+": subscription connection lost; reconnecting", "database", b.target.Name, "err", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/routing"
 )
@@ -90,10 +91,16 @@ func (r *Router) Client() *redis.Client { return r.client }
 
 // dial starts a bridge to the active target and returns the caller's end
 // of its pipe.
+//
+// Its errors, like those of the connections it makes, are the owner's
+// *failure.SubscriptionError (but the owner's ErrClosed).
 func (r *Router) dial(_ context.Context, _, _ string) (net.Conn, error) {
 	target, err := r.cfg.Active()
 	if err != nil {
-		return nil, err
+		if errors.Is(err, r.cfg.ErrClosed) {
+			return nil, r.cfg.ErrClosed
+		}
+		return nil, failure.Subscription(r.cfg.Owner, "", true, err)
 	}
 	ours, pipe := net.Pipe()
 	b := newBridge(r, target, ours)
@@ -116,7 +123,7 @@ func (r *Router) dial(_ context.Context, _, _ string) (net.Conn, error) {
 		if errors.Is(err, r.cfg.ErrClosed) {
 			return nil, r.cfg.ErrClosed // go-redis's PubSub stops on it, not on errMoved
 		}
-		return nil, r.errMoved
+		return nil, failure.Subscription(r.cfg.Owner, target.Name, true, r.errMoved)
 	}
 	return theirs, nil
 }
@@ -193,10 +200,20 @@ func (c *callerConn) Write(p []byte) (int, error) {
 	return n, c.b.moved(err)
 }
 
-// moved is err, marked as a switch when the bridge was stopped for one.
+// moved is err as the caller's PubSub sees it: the owner's
+// *failure.SubscriptionError naming the database, wrapping the reason the
+// bridge stopped (a reply refused by the database's bounds) instead of the
+// pipe's error, and marked as a switch when the bridge was stopped for
+// one.
 func (b *bridge) moved(err error) error {
-	if err == nil || !b.switched.Load() {
-		return err
+	if err == nil {
+		return nil
 	}
-	return fmt.Errorf("%w (%s switched to another database): %w", routing.ErrSwitched, b.r.cfg.Owner, err)
+	if cause := b.cause.Load(); cause != nil {
+		err = *cause
+	}
+	if b.switched.Load() {
+		err = fmt.Errorf("%w (%s switched to another database): %w", routing.ErrSwitched, b.r.cfg.Owner, err)
+	}
+	return failure.Subscription(b.r.cfg.Owner, b.target.Name, false, err)
 }

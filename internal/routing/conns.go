@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -26,6 +27,12 @@ var errSwitchedConn = fmt.Errorf("%w: %w", ErrSwitched, net.ErrClosed)
 // then reconnects, through the dialer, to the new target and subscribes
 // again. The zero value is ready to use.
 type Conns[K comparable] struct {
+	// Wrap, when set, turns every error a tracked connection's Read or
+	// Write returns (switched ones included) into the owner's typed
+	// error, given the target the connection leads to. Set it before the
+	// first Track.
+	Wrap func(target K, err error) error
+
 	mu    sync.Mutex
 	conns map[*conn[K]]struct{}
 }
@@ -89,18 +96,36 @@ type conn[K comparable] struct {
 
 func (c *conn[K]) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if err != nil && c.switched.Load() {
-		err = errSwitchedConn
-	}
-	return n, err
+	return n, c.fail(err)
 }
 
 func (c *conn[K]) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
-	if err != nil && c.switched.Load() {
+	return n, c.fail(err)
+}
+
+// go-redis sets a deadline before each read and write: on a connection
+// closed under it (a switch, a lost node) that fails first.
+
+func (c *conn[K]) SetDeadline(t time.Time) error { return c.fail(c.Conn.SetDeadline(t)) }
+
+func (c *conn[K]) SetReadDeadline(t time.Time) error { return c.fail(c.Conn.SetReadDeadline(t)) }
+
+func (c *conn[K]) SetWriteDeadline(t time.Time) error { return c.fail(c.Conn.SetWriteDeadline(t)) }
+
+// fail is err as the caller's PubSub must see it: a switch said so, then
+// the owner's type (Conns.Wrap).
+func (c *conn[K]) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	if c.switched.Load() {
 		err = errSwitchedConn
 	}
-	return n, err
+	if c.owner.Wrap != nil {
+		err = c.owner.Wrap(c.target, err)
+	}
+	return err
 }
 
 func (c *conn[K]) Close() error {

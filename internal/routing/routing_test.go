@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -213,5 +215,31 @@ func TestSumPoolStats(t *testing.T) {
 	want := redis.PoolStats{Hits: 11, Misses: 22, Timeouts: 33, TotalConns: 44, IdleConns: 55, StaleConns: 66}
 	if *got != want {
 		t.Fatalf("got %+v, want %+v", *got, want)
+	}
+}
+
+// TestConnsWrap: a tracked connection's errors go through Wrap with its
+// target, a switched one's too (still matching ErrSwitched).
+func TestConnsWrap(t *testing.T) {
+	var conns Conns[string]
+	conns.Wrap = func(target string, err error) error { return fmt.Errorf("wrapped %s: %w", target, err) }
+	a, b := net.Pipe()
+	defer b.Close()
+	tc := conns.Track(a, "node1")
+	_ = b.Close()
+	if _, err := tc.Read(make([]byte, 1)); err == nil || !strings.HasPrefix(err.Error(), "wrapped node1: ") || !errors.Is(err, io.EOF) {
+		t.Fatalf("read from a closed peer: %v", err)
+	}
+	c, d := net.Pipe()
+	defer d.Close()
+	tc = conns.Track(c, "node1")
+	conns.CloseOthers("node2")
+	if _, err := tc.Write([]byte("x")); !errors.Is(err, ErrSwitched) || !strings.HasPrefix(err.Error(), "wrapped node1: ") {
+		t.Fatalf("write on a switched connection: %v", err)
+	}
+	// go-redis sets a deadline before reading: on a closed connection
+	// that is where the error comes from.
+	if err := tc.SetReadDeadline(time.Now()); !errors.Is(err, ErrSwitched) || !strings.HasPrefix(err.Error(), "wrapped node1: ") {
+		t.Fatalf("a deadline on a switched connection: %v", err)
 	}
 }
