@@ -204,6 +204,11 @@ func (c *Client) newDatabase(d Database) *database {
 	if d.Options != nil {
 		rc := redis.NewClient(databaseOptions(d.Options, c.cfg.ReplyLimits))
 		db.client, db.owned = rc, true
+	} else {
+		// A go-redis client the caller built: its replies are bounded
+		// from the connections it dials from now on (a rediskit client
+		// is bounded by its own config).
+		routing.AddDialHook(db.client, respguard.Hook(c.cfg.ReplyLimits.ForData()))
 	}
 	if rc, ok := db.client.(*redis.Client); ok {
 		db.batch = routing.NewBatcher(rc, routing.BatchConfig{MaxBatch: c.cfg.AutoPipelineMaxBatch, MaxInflight: c.cfg.AutoPipelineInflight})

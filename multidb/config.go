@@ -175,7 +175,10 @@ type Config struct {
 	// Zero (or negative) fields take the DefaultReply… constants (a
 	// 512 MiB string, 16,777,216 elements a header, 128 levels, 1 GiB a
 	// reply); a field set higher than 2^60 is 2^60, unbounded in effect. A
-	// Database.Client is bounded by its own settings (see ReplyLimits).
+	// go-redis Database.Client (*redis.Client, *redis.ClusterClient,
+	// *redis.Ring) is bounded by them too, on the connections it dials
+	// after NewClient (multidb adds a dial hook); a rediskit client by its
+	// own settings (sentinel.Config.ReplyLimits, cluster's ReplyLimits).
 	ReplyLimits ReplyLimits
 
 	// Classifier decides which work is read-only (retried once on the new

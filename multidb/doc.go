@@ -41,9 +41,11 @@
 // server and the limit (a subscription's connection ends with a
 // *SubscriptionError wrapping it, and is made again on the next call),
 // instead of reaching go-redis's
-// reader, and closes the connection. A Database.Client is bounded by its
-// own settings: sentinel.Config.ReplyLimits, cluster.Options.ReplyLimits;
-// a *redis.Client the caller built is not bounded.
+// reader, and closes the connection. A go-redis client given as
+// Database.Client is bounded by the same limits on the connections it
+// dials after NewClient (a dial hook multidb adds: connections it already
+// had stay unbounded); a rediskit client by its own settings:
+// sentinel.Config.ReplyLimits, cluster.Options.ReplyLimits.
 //
 // multidb moves traffic; it does not move data. The databases must hold
 // the same data (Active-Active replication, or a standby kept in sync),

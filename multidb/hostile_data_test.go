@@ -13,7 +13,8 @@ import (
 	"github.com/rediskit/rediskit/internal/testkit"
 )
 
-// A database (built from Database.Options) answering the caller's own
+// A database (built from Database.Options, or a go-redis client given as
+// Database.Client) answering the caller's own
 // commands with replies no Redis sends (a GET answered "*2147483647", a
 // string of 2 GiB, a line without an end, 1,000 levels of nesting, an
 // attribute flood) fails that command with a *ReplyLimitError naming the
@@ -26,8 +27,23 @@ func TestHostileDataReplies(t *testing.T) {
 	ctx := testkit.Context(t, 2*time.Minute)
 	node := testkit.NewHostileNode(t, nil)
 	addr := node.Addr()
+	// A database multidb builds (Options), and a go-redis client the
+	// caller built (Client), bounded by a dial hook multidb adds.
+	callers := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
+	defer callers.Close()
+	for _, db := range []Database{
+		{Name: "options", Weight: 1, Options: &redis.Options{Addr: addr, Protocol: 2}},
+		{Name: "client", Weight: 1, Client: callers},
+	} {
+		t.Run(db.Name, func(t *testing.T) {
+			checkHostileDataReplies(t, ctx, db, addr)
+		})
+	}
+}
+
+func checkHostileDataReplies(t *testing.T, ctx context.Context, db Database, addr string) {
 	c, err := NewClient(fast(Config{
-		Databases:   []Database{{Name: "only", Weight: 1, Options: &redis.Options{Addr: addr, Protocol: 2}}},
+		Databases:   []Database{db},
 		ReplyLimits: ReplyLimits{MaxReplyElements: testkit.HostileFloodLimit},
 		// The breaker's judgement of a server that keeps failing calls
 		// is tested elsewhere; here, each refused reply alone.

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/routing"
 )
 
 // bridgeCtxKey marks the context of a bridge's calls to the database's
@@ -45,18 +47,7 @@ func (bridgeHook) DialHook(next redis.DialHook) redis.DialHook {
 // before the router got it has those nodes unhooked (a bridge on one of them
 // then stops within the client's ReadTimeout rather than at once).
 func AddHook(c redis.UniversalClient) {
-	hook := func(n *redis.Client) { n.AddHook(bridgeHook{}) }
-	switch cc := c.(type) {
-	case *redis.ClusterClient:
-		cc.OnNewNode(hook)
-	case *redis.Ring:
-		cc.OnNewNode(hook)
-		// Lists the shards it has; no network call.
-		_ = cc.ForEachShard(context.Background(), func(_ context.Context, n *redis.Client) error {
-			hook(n)
-			return nil
-		})
-	default:
+	if !routing.AddDialHook(c, bridgeHook{}) {
 		c.AddHook(bridgeHook{})
 	}
 }

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -150,4 +151,29 @@ func SumPoolStats(stats ...*redis.PoolStats) *redis.PoolStats {
 		sum.StaleConns += st.StaleConns
 	}
 	return &sum
+}
+
+// AddDialHook adds h where a go-redis client dials: a *redis.Client
+// itself; every node of a *redis.ClusterClient or *redis.Ring (the nodes
+// it makes later, and a ring's shards now). It reports false, adding
+// nothing, for any other client (rediskit's own routed clients dial
+// through their node clients, which they configure themselves).
+func AddDialHook(c redis.UniversalClient, h redis.Hook) bool {
+	hook := func(n *redis.Client) { n.AddHook(h) }
+	switch cc := c.(type) {
+	case *redis.Client:
+		cc.AddHook(h)
+	case *redis.ClusterClient:
+		cc.OnNewNode(hook)
+	case *redis.Ring:
+		cc.OnNewNode(hook)
+		// Lists the shards it has; no network call.
+		_ = cc.ForEachShard(context.Background(), func(_ context.Context, n *redis.Client) error {
+			hook(n)
+			return nil
+		})
+	default:
+		return false
+	}
+	return true
 }
