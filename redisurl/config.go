@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/redisopt"
+	"github.com/rediskit/rediskit/internal/respguard"
 )
 
 // Kind is what a URL connects to.
@@ -362,7 +363,13 @@ func (c *Config) TLSConfig() (*tls.Config, error) {
 // go-redis's 0 would mean five), context deadlines honoured on the socket
 // (ContextTimeoutEnabled), and no CLIENT SETINFO or maintenance
 // notifications on connect. So guard.New(redis.NewClient(o)) accepts the
-// client. A sentinel URL names a master to discover rather than a server,
+// client. Its Dialer bounds every reply (internal/respguard, with the
+// data path's defaults: a 512 MiB string, 16,777,216 elements a header,
+// 128 levels, 1 GiB a reply, as guard.ReplyLimits describes): a reply no
+// Redis sends fails its command with a *guard.ReplyLimitError naming the
+// server and closes the connection, instead of making go-redis allocate
+// what it declares or crash the process. It dials as go-redis would
+// (DialTimeout, TLS with TLSConfig); replace the Dialer to drop the bound. A sentinel URL names a master to discover rather than a server,
 // so Options returns an error for it: the Sentinel client reads the Config
 // itself. So does a cluster URL: use ClusterOptions, or give the Config's
 // URL to cluster.NewClientFromURL.
@@ -401,7 +408,7 @@ func (c *Config) Options() (*redis.Options, error) {
 		return nil, err
 	}
 	o.TLSConfig = tlsConfig
-	return o, nil
+	return respguard.GuardData(o, respguard.Limits{}), nil
 }
 
 // ClusterOptions returns go-redis options for a cluster URL
@@ -411,7 +418,8 @@ func (c *Config) Options() (*redis.Options, error) {
 // and the rest apply), under rediskit's client policy as in Options: no
 // command re-sent by go-redis (MaxRetries -1), one dial attempt
 // (DialerRetries 1), context deadlines honoured on the socket, no CLIENT
-// SETINFO or maintenance notifications.
+// SETINFO or maintenance notifications; every node's replies bounded by
+// the Dialer, as in Options.
 //
 // MaxRedirects is -1 too: go-redis's ClusterClient counts redirects and
 // retries in the one MaxRedirects, and re-sends a command after a network
@@ -466,5 +474,8 @@ func (c *Config) ClusterOptions() (*redis.ClusterOptions, error) {
 		return nil, err
 	}
 	o.TLSConfig = tlsConfig
+	// Every node's replies bounded, as Options' are.
+	node := respguard.GuardData(&redis.Options{DialTimeout: o.DialTimeout, TLSConfig: o.TLSConfig}, respguard.Limits{})
+	o.Dialer = node.Dialer
 	return o, nil
 }
