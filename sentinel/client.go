@@ -131,7 +131,8 @@ func NewClient(cfg Config) (*Client, error) {
 }
 
 // NewClientFromURL parses a redis+sentinel:// or rediss+sentinel:// URL
-// (see package redisurl) and returns a client for it. cfg supplies the
+// (see package redisurl) and returns a client for it (NewClientFromConfig
+// serves a standalone redis:// URL too). cfg supplies the
 // settings a URL cannot carry (Logger, Observer, ReplicaSelector, ...; the
 // zero Config for none); the URL's fields take precedence.
 func NewClientFromURL(rawURL string, cfg Config) (*Client, error) {
@@ -139,11 +140,27 @@ func NewClientFromURL(rawURL string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(u.Sentinels) == 0 {
-		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// URL", u.Redacted())
+	if u.Kind != redisurl.Sentinel {
+		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// URL (NewClientFromConfig serves a standalone one as Config.Primary)", u.Redacted())
 	}
-	cfg.MasterName = u.MasterName
-	cfg.SentinelAddrs = u.Sentinels
+	return NewClientFromConfig(u, cfg)
+}
+
+// NewClientFromConfig is NewClientFromURL for a parsed URL: a Sentinel URL
+// (redis+sentinel://, rediss+sentinel://), or a standalone one (redis://,
+// rediss://: Config.Primary is its address). A cluster or unix:// URL is
+// refused (package cluster serves clusters; a Unix socket has no replicas
+// to route to).
+func NewClientFromConfig(u *redisurl.Config, cfg Config) (*Client, error) {
+	switch u.Kind {
+	case redisurl.Sentinel:
+		cfg.MasterName = u.MasterName
+		cfg.SentinelAddrs = u.Sentinels
+	case redisurl.Standalone, "":
+		cfg.Primary = u.Addr
+	default:
+		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// or redis:// URL (its kind: %s)", u.Redacted(), u.Kind)
+	}
 	cfg.SentinelUsername, cfg.SentinelPassword = u.SentinelUsername, u.SentinelPassword
 	cfg.Username, cfg.Password = u.Username, u.Password
 	cfg.DB = u.DB
@@ -176,6 +193,9 @@ func (c *Client) String() string {
 	master := "(not yet discovered)"
 	if s := c.topo.load(); s != nil && s.master != nil {
 		master = s.master.addr
+	}
+	if c.opts.Primary != "" {
+		return fmt.Sprintf("sentinel.Client<standalone primary=%s replicas=%d readFrom=%s>", c.opts.Primary, len(c.topo.load().replicas), c.opts.ReadFrom)
 	}
 	return fmt.Sprintf("sentinel.Client<%s master=%s sentinels=%v readFrom=%s>", c.opts.MasterName, master, c.topo.sentinels.list(), c.opts.ReadFrom)
 }
@@ -327,9 +347,9 @@ func (c *Client) current(ctx context.Context) (*snapshot, error) {
 // round's attempts, when there was one.
 func (c *Client) noMasterError(cause error) error {
 	if last := c.topo.lastFailure.Load(); last != nil {
-		return &DiscoveryError{MasterName: last.MasterName, Attempts: last.Attempts, Monitored: last.Monitored, Cause: cause}
+		return &DiscoveryError{MasterName: last.MasterName, Primary: last.Primary, Attempts: last.Attempts, Monitored: last.Monitored, Cause: cause}
 	}
-	return &DiscoveryError{MasterName: c.opts.MasterName, Cause: cause}
+	return &DiscoveryError{MasterName: c.opts.MasterName, Primary: c.opts.Primary, Cause: cause}
 }
 
 // writableSnapshot returns a snapshot whose master may take writes: while

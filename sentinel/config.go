@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -113,13 +114,25 @@ const (
 )
 
 // Config configures a Client. Only MasterName and SentinelAddrs are
-// required; every other zero field takes the default named next to it.
+// required (or Primary instead of both); every other zero field takes the
+// default named next to it.
 type Config struct {
 	// MasterName is the name in the sentinels' "sentinel monitor" line.
 	MasterName string
 	// SentinelAddrs are the sentinels to ask, in order. A host without a
 	// port uses 26379. The client learns further sentinels from them.
 	SentinelAddrs []string
+	// Primary, instead of MasterName and SentinelAddrs, is the host:port
+	// of a primary no Sentinel manages (a standalone server, a managed
+	// service's primary endpoint; a host without a port uses 6379): see
+	// "Standalone primary" in the package documentation. The client routes
+	// to it as to a Sentinel master, and finds its replicas with ROLE on
+	// it, or takes Replicas.
+	Primary string
+	// Replicas, with Primary, are the primary's replicas (host:port; a
+	// managed service's read-replica endpoints), used instead of those
+	// the primary's ROLE lists, for reads and durable writes.
+	Replicas []string
 	// SentinelUsername and SentinelPassword authenticate to the sentinels,
 	// which have their own credentials, separate from the data nodes'.
 	SentinelUsername string
@@ -440,11 +453,16 @@ func configError(field, problem string) *ConfigError {
 }
 
 func (o Config) withDefaults() (Config, error) {
+	if o.Primary != "" || len(o.Replicas) > 0 {
+		if err := o.primaryDefaults(); err != nil {
+			return o, err
+		}
+	}
 	if o.MasterName == "" {
 		return o, configError("MasterName", "is required (the name in the sentinels' \"sentinel monitor\" line)")
 	}
-	if len(o.SentinelAddrs) == 0 {
-		return o, configError("SentinelAddrs", "is required (at least one sentinel, \"host:port\")")
+	if len(o.SentinelAddrs) == 0 && o.Primary == "" {
+		return o, configError("SentinelAddrs", "is required (at least one sentinel, \"host:port\"), or Primary for a primary no Sentinel manages")
 	}
 	addrs := make([]string, 0, len(o.SentinelAddrs))
 	seen := map[string]bool{}
@@ -522,21 +540,60 @@ func (o Config) withDefaults() (Config, error) {
 	return o, nil
 }
 
+// primaryDefaults checks a standalone primary's fields and names the
+// deployment by the primary's address (MasterName, in logs and errors).
+// It leaves SentinelAddrs empty: the topology then asks no sentinel.
+func (o *Config) primaryDefaults() error {
+	switch {
+	case o.Primary == "":
+		return configError("Replicas", "is set without Primary (the replicas of a Sentinel master are found through the sentinels)")
+	case o.MasterName != "" || len(o.SentinelAddrs) > 0:
+		return configError("Primary", "is set with MasterName or SentinelAddrs: give a Sentinel deployment or a standalone primary, not both")
+	}
+	norm, err := normalizeAddr("Primary", o.Primary, DefaultPrimaryPort)
+	if err != nil {
+		return err
+	}
+	o.Primary, o.MasterName = norm, norm
+	replicas := make([]string, 0, len(o.Replicas))
+	for _, r := range o.Replicas {
+		norm, err := normalizeAddr("Replicas", r, DefaultPrimaryPort)
+		if err != nil {
+			return err
+		}
+		if norm != o.Primary && !slices.Contains(replicas, norm) {
+			replicas = append(replicas, norm)
+		}
+	}
+	o.Replicas = replicas
+	return nil
+}
+
+// DefaultPrimaryPort is the port of a Primary or Replicas address that
+// gives none: Redis's.
+const DefaultPrimaryPort = 6379
+
 func normalizeSentinelAddr(a string) (string, error) {
+	return normalizeAddr("SentinelAddrs", a, DefaultSentinelPort)
+}
+
+// normalizeAddr is a as host:port, the port defaulting to port; field
+// names the Config field in errors.
+func normalizeAddr(field, a string, defaultPort int) (string, error) {
 	host, port, err := net.SplitHostPort(a)
 	if err != nil {
 		// No port: the whole string is the host (an IPv6 literal may come
 		// in brackets).
-		host, port = a, strconv.Itoa(DefaultSentinelPort)
+		host, port = a, strconv.Itoa(defaultPort)
 		if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
 			host = host[1 : len(host)-1]
 		}
 	}
 	if host == "" {
-		return "", configError("SentinelAddrs", fmt.Sprintf("holds %q, which has no host", a))
+		return "", configError(field, fmt.Sprintf("holds %q, which has no host", a))
 	}
 	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
-		return "", configError("SentinelAddrs", fmt.Sprintf("holds %q: invalid port (want 1 to 65535)", a))
+		return "", configError(field, fmt.Sprintf("holds %q: invalid port (want 1 to 65535)", a))
 	}
 	return net.JoinHostPort(host, port), nil
 }

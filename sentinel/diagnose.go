@@ -440,7 +440,7 @@ func replicaStep(ctx context.Context, opts *Config, d *Diagnosis) (step Step) {
 	t.sentinels = newSentinelSet(t.opts)
 	defer t.nodes.closeAll()
 	defer t.sentinels.close()
-	scan := t.scanReplicas(ctx, d.Master)
+	scan := t.scanReplicas(ctx, d.Master, nil)
 	if scan.dropped > 0 {
 		defer func() {
 			step.Detail += fmt.Sprintf(" [the sentinels list %d replicas: only %d kept (Config.MaxReplicas); durable writes are refused]", scan.listed, opts.MaxReplicas)

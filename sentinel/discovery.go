@@ -2,7 +2,9 @@ package sentinel
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -209,6 +211,9 @@ func describeSentinelError(err error, timeout time.Duration) error {
 func (t *topology) discover(ctx context.Context, stale func(masterReport) error) (masterReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.opts.DiscoveryTimeout)
 	defer cancel()
+	if t.opts.Primary != "" {
+		return t.discoverPrimary(ctx)
+	}
 	backoff := 50 * time.Millisecond
 	var last []SentinelAttempt // the last round that asked every sentinel
 	for {
@@ -237,6 +242,55 @@ func (t *topology) discover(ctx context.Context, stale func(masterReport) error)
 			backoff = min(backoff*2, 400*time.Millisecond)
 		}
 	}
+}
+
+// discoverPrimary is discover for a standalone primary (Config.Primary):
+// ROLE on it, until it answers as a master or ctx ends. A primary that
+// answers as a replica is reported at once: waiting will not make it a
+// master, and no Sentinel will promote another.
+func (t *topology) discoverPrimary(ctx context.Context) (masterReport, error) {
+	addr := t.opts.Primary
+	backoff := 50 * time.Millisecond
+	for {
+		began := time.Now()
+		role, err := t.verifyMaster(ctx, addr)
+		if err == nil {
+			rep := masterReport{addr: addr, epoch: -1, rtt: time.Since(began), connected: t.connectedReplicas(addr, role)}
+			t.lastFailure.Store(nil)
+			return rep, nil
+		}
+		t.stats.discoveryFailures.Add(1)
+		de := &DiscoveryError{MasterName: t.opts.MasterName, Primary: addr,
+			Attempts: []SentinelAttempt{{Named: addr, Reason: skipReason(err), Err: err}}}
+		t.lastFailure.Store(de)
+		var rme *RoleMismatchError
+		if errors.As(err, &rme) {
+			return masterReport{}, de
+		}
+		select {
+		case <-ctx.Done():
+			de.Cause = ctx.Err()
+			return masterReport{}, de
+		case <-time.After(backoff):
+			backoff = min(backoff*2, 400*time.Millisecond)
+		}
+	}
+}
+
+// connectedReplicas are the replicas master's ROLE lists, as they announce
+// themselves: mapped like the sentinels' addresses, so that both name a
+// replica alike. One the client would not dial still counts (WAIT counts
+// it): it is kept as given, never dialled from this list.
+func (t *topology) connectedReplicas(master string, role redisinfo.Role) []string {
+	var out []string
+	for _, r := range role.Replicas {
+		a, aerr := t.opts.splitReplyAddr(master, "replica", r.Addr)
+		if aerr != nil {
+			a = r.Addr
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // discoverOnce asks every sentinel once. complete is false when ctx ended
@@ -268,18 +322,7 @@ func (t *topology) discoverOnce(ctx context.Context, stale func(masterReport) er
 				verified[rep.addr] = v
 			}
 			err, rep.rtt = v.err, v.rtt
-			for _, r := range v.role.Replicas {
-				// The master's ROLE gives its replicas as they announce
-				// themselves: mapped like the sentinels' addresses, so
-				// that both name a replica alike. One the client would
-				// not dial still counts (WAIT counts it): it is kept as
-				// given, never dialled from this list.
-				a, aerr := t.opts.splitReplyAddr(rep.addr, "replica", r.Addr)
-				if aerr != nil {
-					a = r.Addr
-				}
-				rep.connected = append(rep.connected, a)
-			}
+			rep.connected = t.connectedReplicas(rep.addr, v.role)
 		}
 		if err != nil {
 			reason := skipReason(err)
@@ -401,18 +444,31 @@ func replicasToCheck(views []sentinelView, master string) []string {
 // until it has reconnected; had the client counted durable writes, or
 // looked for a replica answering ROLE master, on that view alone, it would
 // have missed the replica another sentinel was promoting.
-func (t *topology) scanReplicas(ctx context.Context, master string) replicaScan {
-	sentinels := t.sentinels.list()
-	scan := replicaScan{views: make([]sentinelView, len(sentinels))}
+//
+// For a standalone primary (Config.Primary) the one view is the primary's
+// own: its replicas are Config.Replicas, or those its ROLE lists
+// (connected), every one checked with ROLE as a sentinel's would be.
+func (t *topology) scanReplicas(ctx context.Context, master string, connected []string) replicaScan {
+	var scan replicaScan
 	var wg sync.WaitGroup
-	for i, s := range sentinels {
-		wg.Go(func() {
-			if err := safe.Call(func() { scan.views[i] = t.askReplicas(ctx, s) }); err != nil {
-				scan.views[i] = sentinelView{sentinel: s, err: t.recovered("SENTINEL REPLICAS on "+s, err)}
-			}
-		})
+	if t.opts.Primary != "" {
+		listed := connected
+		if len(t.opts.Replicas) > 0 {
+			listed = t.opts.Replicas
+		}
+		scan.views = []sentinelView{primaryView(master, listed)}
+	} else {
+		sentinels := t.sentinels.list()
+		scan.views = make([]sentinelView, len(sentinels))
+		for i, s := range sentinels {
+			wg.Go(func() {
+				if err := safe.Call(func() { scan.views[i] = t.askReplicas(ctx, s) }); err != nil {
+					scan.views[i] = sentinelView{sentinel: s, err: t.recovered("SENTINEL REPLICAS on "+s, err)}
+				}
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	scan.listed, scan.dropped = keepReplicas(scan.views, t.opts.MaxReplicas)
 
 	candidates := replicasToCheck(scan.views, master)
@@ -448,6 +504,21 @@ func (t *topology) scanReplicas(ctx context.Context, master string) replicaScan 
 		}
 	}
 	return scan
+}
+
+// primaryView is a standalone primary's replicas as a view of the kind a
+// sentinel's SENTINEL REPLICAS gives: one row each, healthy as far as a
+// listing can say (ROLE on each decides).
+func primaryView(master string, replicas []string) sentinelView {
+	v := sentinelView{master: master, listed: len(replicas)}
+	for _, addr := range replicas {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			continue
+		}
+		v.rows = append(v.rows, map[string]string{"ip": host, "port": port, "flags": "slave"})
+	}
+	return v
 }
 
 // keepReplicas bounds the replicas of a refresh to limit addresses across

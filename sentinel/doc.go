@@ -498,6 +498,29 @@
 // from an ACL) come as go-redis's redis.Error, as a command's answer
 // does.
 //
+// # Standalone primary
+//
+// Config.Primary (instead of MasterName and SentinelAddrs), or a redis://
+// URL given to NewClientFromConfig (rediskit.NewClientFromURL does so),
+// serves a primary no Sentinel manages: a standalone server, or a managed
+// service's primary endpoint with read replicas. The client is the same,
+// with the primary itself as the source of the topology: ROLE on it every
+// RefreshInterval says it is a master and lists its replicas (or
+// Config.Replicas names them, e.g. a service's read-replica endpoints),
+// each checked with ROLE as a sentinel's list is. So it keeps every
+// promise above that does not need a failover: reads re-run once, a write
+// re-sent only when provably not executed and otherwise a *NodeError
+// saying whether it may have run, bounded calls, durable writes confirmed
+// with WAIT by every replica it lists (refused unsent when that cannot
+// be), replica reads with package replica's latency election, SCAN pins,
+// auto-pipelining, reply bounds, hooks and OnNewNode, subscriptions.
+// Without Sentinel nobody promotes a replica: when the primary stops
+// answering, writes fail with typed errors until it is back (a restart
+// from its AOF: TestStandaloneRestart, where go-redis's NewClient wrote
+// 1-3 ids twice and this client none); a primary that answers ROLE as a
+// replica gets a *DiscoveryError saying so (Primary set), and nothing is
+// sent to it. String says "standalone primary=".
+//
 // # Observing
 //
 // Config.Observer receives every Event (master changed, replicas changed,

@@ -313,8 +313,12 @@ var ErrUnknownMaster = errors.New("sentinel: no sentinel monitors a master by th
 // confirmed. Attempts lists every sentinel asked and why it was skipped.
 type DiscoveryError struct {
 	MasterName string
-	Attempts   []SentinelAttempt
-	Cause      error // the context's error when the deadline ended the search
+	// Primary is the standalone primary's address (Config.Primary) when
+	// the client serves one: it did not answer ROLE as a master (its one
+	// attempt says why); "" for a Sentinel deployment.
+	Primary  string
+	Attempts []SentinelAttempt
+	Cause    error // the context's error when the deadline ended the search
 	// Monitored, when every sentinel answered that it does not monitor
 	// MasterName, lists the names they do monitor.
 	Monitored []string
@@ -372,6 +376,23 @@ func skipReason(err error) SkipReason {
 
 func (e *DiscoveryError) Error() string {
 	var b strings.Builder
+	if e.Primary != "" {
+		for _, a := range e.Attempts {
+			var rme *RoleMismatchError
+			if errors.As(a.Err, &rme) {
+				return fmt.Sprintf("sentinel: the standalone primary %s answers ROLE as a %s, not a master: writes are refused, nothing was sent (point Config.Primary, or the URL, at the primary)", e.Primary, rme.Role)
+			}
+		}
+		fmt.Fprintf(&b, "sentinel: the standalone primary %s does not answer as a master", e.Primary)
+		if e.Cause != nil {
+			fmt.Fprintf(&b, " (%v)", e.Cause)
+		}
+		for _, a := range e.Attempts {
+			fmt.Fprintf(&b, ": %s", failure.BriefErr(a.Err))
+		}
+		b.WriteString("; nothing was sent")
+		return b.String()
+	}
 	if e.Monitored != nil || e.unknownEverywhere() {
 		fmt.Fprintf(&b, "sentinel: none of the %d sentinels monitors a master named %q", len(e.Attempts), e.MasterName)
 		if len(e.Monitored) > 0 {

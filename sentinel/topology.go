@@ -368,8 +368,8 @@ func (t *topology) loop() {
 	soon := time.NewTimer(time.Hour)
 	soon.Stop()
 	defer soon.Stop()
-	var pollTick <-chan time.Time // nil: polling is off
-	if t.opts.SentinelPollInterval > 0 && !t.opts.deaf {
+	var pollTick <-chan time.Time                                                // nil: polling is off
+	if t.opts.SentinelPollInterval > 0 && !t.opts.deaf && t.opts.Primary == "" { // a standalone primary has no sentinel to ask
 		poll := time.NewTicker(t.opts.SentinelPollInterval)
 		defer poll.Stop()
 		pollTick = poll.C
@@ -478,7 +478,7 @@ func (t *topology) startRefreshIfWanted() {
 			res.rep, res.err = t.discover(t.ctx, stale)
 			res.took = time.Since(began)
 			if res.err == nil {
-				res.scan = t.scanReplicas(t.ctx, res.rep.addr)
+				res.scan = t.scanReplicas(t.ctx, res.rep.addr, res.rep.connected)
 				for _, v := range res.scan.views {
 					if v.err != nil {
 						t.log.Debug("replicas unavailable", "sentinel", v.sentinel, "err", v.err)

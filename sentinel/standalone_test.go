@@ -1,0 +1,163 @@
+package sentinel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/internal/testkit/errplace"
+	"github.com/rediskit/rediskit/lab"
+)
+
+// newPrimaryClient is newTestClient for the lab's node0 as a standalone
+// primary (no Sentinel).
+func newPrimaryClient(t *testing.T, l *lab.Lab, mod func(*Config)) *Client {
+	t.Helper()
+	return newTestClientNoSentinel(t, l, func(o *Config) {
+		o.MasterName, o.SentinelAddrs = "", nil
+		o.Primary = l.Node(0).Addr()
+		if mod != nil {
+			mod(o)
+		}
+	})
+}
+
+func newTestClientNoSentinel(t *testing.T, l *lab.Lab, mod func(*Config)) *Client {
+	t.Helper()
+	c, _ := newTestClient(t, l, mod)
+	return c
+}
+
+// TestStandalonePrimary: a primary no Sentinel manages, with two replicas
+// it lists in ROLE. The client finds them, sends replica reads to them,
+// confirms durable writes on both (and refuses one a paused replica
+// cannot confirm), and names the deployment as standalone.
+func TestStandalonePrimary(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 2})
+	c := newPrimaryClient(t, l, func(o *Config) {
+		o.ReadFrom = Replica
+		o.DurableTimeout = 300 * time.Millisecond
+	})
+	testkit.WaitFor(t, 10*time.Second, "two replicas from the primary's ROLE", func() bool { return len(c.Stats().Replicas) == 2 })
+	if s := c.String(); !strings.Contains(s, "standalone primary="+l.Node(0).Addr()) {
+		t.Errorf("String() = %s", s)
+	}
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	gets := calls(t, l.Node(1), "get") + calls(t, l.Node(2), "get")
+	testkit.WaitFor(t, 5*time.Second, "the write on the replicas", func() bool {
+		return c.Get(ctx, "k").Val() == "v"
+	})
+	if calls(t, l.Node(1), "get")+calls(t, l.Node(2), "get") == gets || calls(t, l.Node(0), "get") != 0 {
+		t.Errorf("replica reads did not go to the replicas (primary GETs %d)", calls(t, l.Node(0), "get"))
+	}
+	// Durable: both replicas confirm; a paused one cannot.
+	if err := c.Set(WithDurable(ctx, true), "d", "1", 0).Err(); err != nil {
+		t.Fatalf("a durable write with both replicas up: %v", err)
+	}
+	if err := l.Node(2).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Set(WithDurable(ctx, true), "d", "2", 0).Err()
+	_ = l.Node(2).Resume()
+	var nde *NotDurableError
+	if !errors.As(err, &nde) || nde.Required != 2 {
+		t.Errorf("a durable write with a replica paused: %v; want a NotDurableError of 2", err)
+	}
+
+	// Configured replicas instead of ROLE's: only node1.
+	c1 := newPrimaryClient(t, l, func(o *Config) { o.Replicas = []string{l.Node(1).Addr()}; o.ReadFrom = Replica })
+	testkit.WaitFor(t, 10*time.Second, "the configured replica", func() bool {
+		r := c1.Stats().Replicas
+		return len(r) == 1 && r[0] == l.Node(1).Addr()
+	})
+
+	// A replica given as the primary: no master, said so; no write sent.
+	cr := newTestClientNoSentinel(t, l, func(o *Config) {
+		o.MasterName, o.SentinelAddrs, o.Primary = "", nil, l.Node(1).Addr()
+		o.DiscoveryTimeout = 500 * time.Millisecond
+	})
+	sets := calls(t, l.Node(1), "set")
+	err = cr.Set(ctx, "x", "1", 0).Err()
+	var de *DiscoveryError
+	if !errors.As(err, &de) || de.Primary != l.Node(1).Addr() || !strings.Contains(err.Error(), "standalone primary") {
+		t.Errorf("a write through a replica given as the primary: %v", err)
+	}
+	if calls(t, l.Node(1), "set") != sets {
+		t.Error("a write was sent to the replica")
+	}
+}
+
+// TestStandaloneRestart: the primary killed and restarted (AOF, fsync
+// always) under writers of unique ids, through rediskit and go-redis's
+// default client side by side: rediskit writes no id twice and every
+// error it returns is typed; go-redis's retries are counted, for the log.
+func TestStandaloneRestart(t *testing.T) {
+	ctx := testkit.Context(t, 90*time.Second)
+	l := lab.New(t, lab.Config{ExtraConfig: []string{"appendonly yes", "appendfsync always"}})
+	c := newPrimaryClient(t, l, func(o *Config) { o.FailoverHold = 10 * time.Second })
+	plain := redis.NewClient(&redis.Options{Addr: l.Node(0).Addr()})
+	defer plain.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tally := errplace.NewTally(typedOutcome)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var plainErrs atomic.Int64
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				id := fmt.Sprintf("%d:%d", g, i)
+				tally.Add("RPUSH", c.RPush(wctx, "ids", id).Err())
+				if plain.RPush(wctx, "plain", id).Err() != nil {
+					plainErrs.Add(1)
+				}
+				cancel()
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := l.Node(0).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := l.Node(0).Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	stop.Store(true)
+	wg.Wait()
+	dups := func(list string) int {
+		ids, err := l.Node(0).Do(ctx, "LRANGE", list, 0, -1).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen, n := map[string]bool{}, 0
+		for _, id := range ids {
+			if seen[id] {
+				n++
+			}
+			seen[id] = true
+		}
+		return n
+	}
+	ours, theirs := dups("ids"), dups("plain")
+	t.Logf("ids written twice: rediskit %d, go-redis NewClient %d (its errors: %d); rediskit's errors: %s", ours, theirs, plainErrs.Load(), tally.Line())
+	if ours != 0 {
+		t.Errorf("rediskit wrote %d ids twice", ours)
+	}
+	tally.Check(t)
+}
