@@ -666,6 +666,19 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
 	notExecuted := c.provablyNotExecuted(cmd, cmds, err)
+	if c.opts.Primary != "" && notExecuted && !c.opts.StrictWrites {
+		// A standalone primary is not replaced: a write it refused
+		// unsent waits for it to answer again (a restart), within
+		// FailoverHold and ctx, and is sent once more.
+		if back := c.awaitPrimary(ctx, snap); back != nil {
+			c.stats.writesRerun.Add(1)
+			c.emit(Event{Kind: EventWriteRerun, Master: back.master.addr, OldMaster: snap.master.addr, Err: err})
+			routing.SetErrs(cmd, cmds, nil)
+			err = c.writeOn(ctx, back, cmd, cmds, durable)
+			return c.nodeError(back, back.master, true, cmd, cmds, err)
+		}
+		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
+	}
 	next, rerr := c.resolveAfter(ctx, snap)
 	if rerr == nil && next.held() {
 		next, rerr = c.writableSnapshot(ctx)
@@ -693,6 +706,33 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	c.emit(Event{Kind: EventWriteRefused, Master: mce.NewMaster, OldMaster: mce.OldMaster, Sentinel: mce.Sentinel, Err: mce})
 	routing.SetErrs(cmd, cmds, mce)
 	return mce
+}
+
+// awaitPrimary waits, within FailoverHold and ctx, for a refresh to find
+// the standalone primary answering as a master again, and returns the
+// snapshot to write on then (nil: it did not come back in time).
+func (c *Client) awaitPrimary(ctx context.Context, snap *snapshot) *snapshot {
+	deadline := time.Now().Add(c.opts.FailoverHold)
+	for time.Now().Before(deadline) {
+		next, err := c.resolveAfter(ctx, snap)
+		if err != nil {
+			return nil
+		}
+		if c.topo.lastFailure.Load() == nil && next.master != nil {
+			return next
+		}
+		snap = next
+		// A refresh that failed at once (the primary refuses
+		// connections) is asked again after a pause, not in a spin.
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return nil
+		case <-c.ctx.Done():
+			return nil
+		}
+	}
+	return nil
 }
 
 // writeOn runs writing work on the snapshot's master, and with durable
