@@ -26,7 +26,7 @@ import (
 
 var (
 	// ErrNotDurable matches a *NotDurableError.
-	ErrNotDurable = errors.New("cluster: write not confirmed durable")
+	ErrNotDurable error = routing.NewTransient("cluster: write not confirmed durable", time.Second, true)
 	// ErrAOFUnavailable is wrapped by the *NotDurableError of an
 	// Options.DurableAOF write refused unsent because its master cannot
 	// confirm an AOF fsync: it has no WAITAOF (before 7.2) or runs

@@ -7,7 +7,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -84,7 +83,7 @@ func (o *Options) checkReadFrom() error {
 }
 
 // ErrNoReplica matches a *NoReplicaError.
-var ErrNoReplica = errors.New("cluster: no replica may serve the read (ReadFrom is replica only)")
+var ErrNoReplica error = routing.NewTransient("cluster: no replica may serve the read (ReadFrom is replica only)", time.Second, false)
 
 // NoReplicaError reports that a read under ReadFrom Replica found no
 // replica of its slot's shard that may serve it, and why for each replica

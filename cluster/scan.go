@@ -37,7 +37,7 @@ import (
 // master, for SCAN on the first master.
 
 // ErrCursorLost matches a *CursorError.
-var ErrCursorLost = fmt.Errorf("cluster: the node that issued the SCAN cursor no longer serves the iteration; restart it from cursor 0")
+var ErrCursorLost error = routing.NewTransient("cluster: the node that issued the SCAN cursor no longer serves the iteration; restart it from cursor 0", 0, false)
 
 // CursorError reports a SCAN-family call whose cursor cannot be
 // continued: a cursor is valid only on the node that issued it (Node), and

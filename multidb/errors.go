@@ -17,15 +17,15 @@ var (
 	// ErrTemporarilyUnavailable matches an *UnavailableError returned while
 	// no database is healthy and the client is still within its failover
 	// attempts: the call was not sent; try again shortly.
-	ErrTemporarilyUnavailable = errors.New("multidb: no healthy database at the moment")
+	ErrTemporarilyUnavailable error = routing.NewTransient("multidb: no healthy database at the moment", time.Second, false)
 	// ErrNoHealthyDatabase matches an *UnavailableError returned once the
 	// failover attempts are used up: the call was not sent. The client
 	// still checks every database and resumes when one recovers.
-	ErrNoHealthyDatabase = errors.New("multidb: no healthy database")
+	ErrNoHealthyDatabase error = routing.NewTransient("multidb: no healthy database", time.Second, false)
 	// ErrDatabaseChanged matches a *DatabaseChangedError.
-	ErrDatabaseChanged = errors.New("multidb: active database changed")
+	ErrDatabaseChanged error = routing.NewTransient("multidb: active database changed", time.Second, true)
 	// ErrUnhealthy matches an *UnhealthyError (SetActive refused).
-	ErrUnhealthy = errors.New("multidb: database failed its health check")
+	ErrUnhealthy error = routing.NewTransient("multidb: database failed its health check", time.Second, false)
 	// ErrProbePanicked matches the error of a probe that panicked: the
 	// probe failed (see Probe).
 	ErrProbePanicked = errors.New("multidb: the health probe panicked")

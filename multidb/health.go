@@ -77,7 +77,7 @@ func WriteProbe(keyPrefix string) (Probe, error) {
 
 // ErrReplicationLag is what ReplicationProbe fails with when a replica's
 // link to its master is down or older than allowed.
-var ErrReplicationLag = errors.New("multidb: replica lags its master")
+var ErrReplicationLag error = routing.NewTransient("multidb: replica lags its master", time.Second, false)
 
 // ReplicationProbe passes on a master, and on a replica whose link to its
 // master is up and heard from within maxLag (INFO replication:

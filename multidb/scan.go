@@ -2,7 +2,6 @@ package multidb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +21,7 @@ import (
 // cursor the client did not hand out runs on the active database.
 
 // ErrCursorLost matches a *CursorError.
-var ErrCursorLost = errors.New("multidb: the database that issued the SCAN cursor is no longer active; restart the iteration from cursor 0")
+var ErrCursorLost error = routing.NewTransient("multidb: the database that issued the SCAN cursor is no longer active; restart the iteration from cursor 0", 0, false)
 
 // CursorError reports a SCAN-family call whose cursor cannot be continued:
 // it came from Database, which is no longer the active one. Nothing was

@@ -21,22 +21,22 @@ var (
 	// ErrNoReplica matches a *NoReplicaError: under ReadFrom Replica, no
 	// replica may serve the read. ReplicaPreferred and Nearest read from
 	// the master instead.
-	ErrNoReplica = errors.New("sentinel: no replica may serve the read (ReadFrom is replica only)")
+	ErrNoReplica error = routing.NewTransient("sentinel: no replica may serve the read (ReadFrom is replica only)", DefaultRetryAfter, false)
 
 	// ErrFailoverInProgress is returned for a write held during a failover
 	// (the old master is about to be demoted) when the new master was not
 	// confirmed within Config.FailoverHold or the caller's context. The
 	// write was not sent: re-running it is safe.
-	ErrFailoverInProgress = errors.New("sentinel: failover in progress; the write was not sent")
+	ErrFailoverInProgress error = routing.NewTransient("sentinel: failover in progress; the write was not sent", DefaultRetryAfter, false)
 
 	// ErrFailoverNotConfirmed is matched by the Err of an
 	// EventFailoverHoldEnded when writes stopped being held without a new
 	// master: the failover was aborted, the candidate did not become
 	// master within FailoverHold, or no sentinel named it.
-	ErrFailoverNotConfirmed = errors.New("sentinel: failover hold ended without a new master")
+	ErrFailoverNotConfirmed error = routing.NewTransient("sentinel: failover hold ended without a new master", DefaultRetryAfter, false)
 
 	// ErrNotDurable matches a *NotDurableError.
-	ErrNotDurable = errors.New("sentinel: write not confirmed durable")
+	ErrNotDurable error = routing.NewTransient("sentinel: write not confirmed durable", DefaultRetryAfter, true)
 
 	// ErrAOFUnavailable is wrapped by the *NotDurableError of a
 	// Config.DurableAOF write refused unsent because the master cannot
@@ -45,7 +45,7 @@ var (
 	ErrAOFUnavailable = errors.New("sentinel: the master cannot confirm AOF fsyncs (WAITAOF)")
 
 	// ErrMasterChanged matches a *MasterChangedError.
-	ErrMasterChanged = errors.New("sentinel: master changed")
+	ErrMasterChanged error = routing.NewTransient("sentinel: master changed", DefaultRetryAfter, true)
 
 	// ErrSubscriptionMoved is matched (errors.Is) by the error a
 	// subscription's Receive returns when the client moved its

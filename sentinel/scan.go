@@ -23,7 +23,7 @@ import (
 // A cursor the client did not hand out (untagged) runs on the master.
 
 // ErrCursorLost matches a *CursorError.
-var ErrCursorLost = fmt.Errorf("sentinel: the node that issued the SCAN cursor is gone; restart the iteration from cursor 0")
+var ErrCursorLost error = routing.NewTransient("sentinel: the node that issued the SCAN cursor is gone; restart the iteration from cursor 0", 0, false)
 
 // CursorError reports a SCAN-family call (SCAN, SSCAN, HSCAN, ZSCAN) whose
 // cursor cannot be continued: a cursor is valid only on the node that

@@ -26,7 +26,10 @@ func transient(err error) guard.Transient {
 //   - guard.ErrTooManyRequests (a *guard.LimitError): 429;
 //   - guard.ErrBusy (a *guard.BusyError): 409;
 //   - a guard.Transient error (a failover, a master or database switch:
-//     see guard.Transient), however wrapped: 503;
+//     see guard.Transient), however wrapped: 503. The exported error
+//     values of sentinel, cluster and multidb that name a condition which
+//     passes (sentinel.ErrFailoverInProgress, multidb.ErrNoHealthyDatabase,
+//     ...) are Transient too, bare or wrapped;
 //   - guard.ErrUnavailable (Redis failed, a fallback is saturated): 503;
 //   - the request's own context.Canceled or context.DeadlineExceeded: 503
 //     (the client is most likely gone; the status is for the logs);

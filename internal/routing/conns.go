@@ -2,7 +2,6 @@ package routing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -17,7 +16,7 @@ import (
 // its subscriptions to another target, to which go-redis's PubSub
 // reconnects on its next call. A subscriber that sees it lost nothing it
 // must wait out: subscribing again at once is right.
-var ErrSwitched = errors.New("rediskit: the subscription moved to the new target")
+var ErrSwitched error = NewTransient("rediskit: the subscription moved to the new target", 0, false)
 
 // errSwitchedConn is what a switched connection's calls return.
 var errSwitchedConn = fmt.Errorf("%w: %w", ErrSwitched, net.ErrClosed)
