@@ -68,7 +68,9 @@ func TestUniversalFieldWithoutARuleIsRefused(t *testing.T) {
 	}
 }
 
-type streamingCreds struct{ auth.StreamingCredentialsProvider }
+type streamingCreds struct {
+	auth.StreamingCredentialsProvider
+}
 
 // Each field converts to its counterpart, or is refused with a reason.
 // Every field of redis.UniversalOptions has a case.
@@ -151,7 +153,9 @@ func TestFromUniversalOptions(t *testing.T) {
 		{"latency tolerance", []string{"RouteByLatencyTolerance"}, func(uo *redis.UniversalOptions) { uo.RouteByLatencyTolerance = time.Millisecond },
 			nil, []string{"RouteByLatencyTolerance"}},
 		{"retries off", []string{"MaxRetries", "MinRetryBackoff", "MaxRetryBackoff", "DialerRetries"},
-			func(uo *redis.UniversalOptions) { uo.MaxRetries, uo.MinRetryBackoff, uo.MaxRetryBackoff, uo.DialerRetries = -1, -1, -1, 1 },
+			func(uo *redis.UniversalOptions) {
+				uo.MaxRetries, uo.MinRetryBackoff, uo.MaxRetryBackoff, uo.DialerRetries = -1, -1, -1, 1
+			},
 			func(*testing.T, Config) bool { return true }, nil},
 		{"retries", []string{"MaxRetries", "MinRetryBackoff", "MaxRetryBackoff", "DialerRetries", "DialerRetryTimeout"},
 			func(uo *redis.UniversalOptions) {
@@ -176,7 +180,9 @@ func TestFromUniversalOptions(t *testing.T) {
 			},
 			nil, []string{"MaintNotificationsConfig"}},
 		{"no-ops", []string{"UnstableResp3", "DisableIdentity", "DisableIndentity"},
-			func(uo *redis.UniversalOptions) { uo.UnstableResp3, uo.DisableIdentity, uo.DisableIndentity = true, true, true }, //nolint:staticcheck // the deprecated spelling is a field to convert
+			func(uo *redis.UniversalOptions) {
+				uo.UnstableResp3, uo.DisableIdentity, uo.DisableIndentity = true, true, true
+			}, //nolint:staticcheck // the deprecated spelling is a field to convert
 			func(*testing.T, Config) bool { return true }, nil},
 		{"client-side cache", []string{"ClientSideCacheConfig", "ClientSideCache", "ClientSideCacheStrategy",
 			"ClientSideCacheRefreshOnInvalidate", "ClientSideCacheCoalesceMisses", "ClientSideCacheInvalidationBatchWindow"},
