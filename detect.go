@@ -43,7 +43,11 @@ func detect(ctx context.Context, u *redisurl.Config, cfg *Config) (probe, error)
 		o.Username, o.Password = cfg.Username, cfg.Password
 	}
 	o.DB = 0 // a cluster node refuses SELECT of another database
-	o.PoolSize, o.MaxIdleConns, o.MinIdleConns = 1, 0, 0
+	// One connection is used; a pool of two keeps go-redis from starting
+	// its redial goroutine (ConnPool.tryDial, which outlives Close by up
+	// to a second) when the only dial fails: it starts one once as many
+	// dials have failed as the pool holds.
+	o.PoolSize, o.MaxIdleConns, o.MinIdleConns = 2, 0, 0
 	o.DialTimeout = cfg.DetectTimeout
 	o.ReadTimeout, o.WriteTimeout = cfg.DetectTimeout, cfg.DetectTimeout
 	rc := redis.NewClient(respguard.Guard(o))
