@@ -116,49 +116,65 @@ func NewClient(cfg Config) (Client, error) {
 	return newFromConfig(u, &cfg)
 }
 
-// newFromConfig chooses the kind of one URL's client and makes it.
+// plan is what newFromConfig does with one URL: the kind it makes, why,
+// and whether the one probe runs first (to decide between standalone and
+// cluster, or to check that a cluster seed is one).
+type plan struct {
+	kind  Kind
+	why   string
+	probe bool
+}
+
+// choose decides the plan of a URL from the URL and the Config alone,
+// without dialling: a pure function (table-tested and fuzzed).
+func choose(u *redisurl.Config, cfg *Config) (plan, error) {
+	if cfg.TLSConfig != nil && !u.TLS {
+		return plan{}, configError("TLSConfig", fmt.Sprintf("is set, but %s does not ask for TLS: write rediss:// (rediss+sentinel://, rediss+cluster://), or leave TLSConfig nil", u.Redacted()))
+	}
+	p := plan{kind: urlKind(u), why: "from the URL"}
+	switch {
+	case cfg.Kind == KindAuto:
+	case cfg.Kind == p.kind:
+		p.why = "Config.Kind"
+	case cfg.Kind == KindCluster && u.Kind == redisurl.Standalone:
+		p.kind, p.why = KindCluster, "Config.Kind" // a cluster of one seed, written redis://
+	default:
+		reason := "write the URL of the kind Config.Kind asks for, or leave Kind zero (KindAuto) to follow the URL"
+		if cfg.Kind == KindCluster && u.Kind == redisurl.Unix {
+			reason = "a cluster is reached over TCP: give its seeds as redis+cluster://host1,host2"
+		}
+		return plan{}, &KindError{URL: u.Redacted(), Want: cfg.Kind, Got: p.kind, Reason: reason}
+	}
+	// One probe of a single TCP seed whose kind is open (redis://, Kind
+	// not forced) or must be checked (a cluster of one seed).
+	oneSeed := u.Kind == redisurl.Standalone || (u.Kind == redisurl.Cluster && len(u.Addrs) == 1)
+	p.probe = oneSeed && !cfg.NoClusterDetection && cfg.Kind != KindStandalone
+	return p, nil
+}
+
+// newFromConfig makes the client of one URL, as choose plans it.
 func newFromConfig(u *redisurl.Config, cfg *Config) (*client, error) {
-	if err := checkTLS(u, cfg); err != nil {
+	p, err := choose(u, cfg)
+	if err != nil {
 		return nil, err
 	}
-	got := urlKind(u)
-	refuse := func(reason string) (*client, error) {
-		return nil, &KindError{URL: u.Redacted(), Want: cfg.Kind, Got: got, Reason: reason}
-	}
-	switch {
-	case cfg.Kind == KindAuto, cfg.Kind == got:
-	case cfg.Kind == KindCluster && u.Kind == redisurl.Standalone:
-		got = KindCluster // a cluster of one seed, written redis://
-	case cfg.Kind == KindCluster && u.Kind == redisurl.Unix:
-		return refuse("a cluster is reached over TCP: give its seeds as redis+cluster://host1,host2")
-	default:
-		return refuse("write the URL of the kind Config.Kind asks for, or leave Kind zero (KindAuto) to follow the URL")
-	}
-	why := "from the URL"
-	if cfg.Kind != KindAuto {
-		why = "Config.Kind"
-	}
-	// One probe of a single TCP seed whose kind is open (redis://) or
-	// must be checked (a cluster of one seed).
-	oneSeed := u.Kind == redisurl.Standalone || (u.Kind == redisurl.Cluster && len(u.Addrs) == 1)
-	if oneSeed && !cfg.NoClusterDetection && !(got == KindStandalone && cfg.Kind == KindStandalone) {
-		p, err := detect(context.Background(), u, cfg)
+	if p.probe {
+		found, err := detect(context.Background(), u, cfg)
 		if err != nil {
 			return nil, err
 		}
 		switch {
-		case p.cluster && got == KindStandalone:
-			got, why = KindCluster, "detected: the server answered CLUSTER INFO"
-		case !p.cluster && got == KindCluster:
+		case found.cluster && p.kind == KindStandalone:
+			p.kind, p.why = KindCluster, "detected: the server answered CLUSTER INFO"
+		case !found.cluster && p.kind == KindCluster:
 			return nil, &KindError{URL: u.Redacted(), Want: KindCluster, Got: KindStandalone,
-				Reason: "the seed is not a cluster node (it answered CLUSTER INFO with " + strconv.Quote(p.refusal) + "): use redis:// for a standalone server"}
-		case !p.cluster:
-			why = "detected: not a cluster node (" + p.refusal + ")"
+				Reason: "the seed is not a cluster node (it answered CLUSTER INFO with " + strconv.Quote(found.refusal) + "): use redis:// for a standalone server"}
+		case !found.cluster:
+			p.why = "detected: not a cluster node (" + found.refusal + ")"
 		}
 	}
 	var c *client
-	var err error
-	switch got {
+	switch p.kind {
 	case KindSentinel:
 		c, err = newSentinel(u, cfg)
 	case KindCluster:
@@ -169,7 +185,7 @@ func newFromConfig(u *redisurl.Config, cfg *Config) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.kind, c.why, c.url = got, why, u.Redacted()
+	c.kind, c.why, c.url = p.kind, p.why, u.Redacted()
 	return c, nil
 }
 
@@ -182,15 +198,6 @@ func urlKind(u *redisurl.Config) Kind {
 		return KindCluster
 	}
 	return KindStandalone
-}
-
-// checkTLS refuses a Config.TLSConfig with a URL that does not ask for
-// TLS, and otherwise lets it replace the URL's TLS parameters.
-func checkTLS(u *redisurl.Config, cfg *Config) error {
-	if cfg.TLSConfig != nil && !u.TLS {
-		return configError("TLSConfig", fmt.Sprintf("is set, but %s does not ask for TLS: write rediss:// (rediss+sentinel://, rediss+cluster://), or leave TLSConfig nil", u.Redacted()))
-	}
-	return nil
 }
 
 // withCredentials gives u the Config's credentials when it has none.
@@ -265,14 +272,14 @@ func newMultiDB(cfg Config) (c *client, err error) {
 		}
 	}()
 	mc := multidb.Config{AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger}
-	one := cfg
-	one.Databases = nil
+	one := cfg // each database's own client: its URL decides its kind
+	one.Databases, one.Kind = nil, KindAuto
 	for i, d := range cfg.Databases {
 		u, err := redisurl.Parse(d.URL)
 		if err != nil {
 			return nil, fmt.Errorf("rediskit: Config.Databases[%d]: %w", i, err)
 		}
-		if err := checkTLS(u, &one); err != nil {
+		if _, err := choose(u, &one); err != nil {
 			return nil, err
 		}
 		db := multidb.Database{Name: d.Name, Weight: d.Weight}
