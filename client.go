@@ -220,12 +220,13 @@ func withCredentials(u *redisurl.Config, cfg *Config) *redisurl.Config {
 
 // sentinelConfig maps the common settings onto a sentinel.Config (the
 // URL's are applied by the sentinel package).
-func sentinelConfig(cfg *Config) sentinel.Config {
+func sentinelConfig(cfg *Config, kind Kind) sentinel.Config {
 	return sentinel.Config{
 		TLSConfig: cfg.TLSConfig, SentinelTLSConfig: cfg.TLSConfig,
 		PoolSize: cfg.PoolSize,
 		Durable:  cfg.Durable, DurableAOF: cfg.DurableAOF, DurableTimeout: cfg.DurableTimeout,
 		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger,
+		Observer: sentinelObserver(cfg.Observer, kind),
 	}
 }
 
@@ -237,7 +238,7 @@ func newSentinel(u *redisurl.Config, cfg *Config) (*client, error) {
 		// asks for none.
 		u.TLS, u.CAFile, u.CertFile, u.KeyFile, u.ServerName, u.InsecureSkipVerify = false, "", "", "", "", false
 	}
-	sc, err := sentinel.NewClientFromURL(u.URL(), sentinelConfig(cfg))
+	sc, err := sentinel.NewClientFromURL(u.URL(), sentinelConfig(cfg, KindSentinel))
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +251,7 @@ func newCluster(u *redisurl.Config, cfg *Config) (*client, error) {
 		TLSConfig: cfg.TLSConfig, PoolSize: cfg.PoolSize,
 		Durable: cfg.Durable, DurableAOF: cfg.DurableAOF, DurableTimeout: cfg.DurableTimeout,
 		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger,
+		Observer: clusterObserver(cfg.Observer),
 	})
 	if err != nil {
 		return nil, err
@@ -271,7 +273,8 @@ func newMultiDB(cfg Config) (c *client, err error) {
 			}
 		}
 	}()
-	mc := multidb.Config{AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger}
+	mc := multidb.Config{AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger,
+		Observer: multidbObserver(cfg.Observer)}
 	one := cfg // each database's own client: its URL decides its kind
 	one.Databases, one.Kind = nil, KindAuto
 	for i, d := range cfg.Databases {

@@ -97,12 +97,19 @@ func TestSentinelURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	bare.Username, bare.Password, bare.CAFile = "", "", ""
+	events := make(chan Event, 64)
+	observe := func(e Event) {
+		select {
+		case events <- e:
+		default:
+		}
+	}
 	for _, tt := range []struct {
 		name string
 		url  string
 		cfg  Config
 	}{
-		{"URL with everything", l.URL(), Config{Durable: true}},
+		{"URL with everything", l.URL(), Config{Durable: true, Observer: observe}},
 		{"credentials and TLS in the Config", bare.URL(), Config{Durable: true, Username: "app", Password: secret, TLSConfig: l.TLSConfig()}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,6 +124,26 @@ func TestSentinelURLs(t *testing.T) {
 			typed := st.Typed.(sentinel.Stats)
 			if len(st.Masters) != 1 || len(typed.DurableReplicas) != 1 || st.WritesNotDurable != 0 {
 				t.Fatalf("Stats %+v: want one master and the durable write confirmed by one replica", st)
+			}
+			if tt.cfg.Observer == nil {
+				return
+			}
+			// The Observer sees the typed client's events: the replica
+			// found at start.
+			wait, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			for {
+				select {
+				case e := <-events:
+					if _, ok := e.Typed.(sentinel.Event); !ok || e.Topology != KindSentinel || e.String() == "" {
+						t.Fatalf("event %+v", e)
+					}
+					if e.Kind == sentinel.EventReplicasChanged.String() {
+						return
+					}
+				case <-wait.Done():
+					t.Fatal("no replicas-changed event")
+				}
 			}
 		})
 	}

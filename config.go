@@ -43,9 +43,8 @@ const DefaultDetectTimeout = 2 * time.Second
 // for every default: those of the typed package the URL leads to
 // (sentinel, cluster, multidb), which its documentation lists. Settings
 // one topology alone has (a Sentinel's FailoverHold, a cluster's
-// WriteHoldTimeout, a multidb's health policy, an Observer of the
-// package's events) are in the typed packages: use their constructors for
-// them.
+// WriteHoldTimeout, a multidb's health policy) are in the typed
+// packages: use their constructors for them.
 //
 // Where the URL and the Config both say something, the URL wins
 // (credentials, timeouts, TLS parameters, database, client name); the
@@ -119,6 +118,10 @@ type Config struct {
 	// ReplyLimits bound the replies of the caller's commands.
 	ReplyLimits ReplyLimits
 
+	// Observer, when set, receives the typed client's events (Event), in
+	// order, from a goroutine the client owns; it must not block for long
+	// (a slow Observer misses events: see internal/eventq).
+	Observer func(Event)
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger
 }
