@@ -47,7 +47,8 @@
 //
 // Config holds the settings every topology has (credentials and TLS when
 // the URL carries none, timeouts, pool size, ReadFrom, durable writes,
-// auto-pipelining, reply limits, the Logger), each mapped onto the typed
+// auto-pipelining, reply limits, an Observer of the typed client's events,
+// the Logger), each mapped onto the typed
 // package's configuration; the URL's own settings win over the Config's.
 // Every zero field means the typed package's default. FromUniversalOptions
 // converts go-redis's redis.UniversalOptions, field by field, and refuses
