@@ -173,21 +173,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Password == "" && c.Username != "" {
 		return c, configError("Username", "needs a Password")
 	}
-	if len(c.Databases) > 0 {
-		if c.ReadFrom != "" && c.ReadFrom != Master {
-			return c, configError("ReadFrom", "is not master: a multidb client reads from its active database (give each database's URL its own readFrom)")
-		}
-		if c.Durable || c.DurableAOF {
-			return c, configError("Durable", "is set: a multidb client has no durable writes (give each database a sentinel or cluster URL and use those packages' Durable)")
-		}
-		for i, d := range c.Databases {
-			if d.URL == "" {
-				return c, &ConfigError{Package: "rediskit", Struct: "Config", Field: fmt.Sprintf("Databases[%d].URL", i), Problem: "is required"}
-			}
-			if d.Weight < 0 || math.IsNaN(d.Weight) || math.IsInf(d.Weight, 0) {
-				return c, &ConfigError{Package: "rediskit", Struct: "Config", Field: fmt.Sprintf("Databases[%d].Weight", i), Problem: "must be a finite number, not negative"}
-			}
-		}
+	if err := c.checkDatabases(); err != nil {
+		return c, err
 	}
 	if c.DetectTimeout == 0 {
 		c.DetectTimeout = DefaultDetectTimeout
@@ -196,4 +183,26 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
+}
+
+// checkDatabases checks the settings of a multidb Config.
+func (c Config) checkDatabases() error {
+	if len(c.Databases) == 0 {
+		return nil
+	}
+	if c.ReadFrom != "" && c.ReadFrom != Master {
+		return configError("ReadFrom", "is not master: a multidb client reads from its active database (give each database's URL its own readFrom)")
+	}
+	if c.Durable || c.DurableAOF {
+		return configError("Durable", "is set: a multidb client has no durable writes (its databases are independent deployments); leave Durable and DurableAOF false")
+	}
+	for i, d := range c.Databases {
+		if d.URL == "" {
+			return &ConfigError{Package: "rediskit", Struct: "Config", Field: fmt.Sprintf("Databases[%d].URL", i), Problem: "is required"}
+		}
+		if d.Weight < 0 || math.IsNaN(d.Weight) || math.IsInf(d.Weight, 0) {
+			return &ConfigError{Package: "rediskit", Struct: "Config", Field: fmt.Sprintf("Databases[%d].Weight", i), Problem: "must be a finite number, not negative"}
+		}
+	}
+	return nil
 }
