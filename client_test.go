@@ -29,10 +29,12 @@ const secret = "s3cret-Pa55"
 // checks the kind chosen and that no password shows in String or Stats.
 func open(t *testing.T, rawURL string, cfg Config, want Kind) Client {
 	t.Helper()
+	start := time.Now()
 	c, err := NewClientFromURL(rawURL, cfg)
 	if err != nil {
 		t.Fatalf("NewClientFromURL(%s): %v", redactedURL(rawURL), err)
 	}
+	t.Logf("NewClient: %v (%s)", time.Since(start), c)
 	t.Cleanup(func() { _ = c.Close() })
 	if c.Kind() != want || c.Stats().Kind != want {
 		t.Fatalf("%s: Kind %v (Stats %v), want %v", c, c.Kind(), c.Stats().Kind, want)
