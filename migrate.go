@@ -1,0 +1,326 @@
+package rediskit
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/rediskit/rediskit/redisurl"
+)
+
+// Coming from go-redis's NewUniversalClient. FromUniversalOptions turns
+// its options into a Config. Every field of redis.UniversalOptions has a
+// rule in universalRules: mapped to its counterpart, or its value refused
+// with the reason, because the Config has no such setting (the typed
+// packages have more: sentinel.FromFailoverOptions converts
+// redis.FailoverOptions field by field) or rediskit does not do what it
+// asks (retries, above all). A zero value always converts, to rediskit's
+// default. A field go-redis adds later, which no rule knows, is refused
+// whenever it is set, and the test of the rules fails until one is
+// written.
+
+// UniversalOptionsError is the error of FromUniversalOptions when some
+// fields cannot be converted: each one, in the order of
+// redis.UniversalOptions, and why.
+type UniversalOptionsError struct {
+	Refused []RefusedOption
+}
+
+// RefusedOption is one redis.UniversalOptions field FromUniversalOptions
+// refused.
+type RefusedOption struct {
+	// Field is the field's name in redis.UniversalOptions.
+	Field string
+	// Value is the value refused: a number, a boolean or a duration as
+	// written in Go, or "set" for anything else (never quoted: it could
+	// be a secret).
+	Value string
+	// Reason says why, and what to do instead.
+	Reason string
+}
+
+func (e *UniversalOptionsError) Error() string {
+	var b strings.Builder
+	if len(e.Refused) == 1 {
+		b.WriteString("rediskit: a redis.UniversalOptions field has no counterpart: ")
+	} else {
+		fmt.Fprintf(&b, "rediskit: %d redis.UniversalOptions fields have no counterpart: ", len(e.Refused))
+	}
+	for i, r := range e.Refused {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s): %s", r.Field, r.Value, r.Reason)
+	}
+	return b.String()
+}
+
+// FromUniversalOptions converts go-redis's options for NewUniversalClient
+// into a Config, field by field (the README's table). It chooses the kind
+// as NewUniversalClient does: MasterName set, a Sentinel client (Addrs
+// are the sentinels); IsClusterMode or several Addrs, a cluster; else one
+// server (Addrs[0], default 127.0.0.1:6379), which NewClient probes as it
+// probes any redis:// URL (set Kind to KindStandalone on the result to
+// keep go-redis's choice without the probe). Config.URL is written with
+// the sentinels' credentials; the data nodes' are in Config.Username and
+// Password. A field whose value the Config cannot honour is refused: the
+// error is a *UniversalOptionsError listing every such field and why,
+// and the Config is zero.
+func FromUniversalOptions(uo *redis.UniversalOptions) (Config, error) {
+	if uo == nil {
+		return Config{}, fmt.Errorf("rediskit: FromUniversalOptions(nil)")
+	}
+	return convertUniversal(uo, universalRules)
+}
+
+// conversion is what the rules build: the Config and its URL.
+type conversion struct {
+	cfg Config
+	url redisurl.Config
+}
+
+type universalRule func(uo *redis.UniversalOptions, c *conversion) (refused string)
+
+func convertUniversal(uo *redis.UniversalOptions, rules map[string]universalRule) (Config, error) {
+	var c conversion
+	var refused []RefusedOption
+	v := reflect.ValueOf(uo).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		rule, ok := rules[f.Name]
+		var reason string
+		switch {
+		case ok:
+			reason = rule(uo, &c)
+		case !v.Field(i).IsZero():
+			reason = "this version of rediskit does not know the field (a later go-redis added it), so it cannot tell what converting it would change; leave it unset"
+		}
+		if reason != "" {
+			refused = append(refused, RefusedOption{Field: f.Name, Value: shownValue(v.Field(i)), Reason: reason})
+		}
+	}
+	if len(refused) > 0 {
+		return Config{}, &UniversalOptionsError{Refused: refused}
+	}
+	c.cfg.URL = c.url.URL()
+	return c.cfg, nil
+}
+
+// shownValue is a refused value as an error may show it: numbers,
+// booleans and durations; "set" for anything else.
+func shownValue(v reflect.Value) string {
+	if d, ok := v.Interface().(time.Duration); ok {
+		return d.String()
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(v.Uint(), 10)
+	}
+	return "set"
+}
+
+// Reasons shared by several rules.
+const (
+	reasonRetries = "rediskit alone decides what is re-run: a read once, a write only when it provably did not run " +
+		"(go-redis re-sends a write that timed out, which can then run twice); leave it 0 or set -1"
+	reasonDialRetries = "rediskit dials once, and a failed dial starts a re-resolution instead of more attempts at the same address; leave it unset"
+	reasonUnbounded   = "rediskit bounds every dial, read and write; leave it 0 for the default or give a positive bound"
+	reasonTyped       = "rediskit.Config has only the settings common to every topology: make the client with the typed package " +
+		"(sentinel.FromFailoverOptions converts this field; cluster.Options, multidb.Config), or leave it unset"
+	reasonCache = "rediskit has no client-side cache in this release; leave it unset"
+)
+
+// typedOnly refuses a field when it is set.
+func typedOnly(field func(uo *redis.UniversalOptions) bool) universalRule {
+	return func(uo *redis.UniversalOptions, _ *conversion) string {
+		if field(uo) {
+			return reasonTyped
+		}
+		return ""
+	}
+}
+
+// refusedWith refuses a field with reason when it is set.
+func refusedWith(reason string, field func(uo *redis.UniversalOptions) bool) universalRule {
+	return func(uo *redis.UniversalOptions, _ *conversion) string {
+		if field(uo) {
+			return reason
+		}
+		return ""
+	}
+}
+
+// universalRules has a rule for every field of redis.UniversalOptions
+// (go-redis v9.23); TestUniversalRulesCoverEveryField checks it.
+var universalRules = map[string]universalRule{
+	// Addrs, MasterName and IsClusterMode choose the kind, as
+	// NewUniversalClient does.
+	"Addrs": func(uo *redis.UniversalOptions, c *conversion) string {
+		addrs := slices.Clone(uo.Addrs)
+		switch {
+		case uo.MasterName != "":
+			if len(addrs) == 0 {
+				addrs = []string{"127.0.0.1:26379"}
+			}
+			c.url.Kind, c.url.Sentinels, c.url.MasterName = redisurl.Sentinel, addrs, uo.MasterName
+		case uo.IsClusterMode || len(addrs) > 1:
+			if len(addrs) == 0 {
+				addrs = []string{"127.0.0.1:6379"}
+			}
+			c.url.Kind, c.url.Addrs = redisurl.Cluster, addrs
+			c.cfg.Kind = KindCluster
+		default:
+			if len(addrs) == 0 {
+				addrs = []string{"127.0.0.1:6379"}
+			}
+			c.url.Kind, c.url.Addr = redisurl.Standalone, addrs[0]
+		}
+		return ""
+	},
+	"MasterName":    func(*redis.UniversalOptions, *conversion) string { return "" }, // with Addrs
+	"IsClusterMode": func(*redis.UniversalOptions, *conversion) string { return "" }, // with Addrs
+	"ClientName":    func(uo *redis.UniversalOptions, c *conversion) string { c.cfg.ClientName = uo.ClientName; return "" },
+	"DB": func(uo *redis.UniversalOptions, c *conversion) string {
+		if uo.DB != 0 && uo.MasterName == "" && (uo.IsClusterMode || len(uo.Addrs) > 1) {
+			return "Redis Cluster has only database 0 (go-redis ignores DB for a cluster); leave it 0"
+		}
+		c.url.DB = uo.DB
+		return ""
+	},
+	"Username": func(uo *redis.UniversalOptions, c *conversion) string { c.cfg.Username = uo.Username; return "" },
+	"Password": func(uo *redis.UniversalOptions, c *conversion) string { c.cfg.Password = uo.Password; return "" },
+	"SentinelUsername": func(uo *redis.UniversalOptions, c *conversion) string {
+		c.url.SentinelUsername = uo.SentinelUsername
+		return ""
+	},
+	"SentinelPassword": func(uo *redis.UniversalOptions, c *conversion) string {
+		c.url.SentinelPassword = uo.SentinelPassword
+		return ""
+	},
+	"TLSConfig": func(uo *redis.UniversalOptions, c *conversion) string {
+		if uo.TLSConfig != nil {
+			if uo.Dialer != nil {
+				return "go-redis ignores TLSConfig when Dialer is set; leave it unset"
+			}
+			c.url.TLS, c.cfg.TLSConfig = true, uo.TLSConfig
+		}
+		return ""
+	},
+	"DialTimeout": func(uo *redis.UniversalOptions, c *conversion) string {
+		if uo.DialTimeout < 0 {
+			return reasonUnbounded
+		}
+		c.cfg.DialTimeout = uo.DialTimeout
+		return ""
+	},
+	"ReadTimeout": func(uo *redis.UniversalOptions, c *conversion) string {
+		if uo.ReadTimeout < 0 {
+			return reasonUnbounded
+		}
+		c.cfg.ReadTimeout = uo.ReadTimeout
+		return ""
+	},
+	"WriteTimeout": func(uo *redis.UniversalOptions, c *conversion) string {
+		if uo.WriteTimeout < 0 {
+			return reasonUnbounded
+		}
+		c.cfg.WriteTimeout = uo.WriteTimeout
+		return ""
+	},
+	// rediskit always lets the context's deadline bound socket reads and
+	// writes; false, go-redis's default, converts.
+	"ContextTimeoutEnabled": func(*redis.UniversalOptions, *conversion) string { return "" },
+	"PoolSize": func(uo *redis.UniversalOptions, c *conversion) string {
+		if uo.PoolSize < 0 {
+			return "a negative pool size has no meaning; leave it 0 for the default"
+		}
+		c.cfg.PoolSize = uo.PoolSize
+		return ""
+	},
+
+	// Where reads go (go-redis: cluster and failover-cluster clients).
+	"ReadOnly": func(uo *redis.UniversalOptions, c *conversion) string {
+		if uo.ReadOnly && !uo.RouteByLatency && !uo.RouteRandomly {
+			c.cfg.ReadFrom = ReplicaPreferred // a replica of the shard, the master when none answers
+		}
+		return ""
+	},
+	"RouteByLatency": func(uo *redis.UniversalOptions, c *conversion) string {
+		if uo.RouteByLatency {
+			c.cfg.ReadFrom = Nearest
+		}
+		return ""
+	},
+	"RouteByLatencyTolerance": typedOnly(func(uo *redis.UniversalOptions) bool { return uo.RouteByLatencyTolerance != 0 }),
+	"RouteRandomly": refusedWith("rediskit reads from the nearest node (Nearest) or a replica first (ReplicaPreferred), not at random: "+
+		"set Config.ReadFrom on the result", func(uo *redis.UniversalOptions) bool { return uo.RouteRandomly }),
+
+	"MaxRetries": refusedWith(reasonRetries, func(uo *redis.UniversalOptions) bool { return uo.MaxRetries > 0 }),
+	"MinRetryBackoff": refusedWith("rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset",
+		func(uo *redis.UniversalOptions) bool { return uo.MinRetryBackoff > 0 }),
+	"MaxRetryBackoff": refusedWith("rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset",
+		func(uo *redis.UniversalOptions) bool { return uo.MaxRetryBackoff > 0 }),
+	"DialerRetries":      refusedWith(reasonDialRetries, func(uo *redis.UniversalOptions) bool { return uo.DialerRetries > 1 }),
+	"DialerRetryTimeout": refusedWith(reasonDialRetries, func(uo *redis.UniversalOptions) bool { return uo.DialerRetryTimeout > 0 }),
+	"MaxRedirects": refusedWith("rediskit follows a cluster's redirects itself (cluster.Options.MaxRedirects, default 5); leave it unset",
+		func(uo *redis.UniversalOptions) bool { return uo.MaxRedirects != 0 }),
+	"FailingTimeoutSeconds": refusedWith("rediskit leaves a node out for as long as its checks fail, and has no such setting; leave it unset",
+		func(uo *redis.UniversalOptions) bool { return uo.FailingTimeoutSeconds != 0 }),
+	"StreamingCredentialsProvider": refusedWith("rediskit does not re-authenticate open connections: use the typed package's "+
+		"CredentialsProvider (sentinel.Config)", func(uo *redis.UniversalOptions) bool { return uo.StreamingCredentialsProvider != nil }),
+	"PushNotificationProcessor": refusedWith("rediskit's node clients come and go with the topology and handle their own push messages; leave it unset",
+		func(uo *redis.UniversalOptions) bool { return uo.PushNotificationProcessor != nil }),
+	"MaintNotificationsConfig": refusedWith("rediskit turns maintenance notifications off on its connections and follows topology changes itself; leave it unset",
+		func(uo *redis.UniversalOptions) bool {
+			return uo.MaintNotificationsConfig != nil && uo.MaintNotificationsConfig.Mode != "" && uo.MaintNotificationsConfig.Mode != maintnotifications.ModeDisabled
+		}),
+	// A no-op in go-redis v9.23 (deprecated).
+	"UnstableResp3": func(*redis.UniversalOptions, *conversion) string { return "" },
+	// rediskit never sends CLIENT SETINFO from the root Config: setting
+	// either only asks for what it does.
+	"DisableIndentity": func(*redis.UniversalOptions, *conversion) string { return "" },
+	"DisableIdentity":  func(*redis.UniversalOptions, *conversion) string { return "" },
+
+	"ClientSideCacheConfig":                  refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheConfig != nil }),
+	"ClientSideCache":                        refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCache != nil }),
+	"ClientSideCacheStrategy":                refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheStrategy != 0 }),
+	"ClientSideCacheRefreshOnInvalidate":     refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheRefreshOnInvalidate }),
+	"ClientSideCacheCoalesceMisses":          refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheCoalesceMisses }),
+	"ClientSideCacheInvalidationBatchWindow": refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheInvalidationBatchWindow != 0 }),
+
+	// The typed packages' settings.
+	"Dialer":                     typedOnly(func(uo *redis.UniversalOptions) bool { return uo.Dialer != nil }),
+	"OnConnect":                  typedOnly(func(uo *redis.UniversalOptions) bool { return uo.OnConnect != nil }),
+	"Protocol":                   typedOnly(func(uo *redis.UniversalOptions) bool { return uo.Protocol != 0 }),
+	"CredentialsProvider":        typedOnly(func(uo *redis.UniversalOptions) bool { return uo.CredentialsProvider != nil }),
+	"CredentialsProviderContext": typedOnly(func(uo *redis.UniversalOptions) bool { return uo.CredentialsProviderContext != nil }),
+	"ReadBufferSize":             typedOnly(func(uo *redis.UniversalOptions) bool { return uo.ReadBufferSize != 0 }),
+	"WriteBufferSize":            typedOnly(func(uo *redis.UniversalOptions) bool { return uo.WriteBufferSize != 0 }),
+	"PipelineReadBufferSize":     typedOnly(func(uo *redis.UniversalOptions) bool { return uo.PipelineReadBufferSize != 0 }),
+	"PipelineWriteBufferSize":    typedOnly(func(uo *redis.UniversalOptions) bool { return uo.PipelineWriteBufferSize != 0 }),
+	"PipelinePoolSize":           typedOnly(func(uo *redis.UniversalOptions) bool { return uo.PipelinePoolSize != 0 }),
+	"PoolFIFO":                   typedOnly(func(uo *redis.UniversalOptions) bool { return uo.PoolFIFO }),
+	"MaxConcurrentDials":         typedOnly(func(uo *redis.UniversalOptions) bool { return uo.MaxConcurrentDials != 0 }),
+	"PoolTimeout":                typedOnly(func(uo *redis.UniversalOptions) bool { return uo.PoolTimeout != 0 }),
+	"MinIdleConns":               typedOnly(func(uo *redis.UniversalOptions) bool { return uo.MinIdleConns != 0 }),
+	"MaxIdleConns":               typedOnly(func(uo *redis.UniversalOptions) bool { return uo.MaxIdleConns != 0 }),
+	"MaxActiveConns":             typedOnly(func(uo *redis.UniversalOptions) bool { return uo.MaxActiveConns != 0 }),
+	"ConnMaxIdleTime":            typedOnly(func(uo *redis.UniversalOptions) bool { return uo.ConnMaxIdleTime != 0 }),
+	"ConnMaxLifetime":            typedOnly(func(uo *redis.UniversalOptions) bool { return uo.ConnMaxLifetime != 0 }),
+	"ConnMaxLifetimeJitter":      typedOnly(func(uo *redis.UniversalOptions) bool { return uo.ConnMaxLifetimeJitter != 0 }),
+	"IdentitySuffix":             typedOnly(func(uo *redis.UniversalOptions) bool { return uo.IdentitySuffix != "" }),
+	"AutoPipelineOptions":        typedOnly(func(uo *redis.UniversalOptions) bool { return uo.AutoPipelineOptions != nil }),
+}
