@@ -244,6 +244,41 @@ func TestStandaloneServerURLs(t *testing.T) {
 		}
 	})
 
+	t.Run("standalone", func(t *testing.T) {
+		c, err := NewClientFromURL(tcpURL, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		sc, ok := c.Unwrap().(*sentinel.Client)
+		if c.Kind() != KindStandalone || !ok || !strings.Contains(c.String(), "standalone primary="+addr) || strings.Contains(c.String(), secret) {
+			t.Fatalf("%s: kind %v, typed %T", c, c.Kind(), c.Unwrap())
+		}
+		roundTrip(ctx, t, c, "standalone")
+		if st := c.Stats(); !slices.Equal(st.Masters, []string{addr}) || sc.Master() != addr {
+			t.Fatalf("Stats %+v: want the server as the one master", st)
+		}
+		// A guarantee of the routed client: a durable write with no
+		// replica to confirm it is refused unsent.
+		d, err := NewClientFromURL(tcpURL, Config{Durable: true, Kind: KindStandalone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		var nde *sentinel.NotDurableError
+		if err := d.Set(ctx, "durable", "1", 0).Err(); !errors.As(err, &nde) || !nde.NotSent {
+			t.Fatalf("a durable write without a replica: %v, want a *NotDurableError, not sent", err)
+		}
+		if n, err := l.Node(0).Do(ctx, "EXISTS", "durable").Int(); err != nil || n != 0 {
+			t.Fatalf("the refused durable write ran: %d, %v", n, err)
+		}
+		// A unix socket alone is refused, nothing dialled.
+		var ue *UnservedError
+		if _, err := NewClientFromURL(unixURL, Config{}); !errors.As(err, &ue) || strings.Contains(err.Error(), secret) {
+			t.Fatalf("a unix:// URL: %v, want an *UnservedError without the password", err)
+		}
+	})
+
 	t.Run("multidb", func(t *testing.T) {
 		c, err := NewClient(Config{Databases: []Database{
 			{Name: "unix", URL: unixURL, Weight: 1},

@@ -2,14 +2,12 @@ package rediskit
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"github.com/rediskit/rediskit/internal/optconv"
 
 	"github.com/rediskit/rediskit/redisurl"
 )
@@ -33,32 +31,12 @@ type UniversalOptionsError struct {
 }
 
 // RefusedOption is one redis.UniversalOptions field FromUniversalOptions
-// refused.
-type RefusedOption struct {
-	// Field is the field's name in redis.UniversalOptions.
-	Field string
-	// Value is the value refused: a number, a boolean or a duration as
-	// written in Go, or "set" for anything else (never quoted: it could
-	// be a secret).
-	Value string
-	// Reason says why, and what to do instead.
-	Reason string
-}
+// refused: its name, its value as an error may show it (never a secret),
+// and why.
+type RefusedOption = optconv.Refused
 
 func (e *UniversalOptionsError) Error() string {
-	var b strings.Builder
-	if len(e.Refused) == 1 {
-		b.WriteString("rediskit: a redis.UniversalOptions field has no counterpart: ")
-	} else {
-		fmt.Fprintf(&b, "rediskit: %d redis.UniversalOptions fields have no counterpart: ", len(e.Refused))
-	}
-	for i, r := range e.Refused {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s (%s): %s", r.Field, r.Value, r.Reason)
-	}
-	return b.String()
+	return optconv.Message("rediskit", "redis.UniversalOptions", e.Refused)
 }
 
 // FromUniversalOptions converts go-redis's options for NewUniversalClient
@@ -85,51 +63,15 @@ type conversion struct {
 	url redisurl.Config
 }
 
-type universalRule func(uo *redis.UniversalOptions, c *conversion) (refused string)
+type universalRule = optconv.Rule[redis.UniversalOptions, conversion]
 
 func convertUniversal(uo *redis.UniversalOptions, rules map[string]universalRule) (Config, error) {
 	var c conversion
-	var refused []RefusedOption
-	v := reflect.ValueOf(uo).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		rule, ok := rules[f.Name]
-		var reason string
-		switch {
-		case ok:
-			reason = rule(uo, &c)
-		case !v.Field(i).IsZero():
-			reason = "this version of rediskit does not know the field (a later go-redis added it), so it cannot tell what converting it would change; leave it unset"
-		}
-		if reason != "" {
-			refused = append(refused, RefusedOption{Field: f.Name, Value: shownValue(v.Field(i)), Reason: reason})
-		}
-	}
-	if len(refused) > 0 {
+	if refused := optconv.Convert(uo, &c, rules); len(refused) > 0 {
 		return Config{}, &UniversalOptionsError{Refused: refused}
 	}
 	c.cfg.URL = c.url.URL()
 	return c.cfg, nil
-}
-
-// shownValue is a refused value as an error may show it: numbers,
-// booleans and durations; "set" for anything else.
-func shownValue(v reflect.Value) string {
-	if d, ok := v.Interface().(time.Duration); ok {
-		return d.String()
-	}
-	switch v.Kind() {
-	case reflect.Bool:
-		return strconv.FormatBool(v.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.FormatInt(v.Int(), 10)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return strconv.FormatUint(v.Uint(), 10)
-	}
-	return "set"
 }
 
 // Reasons shared by several rules.

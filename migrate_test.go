@@ -16,35 +16,14 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/redis/go-redis/v9/push"
 
+	"github.com/rediskit/rediskit/internal/optconv"
 	"github.com/rediskit/rediskit/redisurl"
 )
-
-// universalFields are the exported fields of redis.UniversalOptions.
-func universalFields() []string {
-	var names []string
-	t := reflect.TypeFor[redis.UniversalOptions]()
-	for i := 0; i < t.NumField(); i++ {
-		if f := t.Field(i); f.IsExported() {
-			names = append(names, f.Name)
-		}
-	}
-	return names
-}
 
 // Every field of redis.UniversalOptions has a rule, mapped or refused: a
 // go-redis upgrade that adds one fails here until it is handled.
 func TestUniversalRulesCoverEveryField(t *testing.T) {
-	fields := universalFields()
-	for _, name := range fields {
-		if _, ok := universalRules[name]; !ok {
-			t.Errorf("redis.UniversalOptions.%s is neither mapped nor refused: add a rule to universalRules (migrate.go), a case to TestFromUniversalOptions and a row to the README's table", name)
-		}
-	}
-	for name := range universalRules {
-		if !slices.Contains(fields, name) {
-			t.Errorf("universalRules has a rule for %s, which redis.UniversalOptions no longer has", name)
-		}
-	}
+	optconv.CheckRules(t, universalRules, "universalRules (migrate.go)")
 }
 
 // A field without a rule is refused when set, and passes when zero.
@@ -251,7 +230,7 @@ func TestFromUniversalOptions(t *testing.T) {
 			}
 		})
 	}
-	for _, f := range universalFields() {
+	for _, f := range optconv.Fields[redis.UniversalOptions]() {
 		if !covered[f] {
 			t.Errorf("no case converts redis.UniversalOptions.%s", f)
 		}

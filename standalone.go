@@ -1,18 +1,30 @@
 package rediskit
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/rediskit/rediskit/redisurl"
+	"github.com/rediskit/rediskit/sentinel"
 )
 
-// errNoStandalone is returned for a standalone URL until package sentinel
-// serves one server without Sentinel (issue 36, item 2).
-var errNoStandalone = errors.New("rediskit: a standalone server is not served yet: use redis+sentinel:// or redis+cluster://")
-
-// newStandalone makes the client of a redis://, rediss:// or unix:// URL
-// that is not a cluster node.
+// newStandalone makes the client of a redis:// or rediss:// URL that is
+// not a cluster node: package sentinel's client with the server as its
+// standalone primary (sentinel.Config.Primary), so it routes, holds,
+// re-runs and confirms as for a Sentinel master, finding the primary's
+// replicas with ROLE. A unix:// URL is refused: the primary's replicas and
+// the client's own checks address it by host and port.
 func newStandalone(u *redisurl.Config, cfg *Config) (*client, error) {
-	_, _ = u, cfg
-	return nil, errNoStandalone
+	if u.Kind == redisurl.Unix {
+		return nil, &UnservedError{URL: u.Redacted(),
+			Reason: "a unix:// socket alone is not served yet (the standalone client addresses its primary by host:port): use redis://host:port, or the socket as one of Config.Databases"}
+	}
+	u = withCredentials(u, cfg)
+	if cfg.TLSConfig != nil {
+		u.TLS, u.CAFile, u.CertFile, u.KeyFile, u.ServerName, u.InsecureSkipVerify = false, "", "", "", "", false
+	}
+	sc, err := sentinel.NewClientFromConfig(u, sentinelConfig(cfg, KindStandalone))
+	if err != nil {
+		return nil, fmt.Errorf("rediskit: %s: %w", u.Redacted(), err)
+	}
+	return &client{typed: sc, stats: func() Stats { return sentinelStats(KindStandalone, sc.Stats()) }}, nil
 }

@@ -3,13 +3,11 @@ package sentinel
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/optconv"
 
 	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/replica"
@@ -34,32 +32,12 @@ type FailoverOptionsError struct {
 }
 
 // RefusedOption is one redis.FailoverOptions field FromFailoverOptions
-// refused.
-type RefusedOption struct {
-	// Field is the field's name in redis.FailoverOptions.
-	Field string
-	// Value is the value refused: a number, a boolean or a duration as
-	// written in Go, or "set" for a function, a pointer, an interface or
-	// text (never quoted: it could be a secret).
-	Value string
-	// Reason says why, and what to do instead.
-	Reason string
-}
+// refused: its name, its value as an error may show it (never a secret),
+// and why.
+type RefusedOption = optconv.Refused
 
 func (e *FailoverOptionsError) Error() string {
-	var b strings.Builder
-	if len(e.Refused) == 1 {
-		b.WriteString("sentinel: a redis.FailoverOptions field has no counterpart: ")
-	} else {
-		fmt.Fprintf(&b, "sentinel: %d redis.FailoverOptions fields have no counterpart: ", len(e.Refused))
-	}
-	for i, r := range e.Refused {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s (%s): %s", r.Field, r.Value, r.Reason)
-	}
-	return b.String()
+	return optconv.Message("sentinel", "redis.FailoverOptions", e.Refused)
 }
 
 // FromFailoverOptions converts go-redis's options for NewFailoverClient
@@ -108,52 +86,16 @@ func FromFailoverURL(rawURL string) (Config, error) {
 // (ReplicaOnly, RouteByLatency, RouteRandomly) give the same result in
 // any order; it returns "" when the field converted (or had nothing to
 // convert), else the reason it is refused.
-type failoverRule func(fo *redis.FailoverOptions, o *Config) (refused string)
+type failoverRule = optconv.Rule[redis.FailoverOptions, Config]
 
 // convertFailover applies rules to every exported field of fo, in order.
 // A field without a rule is refused when it is set.
 func convertFailover(fo *redis.FailoverOptions, rules map[string]failoverRule) (Config, error) {
 	var o Config
-	var refused []RefusedOption
-	v := reflect.ValueOf(fo).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		rule, ok := rules[f.Name]
-		var reason string
-		switch {
-		case ok:
-			reason = rule(fo, &o)
-		case !v.Field(i).IsZero():
-			reason = "this version of rediskit does not know the field (a later go-redis added it), so it cannot tell what converting it would change; leave it unset"
-		}
-		if reason != "" {
-			refused = append(refused, RefusedOption{Field: f.Name, Value: shownValue(v.Field(i)), Reason: reason})
-		}
-	}
-	if len(refused) > 0 {
+	if refused := optconv.Convert(fo, &o, rules); len(refused) > 0 {
 		return Config{}, &FailoverOptionsError{Refused: refused}
 	}
 	return o, nil
-}
-
-// shownValue is a refused value as an error may show it: numbers,
-// booleans and durations; "set" for anything else.
-func shownValue(v reflect.Value) string {
-	if d, ok := v.Interface().(time.Duration); ok {
-		return d.String()
-	}
-	switch v.Kind() {
-	case reflect.Bool:
-		return strconv.FormatBool(v.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.FormatInt(v.Int(), 10)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return strconv.FormatUint(v.Uint(), 10)
-	}
-	return "set"
 }
 
 // Reasons shared by several rules.
