@@ -45,6 +45,7 @@ var errValues = map[string]struct {
 	"cluster.ErrAOFUnavailable":    {cluster.ErrAOFUnavailable, http.StatusInternalServerError},
 	"cluster.ErrNoReplica":         {cluster.ErrNoReplica, http.StatusServiceUnavailable},
 	"cluster.ErrCursorLost":        {cluster.ErrCursorLost, http.StatusServiceUnavailable},
+	"cluster.ErrUnsupported":       {cluster.ErrUnsupported, http.StatusInternalServerError},
 
 	"multidb.ErrTemporarilyUnavailable": {multidb.ErrTemporarilyUnavailable, http.StatusServiceUnavailable},
 	"multidb.ErrNoHealthyDatabase":      {multidb.ErrNoHealthyDatabase, http.StatusServiceUnavailable},
