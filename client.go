@@ -247,7 +247,7 @@ func newSentinel(u *redisurl.Config, cfg *Config) (*client, error) {
 
 func newCluster(u *redisurl.Config, cfg *Config) (*client, error) {
 	u = withCredentials(u, cfg)
-	cc, err := cluster.NewClientFromConfig(u, cluster.Options{
+	cc, err := cluster.NewClientFromConfig(u, cluster.Config{
 		TLSConfig: cfg.TLSConfig, PoolSize: cfg.PoolSize,
 		Durable: cfg.Durable, DurableAOF: cfg.DurableAOF, DurableTimeout: cfg.DurableTimeout,
 		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger,

@@ -81,7 +81,7 @@ const (
 	reasonDialRetries = "rediskit dials once, and a failed dial starts a re-resolution instead of more attempts at the same address; leave it unset"
 	reasonUnbounded   = "rediskit bounds every dial, read and write; leave it 0 for the default or give a positive bound"
 	reasonTyped       = "rediskit.Config has only the settings common to every topology: make the client with the typed package " +
-		"(sentinel.FromFailoverOptions converts this field; cluster.Options, multidb.Config), or leave it unset"
+		"(sentinel.FromFailoverOptions converts this field; cluster.Config, multidb.Config), or leave it unset"
 	reasonCache = "rediskit has no client-side cache in this release; leave it unset"
 )
 
@@ -217,7 +217,7 @@ var universalRules = map[string]universalRule{
 		func(uo *redis.UniversalOptions) bool { return uo.MaxRetryBackoff > 0 }),
 	"DialerRetries":      refusedWith(reasonDialRetries, func(uo *redis.UniversalOptions) bool { return uo.DialerRetries > 1 }),
 	"DialerRetryTimeout": refusedWith(reasonDialRetries, func(uo *redis.UniversalOptions) bool { return uo.DialerRetryTimeout > 0 }),
-	"MaxRedirects": refusedWith("rediskit follows a cluster's redirects itself (cluster.Options.MaxRedirects, default 5); leave it unset",
+	"MaxRedirects": refusedWith("rediskit follows a cluster's redirects itself (cluster.Config.MaxRedirects, default 5); leave it unset",
 		func(uo *redis.UniversalOptions) bool { return uo.MaxRedirects != 0 }),
 	"FailingTimeoutSeconds": refusedWith("rediskit leaves a node out for as long as its checks fail, and has no such setting; leave it unset",
 		func(uo *redis.UniversalOptions) bool { return uo.FailingTimeoutSeconds != 0 }),

@@ -24,7 +24,7 @@ func benchClusterClients(tb testing.TB) (*Client, *redis.ClusterClient) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = l.Close() })
-	ours, err := NewClient(Options{Addrs: l.ClusterAddrs()})
+	ours, err := NewClient(Config{Addrs: l.ClusterAddrs()})
 	if err != nil {
 		tb.Fatal(err)
 	}

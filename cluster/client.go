@@ -35,7 +35,7 @@ type Client struct {
 	// made on first use.
 	autos routing.AutoFronts
 
-	opts       Options
+	opts       Config
 	nodes      *nodeSet
 	topo       *topology
 	pubsub     *pubsubRouter
@@ -86,7 +86,7 @@ type Stats struct {
 	// answered again and kept their slots.
 	MasterChanges, SlotMoves, MasterRecoveries uint64
 	// EventsDropped are the events a slow Observer missed (see
-	// Options.Observer).
+	// Config.Observer).
 	EventsDropped uint64
 	// SplitBrainHolds counts the holds of a shard's writes for a master
 	// cut off from its replicas and the majority (EventMasterIsolated).
@@ -106,7 +106,7 @@ type Stats struct {
 type NodeStats struct {
 	Addr          string
 	Reads, Writes uint64 // commands sent, pipelined or not
-	// Batched commands were auto-pipelined (Options.AutoPipeline, or an
+	// Batched commands were auto-pipelined (Config.AutoPipeline, or an
 	// auto-pipeliner's) in Batches round trips.
 	Batches, Batched uint64
 }
@@ -114,7 +114,7 @@ type NodeStats struct {
 // NewClient returns a client of the cluster the seeds in opts.Addrs
 // belong to. It returns at once; the first map is read in the background,
 // and calls made before it is wait for it (within their context).
-func NewClient(opts Options) (*Client, error) {
+func NewClient(opts Config) (*Client, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func NewClient(opts Options) (*Client, error) {
 // 0. The URL's readFrom applies when opts.ReadFrom is empty; the
 // URL's clientName applies when opts.ClientName is empty. Errors wrap
 // a *redisurl.Error (errors.As) and never show a password.
-func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
+func NewClientFromURL(rawURL string, opts Config) (*Client, error) {
 	u, err := redisurl.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -164,7 +164,7 @@ func NewClientFromURL(rawURL string, opts Options) (*Client, error) {
 // NewClientFromConfig is NewClientFromURL for a URL already parsed (and
 // perhaps given credentials from elsewhere, as the CLI does from its
 // environment). u is not modified.
-func NewClientFromConfig(u *redisurl.Config, opts Options) (*Client, error) {
+func NewClientFromConfig(u *redisurl.Config, opts Config) (*Client, error) {
 	cp := *u // u is the caller's: the standalone case below rewrites Addrs
 	u = &cp
 	var err error
@@ -521,7 +521,7 @@ func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err e
 }
 
 // send runs cmd on n, after ASKING on the same connection when asking;
-// auto-pipelined (n's Batcher) with Options.AutoPipeline or from one of
+// auto-pipelined (n's Batcher) with Config.AutoPipeline or from one of
 // the client's auto-pipeliners.
 func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, asking, write bool) error {
 	n.count(write)
@@ -999,7 +999,7 @@ func (c *Client) watchAttempts(ctx context.Context, fn func(*redis.Tx) error, sl
 // AutoPipeline returns go-redis's blocking auto-pipeliner over the client:
 // its batches are taken apart and each command routed, redirected, held
 // and judged as alone, each node's share sent in the batch's order as one
-// pipeline (see Options.AutoPipeline for ordinary calls).
+// pipeline (see Config.AutoPipeline for ordinary calls).
 func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return c.autos.AutoPipeline(nil) }
 
 // AsyncAutoPipeline is AutoPipeline's deferred face: the commands one

@@ -18,9 +18,9 @@ import (
 )
 
 // newTestClient returns a client of l, closed with the test.
-func newTestClient(t *testing.T, l *lab.Lab, mod func(*Options)) *Client {
+func newTestClient(t *testing.T, l *lab.Lab, mod func(*Config)) *Client {
 	t.Helper()
-	o := Options{Addrs: l.ClusterAddrs()[:1], Username: l.Config().Username, Password: l.Config().Password,
+	o := Config{Addrs: l.ClusterAddrs()[:1], Username: l.Config().Username, Password: l.Config().Password,
 		TLSConfig: l.TLSConfig(), ReadTimeout: time.Second, FailoverPollInterval: 50 * time.Millisecond}
 	if mod != nil {
 		mod(&o)
@@ -404,14 +404,14 @@ func TestSecretsStayOut(t *testing.T) {
 	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	wrong := newTestClient(t, l, func(o *Options) { o.Password = secret + "-wrong" })
+	wrong := newTestClient(t, l, func(o *Config) { o.Password = secret + "-wrong" })
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	err := wrong.Get(short, "k").Err()
 	if err == nil {
 		t.Fatal("a wrong password: no error")
 	}
-	uc, uerr := NewClientFromURL("redis://:"+secret+"@127.0.0.1:1?dial_timeout=soon", Options{})
+	uc, uerr := NewClientFromURL("redis://:"+secret+"@127.0.0.1:1?dial_timeout=soon", Config{})
 	if uerr == nil {
 		_ = uc.Close()
 		t.Fatal("a URL with a bad dial_timeout: no error")
@@ -452,7 +452,7 @@ func TestForEach(t *testing.T) {
 func TestCloseEndsHeldWrites(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Cluster(1, 1))
-	c, err := NewClient(Options{Addrs: l.ClusterAddrs(), ReadTimeout: time.Second, FailoverPollInterval: 50 * time.Millisecond})
+	c, err := NewClient(Config{Addrs: l.ClusterAddrs(), ReadTimeout: time.Second, FailoverPollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,14 +480,14 @@ func TestCloseEndsHeldWrites(t *testing.T) {
 	}
 }
 
-// TestAutoPipeline: with Options.AutoPipeline, concurrent commands to the
+// TestAutoPipeline: with Config.AutoPipeline, concurrent commands to the
 // three masters share round trips and each gets its own reply; through
 // AsyncAutoPipeline, one goroutine's commands run in submit order on each
 // master.
 func TestAutoPipeline(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Cluster(3, 0))
-	c := newTestClient(t, l, func(o *Options) { o.AutoPipeline = true })
+	c := newTestClient(t, l, func(o *Config) { o.AutoPipeline = true })
 	const goroutines, each = 32, 100
 	errs := make(chan error, goroutines)
 	for g := range goroutines {
@@ -720,7 +720,7 @@ func TestBlackHoledMaster(t *testing.T) {
 func TestOnNewNode(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Cluster(3, 0))
-	c := newTestClient(t, l, func(o *Options) { o.RefreshInterval = 100 * time.Millisecond })
+	c := newTestClient(t, l, func(o *Config) { o.RefreshInterval = 100 * time.Millisecond })
 	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //
 // # The slot map
 //
-// The client reads each known node's view (the seeds of Options.Addrs
+// The client reads each known node's view (the seeds of Config.Addrs
 // first) at once, in one round trip per node on a small control pool of
 // its own (so callers holding every connection do not hold up the read
 // that finds a failover; its replies bounded by internal/respguard):
@@ -42,7 +42,7 @@
 //
 // Replies are bounded on every connection, the caller's commands included
 // (pipelines, transactions, pub/sub, SCAN, replica reads), by
-// Options.ReplyLimits, with generous defaults (a 512 MiB string,
+// Config.ReplyLimits, with generous defaults (a 512 MiB string,
 // 16,777,216 elements a header, 128 levels, 1 GiB a reply): a reply over
 // a limit, such as a GET answered with "*2147483647", fails that command
 // with a *ReplyLimitError (inside its *NodeError; the command was sent, so
@@ -176,7 +176,7 @@
 //
 // # Auto-pipelining
 //
-// With Options.AutoPipeline, commands that concurrent callers send to the
+// With Config.AutoPipeline, commands that concurrent callers send to the
 // same node while a batch is on the wire share the next round trip, each
 // still routed, redirected, held and judged on its own (internal/routing's
 // Batcher, one per node, as in package sentinel). AutoPipeline and
@@ -242,10 +242,10 @@
 // # Durable writes
 //
 // Replication is asynchronous: a write a master acknowledged can be
-// missing on the replica the cluster promotes. With Options.Durable (or
+// missing on the replica the cluster promotes. With Config.Durable (or
 // WithDurable per call) a write (a command, a pipeline's part on one
 // master, a transaction, Watch's EXEC) is followed on the same connection
-// by WAIT n (and with Options.DurableAOF by WAITAOF 1 n after it), within
+// by WAIT n (and with Config.DurableAOF by WAITAOF 1 n after it), within
 // DurableTimeout: one round trip for a command or a pipeline, two for a
 // transaction. It returns nil only when n replicas confirmed it; otherwise
 // a *NotDurableError (errors.Is ErrNotDurable) saying that it executed on
@@ -322,7 +322,7 @@
 // on the master and the replicas; without them durable writes are refused
 // unsent with a *NotDurableError wrapping ErrAOFUnavailable.
 //
-// With Options.AutoPipeline (or the auto-pipeliners), the durable writes
+// With Config.AutoPipeline (or the auto-pipeliners), the durable writes
 // of one batch share one WAIT at its end, counting the most replicas any
 // of them needs (internal/routing's Batcher, as in package sentinel); each
 // gets its own verdict. What it costs: a replica round trip per write, or
@@ -330,7 +330,7 @@
 //
 // # Events and stats
 //
-// Options.Observer receives an Event for each master change (the old
+// Config.Observer receives an Event for each master change (the old
 // master no longer masters anything: a failover), each move of slots
 // between masters (a migration), a master failing and recovering, a failed
 // map read, and per call a read retried, a write re-run after a refusal
@@ -338,7 +338,7 @@
 // durable write refused or not confirmed (*NotDurableError), and each
 // split-brain hold begun and ended, with the Observer contract of
 // internal/eventq. The same are logged
-// through Options.Logger. Stats counts them, the refreshes by cause, the
+// through Config.Logger. Stats counts them, the refreshes by cause, the
 // writes held, and the commands sent to each node. OnNewNode hands the
 // node clients that carry the caller's commands to go-redis's
 // instrumentation (redisotel), as go-redis's ClusterClient does; package
@@ -355,7 +355,7 @@
 //
 // # Reading from replicas
 //
-// Options.ReadFrom (per call: WithReadFrom) says where read-only commands
+// Config.ReadFrom (per call: WithReadFrom) says where read-only commands
 // (package classify decides) run: Master (the default), Replica,
 // ReplicaPreferred or Nearest, as in package sentinel, decided per shard.
 // Writes, transactions (TxPipeline, Watch), SCAN iterations and commands
@@ -381,7 +381,7 @@
 // second), is link-down; its lag is judged from its acknowledged offset,
 // so up to a second late (MaxStaleness of a few seconds suits it). CLUSTER
 // SHARDS offsets are not used for lag: a node reports other nodes' offsets
-// from gossip, which can be node-timeout/2 old. Options.Replica configures
+// from gossip, which can be node-timeout/2 old. Config.Replica configures
 // it.
 // The prober starts at the first read that may go to a replica; until its
 // first round, Nearest and ReplicaPreferred read from the master, and
@@ -412,5 +412,5 @@
 //
 // Replica reads may be stale: a read that must see the caller's own write
 // uses WithReadFrom(ctx, Master). A redis+cluster:// URL's readFrom is
-// still refused by NewClientFromURL: set Options.ReadFrom.
+// still refused by NewClientFromURL: set Config.ReadFrom.
 package cluster

@@ -28,13 +28,13 @@ var (
 	// ErrNotDurable matches a *NotDurableError.
 	ErrNotDurable error = routing.NewTransient("cluster: write not confirmed durable", time.Second, true)
 	// ErrAOFUnavailable is wrapped by the *NotDurableError of an
-	// Options.DurableAOF write refused unsent because its master cannot
+	// Config.DurableAOF write refused unsent because its master cannot
 	// confirm an AOF fsync: it has no WAITAOF (before 7.2) or runs
 	// without appendonly.
 	ErrAOFUnavailable = errors.New("cluster: the master cannot confirm AOF fsyncs (WAITAOF)")
 )
 
-// NotDurableError is a durable write (Options.Durable, WithDurable) that
+// NotDurableError is a durable write (Config.Durable, WithDurable) that
 // was not confirmed. Either it was refused before it was sent (NotSent:
 // its shard has no replica to confirm it, a counted replica was not
 // connected to the master at the last check, the client does not know
@@ -59,7 +59,7 @@ type NotDurableError struct {
 	// opposite, as in the package's other errors: the write ran (the
 	// master answered it) and was not confirmed.
 	NotSent, MayHaveExecuted bool
-	// AOF is true for an Options.DurableAOF write: Acked counts replicas
+	// AOF is true for an Config.DurableAOF write: Acked counts replicas
 	// that fsynced it, LocalFsynced says whether the master did.
 	AOF, LocalFsynced bool
 	// Cause is why it was refused, or why the confirmation itself failed.
@@ -104,7 +104,7 @@ func (e *NotDurableError) Unwrap() error { return e.Cause }
 
 type durableKey struct{}
 
-// WithDurable overrides Options.Durable for the writes made with the
+// WithDurable overrides Config.Durable for the writes made with the
 // returned context.
 func WithDurable(ctx context.Context, durable bool) context.Context {
 	return context.WithValue(ctx, durableKey{}, durable)
@@ -120,19 +120,19 @@ func (c *Client) durable(ctx context.Context) bool {
 
 // durableDefaults fills DurableTimeout in and checks it: WAIT's reply
 // (and WAITAOF's after it) must come within one ReadTimeout.
-func (o *Options) durableDefaults() error {
+func (o *Config) durableDefaults() error {
 	parts := time.Duration(2)
 	if o.DurableAOF {
 		parts = 3
 	}
 	if o.DurableTimeout < 0 {
-		return fmt.Errorf("cluster: Options.DurableTimeout is negative (%v)", o.DurableTimeout)
+		return fmt.Errorf("cluster: Config.DurableTimeout is negative (%v)", o.DurableTimeout)
 	}
 	if o.DurableTimeout == 0 {
 		o.DurableTimeout = min(DefaultDurableTimeout, o.ReadTimeout/parts)
 	}
 	if o.DurableTimeout*parts > o.ReadTimeout {
-		return fmt.Errorf("cluster: Options.DurableTimeout (%v) must be at most 1/%d of ReadTimeout (%v), which bounds WAIT's reply: raise ReadTimeout or lower DurableTimeout",
+		return fmt.Errorf("cluster: Config.DurableTimeout (%v) must be at most 1/%d of ReadTimeout (%v), which bounds WAIT's reply: raise ReadTimeout or lower DurableTimeout",
 			o.DurableTimeout, parts, o.ReadTimeout)
 	}
 	return nil
@@ -145,7 +145,7 @@ func (o *Options) durableDefaults() error {
 // gives (measured there): the WAIT's acknowledgement round lets the
 // replicas fsync before WAITAOF asks, so that the confirmation takes a
 // round trip rather than a second.
-func (o *Options) confirmCmds(ctx context.Context, required int) []redis.Cmder {
+func (o *Config) confirmCmds(ctx context.Context, required int) []redis.Cmder {
 	return routing.ConfirmCmds(ctx, required, o.DurableTimeout, o.DurableAOF)
 }
 

@@ -173,16 +173,16 @@ func TestNotDurableErrorSays(t *testing.T) {
 func TestDurableOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		o    Options
+		o    Config
 		want time.Duration
 		err  string
 	}{
-		{"default", Options{}, DefaultDurableTimeout, ""},
-		{"short read timeout", Options{ReadTimeout: time.Second}, 500 * time.Millisecond, ""},
-		{"short read timeout, AOF", Options{ReadTimeout: 900 * time.Millisecond, DurableAOF: true}, 300 * time.Millisecond, ""},
-		{"set", Options{DurableTimeout: 200 * time.Millisecond}, 200 * time.Millisecond, ""},
-		{"negative", Options{DurableTimeout: -1}, 0, "negative"},
-		{"too long for the read timeout", Options{ReadTimeout: time.Second, DurableTimeout: 800 * time.Millisecond}, 0, "at most 1/2 of ReadTimeout"},
+		{"default", Config{}, DefaultDurableTimeout, ""},
+		{"short read timeout", Config{ReadTimeout: time.Second}, 500 * time.Millisecond, ""},
+		{"short read timeout, AOF", Config{ReadTimeout: 900 * time.Millisecond, DurableAOF: true}, 300 * time.Millisecond, ""},
+		{"set", Config{DurableTimeout: 200 * time.Millisecond}, 200 * time.Millisecond, ""},
+		{"negative", Config{DurableTimeout: -1}, 0, "negative"},
+		{"too long for the read timeout", Config{ReadTimeout: time.Second, DurableTimeout: 800 * time.Millisecond}, 0, "at most 1/2 of ReadTimeout"},
 	} {
 		tc.o.Addrs = []string{"127.0.0.1:1"}
 		o, err := tc.o.withDefaults()
@@ -314,7 +314,7 @@ func suffixed(tags []string, suffix string) []string {
 // half a second; it returns the durable client.
 func sideBySide(ctx context.Context, t *testing.T, l *lab.Lab, tags []string, stop *atomic.Bool) (*Client, <-chan []writeOp, <-chan []writeOp) {
 	t.Helper()
-	durable := newTestClient(t, l, func(o *Options) { o.Durable = true })
+	durable := newTestClient(t, l, func(o *Config) { o.Durable = true })
 	plain := newTestClient(t, l, nil)
 	dDone := partitionWriters(ctx, durable, "dur", suffixed(tags, "dur"), stop)
 	pDone := partitionWriters(ctx, plain, "pl", suffixed(tags, "pl"), stop)
@@ -427,7 +427,7 @@ func TestDurableBlackHoledReplica(t *testing.T) {
 			l := lab.New(t, lab.Config{Shards: 3, Replicas: replicas, Partitions: true})
 			t.Logf("server %s", l.ServerVersion())
 			tags, byShard := tagsOnShards(ctx, t, l, 1)
-			c := newTestClient(t, l, func(o *Options) { o.Durable = true })
+			c := newTestClient(t, l, func(o *Config) { o.Durable = true })
 			for _, tag := range tags {
 				if err := c.RPush(ctx, tag+"bh", "before").Err(); err != nil {
 					t.Fatalf("durable write before the fault: %v", err)
@@ -512,7 +512,7 @@ func TestDurableBlackHoledReplica(t *testing.T) {
 func TestDurablePipelinesAndTransactions(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Cluster(3, 1))
-	c := newTestClient(t, l, func(o *Options) { o.Durable = true })
+	c := newTestClient(t, l, func(o *Config) { o.Durable = true })
 	waitsOn := func(nodes ...*lab.Node) int {
 		var sum int
 		for _, n := range nodes {
@@ -584,7 +584,7 @@ func TestDurablePipelinesAndTransactions(t *testing.T) {
 	}
 
 	// Auto-pipelined: count the WAITs on the key's master.
-	ac := newTestClient(t, l, func(o *Options) { o.Durable, o.AutoPipeline = true, true })
+	ac := newTestClient(t, l, func(o *Config) { o.Durable, o.AutoPipeline = true, true })
 	owner, err := l.SlotOwner(ctx, Slot("{ap}"))
 	if err != nil {
 		t.Fatal(err)
@@ -642,7 +642,7 @@ func TestDurableAOF(t *testing.T) {
 	cfg := lab.Cluster(3, 1)
 	cfg.ExtraConfig = []string{"appendonly yes", "appendfsync always"}
 	l := lab.New(t, cfg)
-	c := newTestClient(t, l, func(o *Options) { o.Durable, o.DurableAOF = true, true })
+	c := newTestClient(t, l, func(o *Config) { o.Durable, o.DurableAOF = true, true })
 	owner, err := l.SlotOwner(ctx, Slot("{aof}"))
 	if err != nil {
 		t.Fatal(err)

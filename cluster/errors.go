@@ -78,7 +78,7 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 // NoMasterError is work refused because no master serves its slot: the
 // map has none, or the shard's master failed and no replica was promoted
-// within Options.WriteHoldTimeout; or because its master is cut off from
+// within Config.WriteHoldTimeout; or because its master is cut off from
 // its replicas and the majority (Isolated: see "Split brain" in the
 // package documentation) and neither was it replaced nor did the signs
 // clear within WriteHoldTimeout. Nothing was sent: running it again is

@@ -24,7 +24,7 @@ import (
 func TestErrorsPlacedUnderFaults(t *testing.T) {
 	ctx := testkit.Context(t, 120*time.Second)
 	l := lab.New(t, lab.Cluster(3, 1))
-	c := newTestClient(t, l, func(o *Options) { o.WriteHoldTimeout = 2 * time.Second })
+	c := newTestClient(t, l, func(o *Config) { o.WriteHoldTimeout = 2 * time.Second })
 	// A tag on each shard.
 	var tags []string
 	seen := map[int]bool{}
@@ -122,7 +122,7 @@ func TestErrorsPlacedUnderFaults(t *testing.T) {
 func TestErrorsPlacedClusterDown(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Cluster(3, 0))
-	c := newTestClient(t, l, func(o *Options) { o.WriteHoldTimeout = 300 * time.Millisecond })
+	c := newTestClient(t, l, func(o *Config) { o.WriteHoldTimeout = 300 * time.Millisecond })
 	notRun := false
 
 	// Writes that stall their master past their callers' deadlines, then

@@ -72,7 +72,7 @@ func ExampleOptions_observer() {
 	}
 	defer l.Close()
 	changed := make(chan cluster.Event, 16)
-	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs()[:1], Observer: func(ev cluster.Event) {
+	c, err := cluster.NewClient(cluster.Config{Addrs: l.ClusterAddrs()[:1], Observer: func(ev cluster.Event) {
 		if ev.Kind == cluster.EventMasterChanged {
 			changed <- ev
 		}
@@ -152,7 +152,7 @@ func exampleCluster() (ctx context.Context, c *cluster.Client, stop func(), err 
 		cancel()
 		return nil, nil, nil, fmt.Errorf("lab: %w", err)
 	}
-	c, err = cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs()[:1]})
+	c, err = cluster.NewClient(cluster.Config{Addrs: l.ClusterAddrs()[:1]})
 	if err != nil {
 		_ = l.Close()
 		cancel()
@@ -169,7 +169,7 @@ func exampleCluster() (ctx context.Context, c *cluster.Client, stop func(), err 
 // with a *NoMasterError naming the master, and was not sent. (Not run:
 // it needs a partition; TestMinorityPartition makes one.)
 func ExampleNoMasterError_isolated() {
-	c, err := cluster.NewClient(cluster.Options{
+	c, err := cluster.NewClient(cluster.Config{
 		Addrs:            []string{"10.0.0.1:7000"},
 		WriteHoldTimeout: 3 * time.Second,
 		Observer: func(ev cluster.Event) {

@@ -82,7 +82,7 @@ func TestTryAgainMidMigration(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Cluster(3, 0))
 	const hold = time.Second
-	c := newTestClient(t, l, func(o *Options) { o.WriteHoldTimeout = hold })
+	c := newTestClient(t, l, func(o *Config) { o.WriteHoldTimeout = hold })
 	long := newTestClient(t, l, nil)
 
 	// split begins a migration of tag's slot with its two lists on
@@ -604,7 +604,7 @@ func TestMinorityPartition(t *testing.T) {
 		return out
 	}
 	events := newEventLog()
-	ours := newTestClient(t, l, func(o *Options) { o.Observer = events.observe })
+	ours := newTestClient(t, l, func(o *Config) { o.Observer = events.observe })
 	theirs := redis.NewClusterClient(&redis.ClusterOptions{Addrs: l.ClusterAddrs(), Username: l.Config().Username,
 		Password: l.Config().Password, TLSConfig: l.TLSConfig(), ReadTimeout: time.Second})
 	defer theirs.Close()
@@ -624,7 +624,7 @@ func TestMinorityPartition(t *testing.T) {
 	// a single command and a pipeline, with a *NoMasterError that says
 	// the master was cut off and that nothing was sent.
 	shortEvents := newEventLog()
-	short := newTestClient(t, l, func(o *Options) {
+	short := newTestClient(t, l, func(o *Config) {
 		o.WriteHoldTimeout = 300 * time.Millisecond
 		o.Observer = shortEvents.observe
 	})

@@ -74,7 +74,7 @@ func (c *Client) Conn() *redis.Conn { return c.anyMaster().Conn() }
 // EphemeralConn is Conn, on a connection discarded when closed.
 func (c *Client) EphemeralConn() *redis.Conn { return c.anyMaster().EphemeralConn() }
 
-// Options returns the go-redis options of a master's node client (a
+// Config returns the go-redis options of a master's node client (a
 // copy): the data-node settings (credentials, TLS, timeouts, pool) the
 // client runs with. Addr is that master's.
 func (c *Client) Options() *redis.Options {
@@ -82,7 +82,7 @@ func (c *Client) Options() *redis.Options {
 	return &o
 }
 
-// NodeAddress returns the address of the master Conn and Options speak of
+// NodeAddress returns the address of the master Conn and Config speak of
 // ("" before the first map when the seed has no client).
 func (c *Client) NodeAddress() string {
 	if cl := c.anyMaster(); cl != c.front {
@@ -93,19 +93,19 @@ func (c *Client) NodeAddress() string {
 
 // Wait is refused: WAIT counts the replicas that acknowledged the writes of
 // the connection it runs on, and the client runs each call on a connection
-// of its choosing, on the node of its slot. Use Options.Durable or
+// of its choosing, on the node of its slot. Use Config.Durable or
 // WithDurable, which confirm each write with WAIT on its own connection.
 func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
 	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
 	cmd.SetErr(c.unsupported("Wait", routing.RefuseWait,
-		"Options.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it"))
+		"Config.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it"))
 	return cmd
 }
 
 // WaitAOF is refused, as Wait is.
 func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
 	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("WaitAOF", routing.RefuseWaitAOF, "Options.Durable with DurableAOF, or WithDurable(ctx, true)"))
+	cmd.SetErr(c.unsupported("WaitAOF", routing.RefuseWaitAOF, "Config.Durable with DurableAOF, or WithDurable(ctx, true)"))
 	return cmd
 }
 

@@ -37,7 +37,7 @@ func TestHostileDataReplies(t *testing.T) {
 		return "-ERR unknown subcommand\r\n", true
 	})
 	addr = node.Addr()
-	c, err := NewClient(Options{Addrs: []string{addr}, ReplyLimits: ReplyLimits{MaxReplyElements: testkit.HostileFloodLimit}})
+	c, err := NewClient(Config{Addrs: []string{addr}, ReplyLimits: ReplyLimits{MaxReplyElements: testkit.HostileFloodLimit}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestReplyBoundsOverTLS(t *testing.T) {
 	// 17 MiB over TLS under the race detector on a loaded machine can
 	// take longer than the tests' usual ReadTimeout: the check is on the
 	// bytes, not the time.
-	c := newTestClient(t, l, func(o *Options) {
+	c := newTestClient(t, l, func(o *Config) {
 		o.ReplyLimits, o.ReadTimeout, o.WriteTimeout = ReplyLimits{MaxBulk: 32 << 20}, 20*time.Second, 20*time.Second
 	})
 	big := strings.Repeat("b", 17<<20)

@@ -83,7 +83,7 @@ func FuzzParseNodes(f *testing.F) {
 
 // TestNodeSetBounded: past maxNodes addresses, no more clients are made.
 func TestNodeSetBounded(t *testing.T) {
-	ns := &nodeSet{opts: &Options{}, live: map[string]*node{}}
+	ns := &nodeSet{opts: &Config{}, live: map[string]*node{}}
 	defer func() { _ = ns.close() }()
 	for i := range maxNodes + 10 {
 		n := ns.get(fmt.Sprintf("127.0.0.1:%d", 10000+i))

@@ -11,7 +11,7 @@ import (
 // EventKind names what an Event reports.
 type EventKind int
 
-// The events a Client reports to Options.Observer.
+// The events a Client reports to Config.Observer.
 const (
 	// EventMasterChanged: Slots slots moved from OldMaster, which no
 	// longer masters any, to Master: a failover (planned or not).
@@ -122,7 +122,7 @@ func (e Event) String() string {
 	return s
 }
 
-// emit queues ev for the Observer (see Options.Observer) and returns at
+// emit queues ev for the Observer (see Config.Observer) and returns at
 // once: neither the topology goroutine nor a call waits for it.
 func (t *topology) emit(ev Event) {
 	if t.events == nil {

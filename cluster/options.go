@@ -14,8 +14,14 @@ import (
 	"github.com/rediskit/rediskit/replica"
 )
 
-// Options configure a Client. Zero fields take the defaults below.
-type Options struct {
+// Options is Config's former name.
+//
+// Deprecated: use Config (the name every rediskit package uses); Options
+// stays until the first release.
+type Options = Config
+
+// Config configures a Client. Zero fields take the defaults below.
+type Config struct {
 	// Addrs are seed nodes (host:port): any node of the cluster will do;
 	// the client learns the others from them.
 	Addrs []string
@@ -144,7 +150,7 @@ type Options struct {
 	Observer func(Event)
 }
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultDialTimeout  = 2 * time.Second
 	DefaultReadTimeout  = 3 * time.Second
@@ -173,13 +179,13 @@ const (
 	DefaultDurableTimeout = 1 * time.Second
 )
 
-func (o Options) withDefaults() (Options, error) {
+func (o Config) withDefaults() (Config, error) {
 	if len(o.Addrs) == 0 {
-		return o, errors.New("cluster: Options.Addrs is empty: give at least one node of the cluster")
+		return o, errors.New("cluster: Config.Addrs is empty: give at least one node of the cluster")
 	}
 	for _, a := range o.Addrs {
 		if a == "" {
-			return o, errors.New("cluster: Options.Addrs holds an empty address")
+			return o, errors.New("cluster: Config.Addrs holds an empty address")
 		}
 	}
 	set := func(d *time.Duration, v time.Duration) {
@@ -201,17 +207,17 @@ func (o Options) withDefaults() (Options, error) {
 		"WriteTimeout": o.WriteTimeout, "RefreshInterval": o.RefreshInterval,
 		"FailoverPollInterval": o.FailoverPollInterval, "WriteHoldTimeout": o.WriteHoldTimeout} {
 		if d < 0 {
-			return o, fmt.Errorf("cluster: Options.%s is negative (%v)", name, d)
+			return o, fmt.Errorf("cluster: Config.%s is negative (%v)", name, d)
 		}
 	}
 	if err := o.durableDefaults(); err != nil {
 		return o, err
 	}
 	if o.AutoPipelineMaxBatch < 0 || o.AutoPipelineInflight < 0 {
-		return o, fmt.Errorf("cluster: Options.AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight)
+		return o, fmt.Errorf("cluster: Config.AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight)
 	}
 	if o.MaxRedirects < 0 {
-		return o, fmt.Errorf("cluster: Options.MaxRedirects is negative (%d)", o.MaxRedirects)
+		return o, fmt.Errorf("cluster: Config.MaxRedirects is negative (%d)", o.MaxRedirects)
 	}
 	o.ReplyLimits = o.ReplyLimits.ForData()
 	if o.Logger == nil {
@@ -227,21 +233,21 @@ func (o Options) withDefaults() (Options, error) {
 // caller's commands: baseOptions, with replies bounded by ReplyLimits
 // (respguard.GuardData). Its Dialer, guarded, is also what the pub/sub
 // clients dial with.
-func (o *Options) nodeOptions(addr string) *redis.Options {
+func (o *Config) nodeOptions(addr string) *redis.Options {
 	return respguard.GuardData(o.baseOptions(addr), o.ReplyLimits)
 }
 
 // controlOptions are the go-redis options of the client's own
 // connections to one node (map reads, probes): baseOptions, with replies
 // bounded by respguard's tighter defaults.
-func (o *Options) controlOptions(addr string) *redis.Options {
+func (o *Config) controlOptions(addr string) *redis.Options {
 	return respguard.Guard(o.baseOptions(addr))
 }
 
 // baseOptions are the go-redis options every client of a node shares:
 // rediskit's inner-client policy (no retries of its own, context deadlines
 // on sockets).
-func (o *Options) baseOptions(addr string) *redis.Options {
+func (o *Config) baseOptions(addr string) *redis.Options {
 	return redisopt.Inner(&redis.Options{
 		Addr:         addr,
 		Username:     o.Username,

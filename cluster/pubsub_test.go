@@ -81,7 +81,7 @@ func TestPubSubBroadcast(t *testing.T) {
 	ctx := testkit.Context(t, 120*time.Second)
 	l := lab.New(t, lab.Cluster(3, 1))
 	t.Logf("server %s", l.ServerVersion())
-	c := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Second })
+	c := newTestClient(t, l, func(o *Config) { o.RefreshInterval = time.Second })
 	ps := c.Subscribe(ctx, "news")
 	defer ps.Close()
 	subscribed(t, ctx, ps)
@@ -211,7 +211,7 @@ func TestSSubscribeFollowsSlot(t *testing.T) {
 	ctx := testkit.Context(t, 120*time.Second)
 	l := lab.New(t, lab.Cluster(3, 1))
 	t.Logf("server %s", l.ServerVersion())
-	c := newTestClient(t, l, func(o *Options) { o.RefreshInterval = time.Hour })
+	c := newTestClient(t, l, func(o *Config) { o.RefreshInterval = time.Hour })
 	const channel = "{room:7}:chat"
 	slot := Slot(channel)
 	ps := c.SSubscribe(ctx, channel, "{room:7}:typing")
@@ -326,7 +326,7 @@ func TestSSubscribeNoLoss(t *testing.T) {
 // before anything is sent, with a typed error, on every Receive.
 func TestSSubscribeCrossSlot(t *testing.T) {
 	ctx := testkit.Context(t, 10*time.Second)
-	c, err := NewClient(Options{Addrs: []string{"127.0.0.1:1"}})
+	c, err := NewClient(Config{Addrs: []string{"127.0.0.1:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -232,7 +232,7 @@ func TestRandomFaults(t *testing.T) {
 	modes := []string{"default", "durable"}
 	clients := map[string]*Client{}
 	for _, mode := range modes {
-		clients[mode] = newTestClient(t, l, func(o *Options) {
+		clients[mode] = newTestClient(t, l, func(o *Config) {
 			o.Addrs = l.ClusterAddrs()
 			o.Durable = mode == "durable"
 			o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -50,7 +50,7 @@ type ctxKey int
 
 const readFromKey ctxKey = iota
 
-// WithReadFrom overrides Options.ReadFrom for the calls made with the
+// WithReadFrom overrides Config.ReadFrom for the calls made with the
 // returned context: WithReadFrom(ctx, Master) for a read that must see
 // the caller's own write.
 func WithReadFrom(ctx context.Context, rf ReadFrom) context.Context {
@@ -66,18 +66,18 @@ func (c *Client) readFrom(ctx context.Context) ReadFrom {
 }
 
 // checkReadFrom fills in and validates ReadFrom and Replica.
-func (o *Options) checkReadFrom() error {
+func (o *Config) checkReadFrom() error {
 	if o.ReadFrom == "" {
 		o.ReadFrom = Master
 	}
 	switch o.ReadFrom {
 	case Master, Replica, ReplicaPreferred, Nearest:
 	default:
-		return fmt.Errorf("cluster: Options.ReadFrom %q is unknown (want master, replica, replicaPreferred or nearest)", o.ReadFrom)
+		return fmt.Errorf("cluster: Config.ReadFrom %q is unknown (want master, replica, replicaPreferred or nearest)", o.ReadFrom)
 	}
 	sel, err := replica.NewSelector(o.Replica) // validates the Config; does nothing until bound
 	if err != nil {
-		return fmt.Errorf("cluster: Options.Replica: %w", err)
+		return fmt.Errorf("cluster: Config.Replica: %w", err)
 	}
 	return sel.Close()
 }
@@ -233,7 +233,7 @@ type shardSelector struct {
 	topo replica.Topology
 }
 
-func newShardSelectors(opts *Options, nodes *nodeSet, wg *sync.WaitGroup) *shardSelectors {
+func newShardSelectors(opts *Config, nodes *nodeSet, wg *sync.WaitGroup) *shardSelectors {
 	seeds := slices.Clone(opts.Addrs)
 	slices.Sort(seeds)
 	seeds = slices.Compact(seeds)

@@ -26,7 +26,7 @@ func ExampleOptions_readFrom() {
 		return
 	}
 	defer l.Close()
-	c, err := cluster.NewClient(cluster.Options{
+	c, err := cluster.NewClient(cluster.Config{
 		Addrs:    l.ClusterAddrs()[:1],
 		ReadFrom: cluster.Replica, // never the master; ReplicaPreferred falls back to it
 		Replica: replica.Config{

@@ -193,7 +193,7 @@ type benchReader struct {
 func (rb *replicaBench) readers(b *testing.B, ctx context.Context) []benchReader {
 	var out []benchReader
 	for _, rf := range []ReadFrom{Nearest, ReplicaPreferred} {
-		c, err := NewClient(Options{Addrs: rb.l.ClusterAddrs(), ReadFrom: rf})
+		c, err := NewClient(Config{Addrs: rb.l.ClusterAddrs(), ReadFrom: rf})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,25 +21,25 @@ import (
 // Pure logic first: options, the error, the selectors' bookkeeping.
 
 func TestReadFromOptions(t *testing.T) {
-	o, err := Options{Addrs: []string{"h:1"}}.withDefaults()
+	o, err := Config{Addrs: []string{"h:1"}}.withDefaults()
 	if err != nil || o.ReadFrom != Master {
 		t.Fatalf("the zero ReadFrom: %q, %v; want master", o.ReadFrom, err)
 	}
 	for _, rf := range []ReadFrom{Master, Replica, ReplicaPreferred, Nearest} {
-		if _, err := (Options{Addrs: []string{"h:1"}, ReadFrom: rf}).withDefaults(); err != nil {
+		if _, err := (Config{Addrs: []string{"h:1"}, ReadFrom: rf}).withDefaults(); err != nil {
 			t.Errorf("ReadFrom %q: %v", rf, err)
 		}
 	}
-	if _, err := (Options{Addrs: []string{"h:1"}, ReadFrom: "slave"}).withDefaults(); err == nil || !strings.Contains(err.Error(), "Options.ReadFrom") {
-		t.Errorf("ReadFrom slave: %v, want it refused naming Options.ReadFrom", err)
+	if _, err := (Config{Addrs: []string{"h:1"}, ReadFrom: "slave"}).withDefaults(); err == nil || !strings.Contains(err.Error(), "Config.ReadFrom") {
+		t.Errorf("ReadFrom slave: %v, want it refused naming Config.ReadFrom", err)
 	}
-	_, err = Options{Addrs: []string{"h:1"}, Replica: replica.Config{ProbeInterval: time.Millisecond}}.withDefaults()
+	_, err = Config{Addrs: []string{"h:1"}, Replica: replica.Config{ProbeInterval: time.Millisecond}}.withDefaults()
 	var ce *replica.ConfigError
-	if !errors.As(err, &ce) || ce.Field != "ProbeInterval" || !strings.HasPrefix(err.Error(), "cluster: Options.Replica: ") {
+	if !errors.As(err, &ce) || ce.Field != "ProbeInterval" || !strings.HasPrefix(err.Error(), "cluster: Config.Replica: ") {
 		t.Errorf("a replica.Config below the probe floor: %v, want a *replica.ConfigError on ProbeInterval", err)
 	}
 
-	c := &Client{opts: Options{ReadFrom: Nearest}}
+	c := &Client{opts: Config{ReadFrom: Nearest}}
 	for _, tt := range []struct {
 		ctx  context.Context
 		want ReadFrom
@@ -85,7 +85,7 @@ func TestNoReplicaErrorText(t *testing.T) {
 // retired. No network: the selectors are bound but never picked from, so
 // no prober starts.
 func TestShardSelectorsFollowFailover(t *testing.T) {
-	opts, err := Options{Addrs: []string{"127.0.0.1:1"}}.withDefaults()
+	opts, err := Config{Addrs: []string{"127.0.0.1:1"}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestShardSelectorsFollowFailover(t *testing.T) {
 // TestReaderRetire: a retired replica-read client takes no new read and
 // closes once the reads in flight are released.
 func TestReaderRetire(t *testing.T) {
-	opts, err := Options{Addrs: []string{"127.0.0.1:1"}}.withDefaults()
+	opts, err := Config{Addrs: []string{"127.0.0.1:1"}}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ type replicaShard struct {
 // replicaSetup starts cfg, sets the latencies (the master's, then each
 // replica's, per shard), and returns a client made with mod, its map read
 // and keys written on every shard.
-func replicaSetup(ctx context.Context, t *testing.T, cfg lab.Config, masterRTT time.Duration, replicaRTT []time.Duration, mod func(*Options)) (*lab.Lab, *Client, []replicaShard) {
+func replicaSetup(ctx context.Context, t *testing.T, cfg lab.Config, masterRTT time.Duration, replicaRTT []time.Duration, mod func(*Config)) (*lab.Lab, *Client, []replicaShard) {
 	t.Helper()
 	l := lab.New(t, cfg)
 	var shards []replicaShard
@@ -192,7 +192,7 @@ func replicaSetup(ctx context.Context, t *testing.T, cfg lab.Config, masterRTT t
 		}
 		shards = append(shards, sh)
 	}
-	c := newTestClient(t, l, func(o *Options) {
+	c := newTestClient(t, l, func(o *Config) {
 		o.RefreshInterval = time.Minute // the map changes only when the test says
 		o.Replica.ProbeInterval = 200 * time.Millisecond
 		o.Replica.ProbeTimeout = 300 * time.Millisecond
@@ -344,7 +344,7 @@ func electedOnly(table []replica.NodeStatus, want string) bool {
 func TestReplicaReadsGoToNearReplica(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	_, c, shards := replicaSetup(ctx, t, lab.Cluster(3, 2), 6*time.Millisecond,
-		[]time.Duration{3 * time.Millisecond, 42 * time.Millisecond}, func(o *Options) { o.ReadFrom = Nearest })
+		[]time.Duration{3 * time.Millisecond, 42 * time.Millisecond}, func(o *Config) { o.ReadFrom = Nearest })
 	startProbing(ctx, t, c, shards)
 	reads := readAll(ctx, t, c, shards, 10)
 	share, all := shareOn(reads, shards, 0)
@@ -378,7 +378,7 @@ func testLatencySwap(t *testing.T, rf ReadFrom) {
 	// master: then which of the two Nearest reads depends on the jitter
 	// of each round, which on a loaded machine exceeds the 2 ms window.)
 	_, c, shards := replicaSetup(ctx, t, lab.Cluster(3, 2), 6*time.Millisecond,
-		[]time.Duration{3 * time.Millisecond, 42 * time.Millisecond}, func(o *Options) { o.ReadFrom = rf })
+		[]time.Duration{3 * time.Millisecond, 42 * time.Millisecond}, func(o *Config) { o.ReadFrom = rf })
 	startProbing(ctx, t, c, shards)
 	// Under Nearest a master 6 ms away is near too: on a loaded machine a
 	// round's jitter can make it nearer than the 3 ms replica by more than
@@ -474,7 +474,7 @@ func testLaggingReplica(t *testing.T, maxStale time.Duration, want replica.Exclu
 		// so what leaves it out is its lag or its link.
 		ClusterNodeTimeout: 20 * time.Second}
 	l, c, shards := replicaSetup(ctx, t, cfg, 6*time.Millisecond, []time.Duration{3 * time.Millisecond},
-		func(o *Options) { o.ReadFrom = ReplicaPreferred; o.Replica.MaxStaleness = maxStale })
+		func(o *Config) { o.ReadFrom = ReplicaPreferred; o.Replica.MaxStaleness = maxStale })
 	startProbing(ctx, t, c, shards)
 	sh := shards[0]
 	lagger := sh.replicas[0]
@@ -554,7 +554,7 @@ func testLaggingReplica(t *testing.T, maxStale time.Duration, want replica.Exclu
 func TestReplicaOnlyNoReplica(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	_, c, shards := replicaSetup(ctx, t, lab.Cluster(3, 2), 6*time.Millisecond,
-		[]time.Duration{3 * time.Millisecond, 4 * time.Millisecond}, func(o *Options) { o.ReadFrom = Replica })
+		[]time.Duration{3 * time.Millisecond, 4 * time.Millisecond}, func(o *Config) { o.ReadFrom = Replica })
 	sh := shards[0]
 	key := sh.keys[0]
 	before := c.Stats()
@@ -638,7 +638,7 @@ func TestReplicaOnlyNoReplica(t *testing.T) {
 func TestReplicaPipelinesAndMoved(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l, c, shards := replicaSetup(ctx, t, lab.Cluster(3, 1), 6*time.Millisecond,
-		[]time.Duration{3 * time.Millisecond}, func(o *Options) { o.ReadFrom = ReplicaPreferred })
+		[]time.Duration{3 * time.Millisecond}, func(o *Config) { o.ReadFrom = ReplicaPreferred })
 	startProbing(ctx, t, c, shards)
 	before := readsByNode(c)
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -714,7 +714,7 @@ func TestReplicaPipelinesAndMoved(t *testing.T) {
 func TestReplicaReadsFollowFailover(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l, c, shards := replicaSetup(ctx, t, lab.Cluster(3, 2), 6*time.Millisecond,
-		[]time.Duration{3 * time.Millisecond, 4 * time.Millisecond}, func(o *Options) { o.ReadFrom = Replica })
+		[]time.Duration{3 * time.Millisecond, 4 * time.Millisecond}, func(o *Config) { o.ReadFrom = Replica })
 	startProbing(ctx, t, c, shards)
 	sh := shards[0]
 	if reads := readAll(ctx, t, c, shards[:1], 5); reads[sh.replicas[0].Addr()]+reads[sh.replicas[1].Addr()] != 100 {

@@ -3,7 +3,7 @@ package cluster
 import "github.com/rediskit/rediskit/internal/respguard"
 
 // ReplyLimits bound what a server may make the process allocate through
-// one reply to the caller's commands (Options.ReplyLimits): a reply over a
+// one reply to the caller's commands (Config.ReplyLimits): a reply over a
 // limit fails its command with a *ReplyLimitError and its connection is
 // closed. A zero field takes its default below. Its fields:
 //

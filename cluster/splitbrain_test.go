@@ -234,7 +234,7 @@ func TestSplitBrainHoldsLittleWithoutFailover(t *testing.T) {
 		}
 	}
 	events := newEventLog()
-	c := newTestClient(t, l, func(o *Options) { o.Observer = events.observe })
+	c := newTestClient(t, l, func(o *Config) { o.Observer = events.observe })
 	slowest := slowestPing(ctx, t, master)
 	margin := max(300*time.Millisecond, 20*slowest)
 

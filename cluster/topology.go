@@ -108,7 +108,7 @@ func (s *snapshot) master(slot int) *node {
 // nodeSet holds the node clients, made on first use (a MOVED may name a
 // node the map does not have yet) and closed with the client.
 type nodeSet struct {
-	opts   *Options
+	opts   *Config
 	mu     sync.Mutex
 	live   map[string]*node
 	byID   []*node // by id - 1
@@ -198,7 +198,7 @@ func compareStrings(a, b string) int {
 // publishes snapshots; it never touches the network: a worker reads
 // CLUSTER NODES from the nodes and posts the replies back.
 type topology struct {
-	opts  *Options
+	opts  *Config
 	nodes *nodeSet
 	log   *slog.Logger
 	snap  atomic.Pointer[snapshot]
@@ -214,7 +214,7 @@ type topology struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
-	// events delivers to Options.Observer (nil without one).
+	// events delivers to Config.Observer (nil without one).
 	events *eventq.Queue[Event]
 	// selectors are the shards' replica selectors (readfrom.go), owned
 	// by run.
@@ -252,7 +252,7 @@ type refreshResult struct {
 	err      error
 }
 
-func newTopology(opts *Options, nodes *nodeSet) *topology {
+func newTopology(opts *Config, nodes *nodeSet) *topology {
 	t := &topology{opts: opts, nodes: nodes, log: logdedup.Logger(opts.Logger),
 		kickCh: make(chan RefreshCause, 1), failCh: make(chan failedNode, 16), movedCh: make(chan moved, 64),
 		resultCh: make(chan refreshResult, 1), stop: make(chan struct{}), suspectSince: map[*node]time.Time{},

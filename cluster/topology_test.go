@@ -203,7 +203,7 @@ func TestObserverSeesFailovers(t *testing.T) {
 	ctx := testkit.Context(t, 90*time.Second)
 	l := lab.New(t, lab.Cluster(3, 1))
 	log := newEventLog()
-	c := newTestClient(t, l, func(o *Options) { o.Observer = log.observe })
+	c := newTestClient(t, l, func(o *Config) { o.Observer = log.observe })
 	// A key on every shard, written until the test ends, so that the
 	// client meets each change.
 	keys := map[int]string{}

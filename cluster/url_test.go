@@ -36,7 +36,7 @@ func TestNewClientFromURL(t *testing.T) {
 		{"one seed, redis://", "rediss://:" + secret + "@" + addrs[1] + "?" + ca + "&dialTimeout=1500ms", addrs[1:2]},
 	}
 	for _, f := range forms {
-		c, err := NewClientFromURL(f.url, Options{ReadTimeout: 2 * time.Second})
+		c, err := NewClientFromURL(f.url, Config{ReadTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatalf("%s: %v", f.name, err)
 		}
@@ -58,8 +58,8 @@ func TestNewClientFromURL(t *testing.T) {
 	}
 
 	// The URL's clientName names every connection; its readFrom is the
-	// client's where Options has none.
-	named, err := NewClientFromURL("rediss+cluster://:"+secret+"@"+addrs[0]+"?"+ca+"&clientName=checkout-api&readFrom=replicaPreferred", Options{})
+	// client's where Config has none.
+	named, err := NewClientFromURL("rediss+cluster://:"+secret+"@"+addrs[0]+"?"+ca+"&clientName=checkout-api&readFrom=replicaPreferred", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,18 +71,18 @@ func TestNewClientFromURL(t *testing.T) {
 	}
 	_ = named.Close()
 
-	// Timeouts from the URL apply where Options leaves them zero.
-	c, err := NewClientFromURL("rediss://:"+secret+"@"+addrs[0]+"?"+ca+"&dialTimeout=1500ms&readTimeout=1s&writeTimeout=700ms", Options{ReadTimeout: 2 * time.Second})
+	// Timeouts from the URL apply where Config leaves them zero.
+	c, err := NewClientFromURL("rediss://:"+secret+"@"+addrs[0]+"?"+ca+"&dialTimeout=1500ms&readTimeout=1s&writeTimeout=700ms", Config{ReadTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o := c.opts; o.DialTimeout != 1500*time.Millisecond || o.ReadTimeout != 2*time.Second || o.WriteTimeout != 700*time.Millisecond {
-		t.Errorf("timeouts %v %v %v, want 1.5s from the URL, 2s from Options, 700ms from the URL", o.DialTimeout, o.ReadTimeout, o.WriteTimeout)
+		t.Errorf("timeouts %v %v %v, want 1.5s from the URL, 2s from Config, 700ms from the URL", o.DialTimeout, o.ReadTimeout, o.WriteTimeout)
 	}
 	_ = c.Close()
 
 	// Without the CA file the servers' certificates are not trusted.
-	noCA, err := NewClientFromURL("rediss+cluster://:"+secret+"@"+addrs[0]+"?dialTimeout=1s", Options{})
+	noCA, err := NewClientFromURL("rediss+cluster://:"+secret+"@"+addrs[0]+"?dialTimeout=1s", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestNewClientFromURLRefuses(t *testing.T) {
 		{"redis+cluster://:p/{pw}@h1,h2", "address"}, // an unencoded '/' in the password
 	} {
 		u := strings.ReplaceAll(tt.url, "{pw}", secret)
-		c, err := NewClientFromURL(u, Options{})
+		c, err := NewClientFromURL(u, Config{})
 		if err == nil {
 			_ = c.Close()
 			t.Errorf("NewClientFromURL(%q): no error", tt.url)

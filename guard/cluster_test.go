@@ -23,7 +23,7 @@ func TestLimiterAndGateOnCluster(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
 	l := lab.New(t, lab.Cluster(3, 0))
 	o := l.ClusterOptions()
-	cc, err := cluster.NewClient(cluster.Options{Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig})
+	cc, err := cluster.NewClient(cluster.Config{Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig})
 	if err != nil {
 		t.Fatal(err)
 	}

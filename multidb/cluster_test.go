@@ -32,7 +32,7 @@ func TestClusterDatabases(t *testing.T) {
 	for i, l := range labs {
 		name := "db" + strconv.Itoa(i)
 		o := l.ClusterOptions()
-		cc, err := cluster.NewClient(cluster.Options{Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+		cc, err := cluster.NewClient(cluster.Config{Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
 			DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
 			WriteHoldTimeout: 500 * time.Millisecond})
 		if err != nil {

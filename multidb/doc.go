@@ -45,7 +45,7 @@
 // Database.Client is bounded by the same limits on the connections it
 // dials after NewClient (a dial hook multidb adds: connections it already
 // had stay unbounded); a rediskit client by its own settings:
-// sentinel.Config.ReplyLimits, cluster.Options.ReplyLimits.
+// sentinel.Config.ReplyLimits, cluster.Config.ReplyLimits.
 //
 // multidb moves traffic; it does not move data. The databases must hold
 // the same data (Active-Active replication, or a standby kept in sync),

@@ -11,7 +11,7 @@ import (
 	"github.com/rediskit/rediskit/cluster"
 )
 
-// ClusterObserver returns a cluster.Options.Observer that records the
+// ClusterObserver returns a cluster.Config.Observer that records the
 // client's events as metrics and then calls next (which may be nil):
 //
 //	opts.Observer = m.ClusterObserver(opts.Observer)

@@ -25,7 +25,7 @@ func TestClusterFailoverMetrics(t *testing.T) {
 	m, reader := newMetrics(t)
 	l := lab.New(t, lab.Cluster(3, 1))
 	t.Logf("server %s", l.ServerVersion())
-	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs(), Observer: m.ClusterObserver(nil),
+	c, err := cluster.NewClient(cluster.Config{Addrs: l.ClusterAddrs(), Observer: m.ClusterObserver(nil),
 		ReadFrom: cluster.Nearest, RefreshInterval: time.Hour}) // no periodic read finds the failover before the MOVED
 	if err != nil {
 		t.Fatal(err)

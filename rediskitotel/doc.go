@@ -11,7 +11,7 @@
 //	m.RegisterHealth("redis", monitor)
 //	multidbCfg.Observer = m.MultiDBObserver(nil)                     // multidb.Config
 //	m.RegisterMultiDB(client)
-//	clusterOpts.Observer = m.ClusterObserver(clusterOpts.Observer)   // cluster.Options
+//	clusterOpts.Observer = m.ClusterObserver(clusterOpts.Observer)   // cluster.Config
 //	m.RegisterCluster(clusterClient)
 //
 // Event-driven counters are recorded as events happen; gauges and the
@@ -82,7 +82,7 @@
 //	    Election changes by reason (first-round, topology, unreachable,
 //	    link-down, stale, slow, recovered, rtt).
 //
-// Cluster client (ClusterObserver as cluster.Options.Observer; a node is
+// Cluster client (ClusterObserver as cluster.Config.Observer; a node is
 // server.address, server.port):
 //
 //	rediskit.cluster.master.changes     counter {change}   rediskit.master.old, rediskit.master.new

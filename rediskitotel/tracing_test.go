@@ -167,7 +167,7 @@ func TestStandardInstrumentationThroughClusterOnNewNode(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	l := lab.New(t, lab.Cluster(3, 1))
-	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs(), ReadFrom: cluster.Replica,
+	c, err := cluster.NewClient(cluster.Config{Addrs: l.ClusterAddrs(), ReadFrom: cluster.Replica,
 		RefreshInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

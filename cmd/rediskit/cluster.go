@@ -271,7 +271,7 @@ func roleStep(ctx context.Context, t *target, addr string) sentinel.Step {
 // the elections. The caller closes the client.
 func clusterElection(ctx context.Context, t *target, shards []clusterShard, cfg replica.Config) (*cluster.Client, map[string][]replica.NodeStatus, error) {
 	cfg.ProbeTimeout = t.timeout
-	cc, err := t.clusterClient(cluster.Options{ReadFrom: cluster.ReplicaPreferred, Replica: cfg})
+	cc, err := t.clusterClient(cluster.Config{ReadFrom: cluster.ReplicaPreferred, Replica: cfg})
 	if err != nil {
 		return nil, nil, usageError{err}
 	}

@@ -54,7 +54,7 @@ func (d *demo) clusterTour(ctx context.Context) error {
 	}
 	var mu sync.Mutex
 	var events []cluster.Event
-	c, err := cluster.NewClient(cluster.Options{Addrs: l.ClusterAddrs(), ReadFrom: cluster.Nearest,
+	c, err := cluster.NewClient(cluster.Config{Addrs: l.ClusterAddrs(), ReadFrom: cluster.Nearest,
 		Replica:  replica.Config{ProbeInterval: 200 * time.Millisecond},
 		Observer: func(ev cluster.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }})
 	if err != nil {

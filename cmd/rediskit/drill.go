@@ -328,7 +328,7 @@ func (d *drill) nameKeys(runID, prefix string) {
 // failover check.
 func (d *drill) openClient() error {
 	if d.t.isCluster() {
-		cc, err := d.t.clusterClient(cluster.Options{Observer: d.observeCluster})
+		cc, err := d.t.clusterClient(cluster.Config{Observer: d.observeCluster})
 		if err != nil {
 			return err
 		}

@@ -51,7 +51,7 @@ func (f *ringFlags) open(ctx context.Context, args []string) (*target, redis.Uni
 	}
 	var c redis.UniversalClient
 	if t.isCluster() {
-		c, err = t.clusterClient(cluster.Options{})
+		c, err = t.clusterClient(cluster.Config{})
 	} else {
 		c, err = t.client(nil)
 	}

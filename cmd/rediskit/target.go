@@ -126,7 +126,7 @@ func (t *target) isCluster() bool { return t.cfg.Kind == redisurl.Cluster }
 // clusterClient is a rediskit cluster client of the target with opts
 // (the URL's seeds, credentials, TLS and timeouts; the command's
 // --timeout where the URL sets none). The caller closes it.
-func (t *target) clusterClient(opts cluster.Options) (*cluster.Client, error) {
+func (t *target) clusterClient(opts cluster.Config) (*cluster.Client, error) {
 	if opts.DialTimeout == 0 && t.cfg.DialTimeout == 0 {
 		opts.DialTimeout = t.timeout
 	}

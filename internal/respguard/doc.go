@@ -5,7 +5,7 @@
 // connections that carry the caller's commands (node clients, replica
 // reads, pub/sub, multidb's databases built from options), with GuardData
 // and the limits of the client's config (sentinel.Config.ReplyLimits,
-// cluster.Options.ReplyLimits, multidb.Config.ReplyLimits), whose zero
+// cluster.Config.ReplyLimits, multidb.Config.ReplyLimits), whose zero
 // fields take the data path's defaults (ForData).
 //
 // go-redis's RESP reader trusts the lengths and counts a server declares:
