@@ -44,6 +44,31 @@ func benchClientsWith(b *testing.B, cfg Config) (*Client, *redis.Client) {
 	return ours, plain
 }
 
+// benchStandaloneClients is benchClientsWith for a standalone primary
+// (Config.Primary, no Sentinel) and a plain go-redis client to it.
+func benchStandaloneClients(b *testing.B) (*Client, *redis.Client) {
+	b.Helper()
+	ctx := context.Background()
+	l, err := lab.Start(ctx, lab.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	ours, err := NewClient(Config{Primary: l.Node(0).Addr()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ours.Close() })
+	plain := redis.NewClient(&redis.Options{Addr: l.Node(0).Addr(), MaxRetries: -1, DialerRetries: 1, DisableIdentity: true})
+	b.Cleanup(func() { _ = plain.Close() })
+	for _, c := range []redis.UniversalClient{ours, plain} {
+		if err := c.Set(ctx, "bench", "value", 0).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ours, plain
+}
+
 var benchOps = map[string]benchcmp.Op{
 	"GET":      func(ctx context.Context, c redis.UniversalClient) error { return c.Get(ctx, "bench").Err() },
 	"SET":      func(ctx context.Context, c redis.UniversalClient) error { return c.Set(ctx, "bench", "value", 0).Err() },
@@ -66,6 +91,20 @@ func BenchmarkRouting(b *testing.B) {
 // throughput ratio (go-redis time / rediskit time; 1 means equal).
 func BenchmarkRoutingRatio(b *testing.B) {
 	ours, plain := benchClients(b)
+	for _, op := range []string{"GET", "GET-miss", "SET"} {
+		b.Run(op, func(b *testing.B) {
+			benchcmp.Interleaved(b, ours, plain, benchOps[op])
+		})
+	}
+}
+
+// BenchmarkStandaloneRoutingRatio is BenchmarkRoutingRatio for a
+// standalone primary (Config.Primary) against a plain go-redis client to
+// the same server.
+//
+//	go test -run '^$' -bench StandaloneRoutingRatio -benchtime 20000x -count 3 ./sentinel/
+func BenchmarkStandaloneRoutingRatio(b *testing.B) {
+	ours, plain := benchStandaloneClients(b)
 	for _, op := range []string{"GET", "GET-miss", "SET"} {
 		b.Run(op, func(b *testing.B) {
 			benchcmp.Interleaved(b, ours, plain, benchOps[op])
