@@ -520,8 +520,8 @@
 // sent once more; one that may have run fails with a *NodeError saying so.
 // In TestStandaloneRestart (a SIGKILL and restart from the AOF, then a 2 s
 // stall, 8 writers with 500 ms deadlines) go-redis's NewClient wrote 0-5
-// ids twice over six runs and let 8 calls a run outlive their deadline by
-// more than 100 ms; this client none of either. A primary that answers
+// ids twice a run and let 8 calls a run outlive their deadline by more
+// than 100 ms; this client none of either (BENCHMARKS.md). A primary that answers
 // ROLE as a replica gets a *DiscoveryError saying so (Primary set), and
 // nothing is sent to it. String says "standalone primary=".
 //
