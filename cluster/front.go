@@ -26,8 +26,10 @@ var ErrUnsupported = errors.New("cluster: not supported by the routed client")
 // (Method), why, and what to use instead. It matches ErrUnsupported.
 type UnsupportedError = routing.UnsupportedError
 
-func (c *Client) unsupported(method, why, instead string) *UnsupportedError {
-	return &UnsupportedError{Client: "cluster.Client", Method: method, Why: why, Instead: instead, Match: ErrUnsupported}
+// refusals are the methods the client refuses as every routed client does.
+func (c *Client) refusals() routing.Refusals {
+	return routing.Refusals{Client: "cluster.Client", Match: ErrUnsupported,
+		WaitInstead: "Config.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it", Nodes: "the nodes'"}
 }
 
 // WithTimeout returns a client whose calls are routed as c's are (by slot,
@@ -74,7 +76,7 @@ func (c *Client) Conn() *redis.Conn { return c.anyMaster().Conn() }
 // EphemeralConn is Conn, on a connection discarded when closed.
 func (c *Client) EphemeralConn() *redis.Conn { return c.anyMaster().EphemeralConn() }
 
-// Config returns the go-redis options of a master's node client (a
+// Options returns the go-redis options of a master's node client (a
 // copy): the data-node settings (credentials, TLS, timeouts, pool) the
 // client runs with. Addr is that master's.
 func (c *Client) Options() *redis.Options {
@@ -96,24 +98,19 @@ func (c *Client) NodeAddress() string {
 // of its choosing, on the node of its slot. Use Config.Durable or
 // WithDurable, which confirm each write with WAIT on its own connection.
 func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
-	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("Wait", routing.RefuseWait,
-		"Config.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it"))
-	return cmd
+	return c.refusals().Wait(ctx, numReplicas, timeout)
 }
 
 // WaitAOF is refused, as Wait is.
 func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
-	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("WaitAOF", routing.RefuseWaitAOF, "Config.Durable with DurableAOF, or WithDurable(ctx, true)"))
-	return cmd
+	return c.refusals().WaitAOF(ctx, numLocal, numReplicas, timeout)
 }
 
 // RegisterPushNotificationHandler is refused: push notifications arrive on
 // the nodes' own connections, which the client opens and closes as the
 // slot map changes.
 func (c *Client) RegisterPushNotificationHandler(string, push.NotificationHandler, bool) error {
-	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the nodes' own connections", routing.RefusePushNotifications)
+	return c.refusals().RegisterPushNotificationHandler()
 }
 
 // AutoPipelineWithOptions is AutoPipeline with go-redis's options (the

@@ -17,8 +17,10 @@ import (
 // routing; TestFrontMethods checks, by reflection, that every exported
 // method of *redis.Client is one or the other.
 
-func (c *Client) unsupported(method, why, instead string) *UnsupportedError {
-	return &UnsupportedError{Client: "multidb.Client", Method: method, Why: why, Instead: instead, Match: ErrUnsupported}
+// refusals are the methods the client refuses as every routed client does.
+func (c *Client) refusals() routing.Refusals {
+	return routing.Refusals{Client: "multidb.Client", Match: ErrUnsupported,
+		WaitInstead: "a database whose client confirms its writes (sentinel.Client with Durable)", Nodes: "the databases'"}
 }
 
 // WithTimeout returns a client whose calls are routed as c's are, each
@@ -71,24 +73,18 @@ func (c *Client) EphemeralConn() *redis.Conn {
 // of its choosing. Use a database whose client confirms writes itself (a
 // sentinel.Client with Durable).
 func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
-	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("Wait", routing.RefuseWait,
-		"a database whose client confirms its writes (sentinel.Client with Durable)"))
-	return cmd
+	return c.refusals().Wait(ctx, numReplicas, timeout)
 }
 
 // WaitAOF is refused, as Wait is.
 func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
-	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("WaitAOF", routing.RefuseWaitAOF,
-		"a database whose client confirms its writes (sentinel.Client with Durable)"))
-	return cmd
+	return c.refusals().WaitAOF(ctx, numLocal, numReplicas, timeout)
 }
 
 // RegisterPushNotificationHandler is refused: push notifications arrive on
 // the databases' own connections.
 func (c *Client) RegisterPushNotificationHandler(string, push.NotificationHandler, bool) error {
-	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the databases' own connections", routing.RefusePushNotifications)
+	return c.refusals().RegisterPushNotificationHandler()
 }
 
 // AutoPipeline returns go-redis's blocking auto-pipeliner over the

@@ -19,8 +19,10 @@ import (
 // exported method of *redis.Client is one or the other, so that a go-redis
 // upgrade adding one fails until it is handled.
 
-func (c *Client) unsupported(method, why, instead string) *UnsupportedError {
-	return &UnsupportedError{Client: "sentinel.Client", Method: method, Why: why, Instead: instead, Match: ErrUnsupported}
+// refusals are the methods the client refuses as every routed client does.
+func (c *Client) refusals() routing.Refusals {
+	return routing.Refusals{Client: "sentinel.Client", Match: ErrUnsupported,
+		WaitInstead: "Config.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it", Nodes: "the data nodes'"}
 }
 
 // WithTimeout returns a client whose calls are routed as c's are, each
@@ -65,25 +67,19 @@ func (c *Client) EphemeralConn() *redis.Conn {
 // Config.Durable or WithDurable, which confirm each write with WAIT on
 // its own connection.
 func (c *Client) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
-	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("Wait", routing.RefuseWait,
-		"Config.Durable or WithDurable(ctx, true), which confirm each write with WAIT on the connection that made it"))
-	return cmd
+	return c.refusals().Wait(ctx, numReplicas, timeout)
 }
 
 // WaitAOF is refused, as Wait is.
 func (c *Client) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
-	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
-	cmd.SetErr(c.unsupported("WaitAOF", routing.RefuseWaitAOF,
-		"Config.Durable or WithDurable(ctx, true)"))
-	return cmd
+	return c.refusals().WaitAOF(ctx, numLocal, numReplicas, timeout)
 }
 
 // RegisterPushNotificationHandler is refused: push notifications arrive on
 // the data nodes' connections, which the client opens and closes as the
 // topology changes.
 func (c *Client) RegisterPushNotificationHandler(string, push.NotificationHandler, bool) error {
-	return c.unsupported("RegisterPushNotificationHandler", "push notifications arrive on the data nodes' own connections", routing.RefusePushNotifications)
+	return c.refusals().RegisterPushNotificationHandler()
 }
 
 // AutoPipeline returns go-redis's blocking auto-pipeliner over the routed

@@ -310,3 +310,40 @@ func (a *AutoFronts) Close() {
 		_ = a.front.Close()
 	}
 }
+
+// Refusals builds the *redis.Client methods every routed client refuses
+// (Wait, WaitAOF, RegisterPushNotificationHandler), each failing with the
+// client's own *UnsupportedError: one implementation for sentinel,
+// cluster and multidb, which differ only in what they advise instead.
+type Refusals struct {
+	// Client names the routed client ("sentinel.Client"); Match is its
+	// ErrUnsupported.
+	Client string
+	Match  error
+	// WaitInstead says what to use instead of WAIT and WAITAOF; Nodes
+	// names where push notifications arrive ("the data nodes'").
+	WaitInstead, Nodes string
+}
+
+func (r Refusals) refuse(method, why, instead string) *UnsupportedError {
+	return &UnsupportedError{Client: r.Client, Method: method, Why: why, Instead: instead, Match: r.Match}
+}
+
+// Wait is a WAIT command that fails with the refusal, unsent.
+func (r Refusals) Wait(ctx context.Context, numReplicas int, timeout time.Duration) *redis.IntCmd {
+	cmd := redis.NewIntCmd(ctx, "wait", numReplicas, int(timeout/time.Millisecond))
+	cmd.SetErr(r.refuse("Wait", RefuseWait, r.WaitInstead))
+	return cmd
+}
+
+// WaitAOF is a WAITAOF command that fails with the refusal, unsent.
+func (r Refusals) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) *redis.IntSliceCmd {
+	cmd := redis.NewIntSliceCmd(ctx, "waitaof", numLocal, numReplicas, int(timeout/time.Millisecond))
+	cmd.SetErr(r.refuse("WaitAOF", RefuseWaitAOF, r.WaitInstead))
+	return cmd
+}
+
+// RegisterPushNotificationHandler is the refusal of a push handler.
+func (r Refusals) RegisterPushNotificationHandler() error {
+	return r.refuse("RegisterPushNotificationHandler", "push notifications arrive on "+r.Nodes+" own connections", RefusePushNotifications)
+}
