@@ -12,9 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/benchcmp"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/replica"
 )
 
 // newPrimaryClient is newTestClient for the lab's node0 as a standalone
@@ -183,4 +185,46 @@ func TestStandaloneRestart(t *testing.T) {
 		t.Errorf("rediskit wrote %d ids twice", ours)
 	}
 	tally.Check(t)
+}
+
+// TestStandaloneAllocationsMatchGoRedis is TestAllocationsMatchGoRedis
+// for a standalone primary with a replica it lists in ROLE: a GET (hit
+// and miss) on the primary and on the replica, and a SET, allocate at most
+// one object more than go-redis's plain client to the same server.
+func TestStandaloneAllocationsMatchGoRedis(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1})
+	// The client's periodic work (refreshes, probe rounds) is made rare:
+	// AllocsPerRun would charge it to the calls measured.
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: -1, ProbeInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newPrimaryClient(t, l, func(o *Config) {
+		o.ReadFrom, o.ReplicaSelector = Replica, sel
+		o.RefreshInterval = time.Hour
+	})
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "reads on the replica", func() bool {
+		before := calls(t, l.Node(1), "get")
+		_ = c.Get(ctx, "k").Err()
+		return calls(t, l.Node(1), "get") == before+1
+	})
+	get := func(ctx context.Context, cl redis.UniversalClient) error { return cl.Get(ctx, "k").Err() }
+	set := func(ctx context.Context, cl redis.UniversalClient) error { return cl.Set(ctx, "s", "v", 0).Err() }
+	for _, node := range []struct {
+		name string
+		ctx  context.Context
+		addr string
+	}{{"primary", WithReadFrom(ctx, Master), l.Node(0).Addr()}, {"replica", ctx, l.Node(1).Addr()}} {
+		plain := redis.NewClient(&redis.Options{Addr: node.addr, MaxRetries: -1, DisableIdentity: true})
+		defer plain.Close()
+		benchcmp.AllocsAtMost(t, node.ctx, "GET k on the "+node.name, c, plain, 1, get)
+		benchcmp.AllocsAtMost(t, node.ctx, "GET of a missing key on the "+node.name, c, plain, 1, benchcmp.GetMiss)
+		if node.name == "primary" {
+			benchcmp.AllocsAtMost(t, node.ctx, "SET on the primary", c, plain, 1, set)
+		}
+	}
 }
