@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -226,5 +227,54 @@ func TestStandaloneAllocationsMatchGoRedis(t *testing.T) {
 		if node.name == "primary" {
 			benchcmp.AllocsAtMost(t, node.ctx, "SET on the primary", c, plain, 1, set)
 		}
+	}
+}
+
+// TestStandaloneNearReplica: a standalone primary with a near replica and
+// a far one (lab latencies), ReadFrom Replica with the latency election:
+// no read goes to the far replica, from the client's first call (before
+// the first probe round reads go to the primary). rediskit's p50 and p99
+// are logged against go-redis's plain client to the primary.
+func TestStandaloneNearReplica(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	const near, far = 2 * time.Millisecond, 40 * time.Millisecond
+	l := lab.New(t, lab.Config{Replicas: 2, Nodes: []lab.NodeConfig{{Latency: near}, {Latency: near}, {Latency: far}}})
+	sel, err := replica.NewSelector(replica.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sel.Close() })
+	c := newPrimaryClient(t, l, func(o *Config) { o.ReadFrom, o.ReplicaSelector = Replica, sel })
+	plain := redis.NewClient(&redis.Options{Addr: l.Node(0).Addr()})
+	defer plain.Close()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	farGets, nearGets := calls(t, l.Node(2), "get"), calls(t, l.Node(1), "get")
+	measure := func(cl redis.UniversalClient) (p50, p99 time.Duration) {
+		var d []time.Duration
+		for range 300 {
+			began := time.Now()
+			if err := cl.Get(ctx, "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatal(err)
+			}
+			d = append(d, time.Since(began))
+		}
+		slices.Sort(d)
+		return d[len(d)/2], d[len(d)*99/100]
+	}
+	p50, p99 := measure(c)
+	gp50, gp99 := measure(plain)
+	if n := calls(t, l.Node(2), "get") - farGets; n != 0 {
+		t.Errorf("%d of 300 reads went to the far replica", n)
+	}
+	if sel.Rounds() > 0 && calls(t, l.Node(1), "get") == nearGets {
+		t.Error("no read went to the near replica after a probe round")
+	}
+	t.Logf("GET p50/p99: rediskit %v/%v, go-redis NewClient (primary) %v/%v; probe rounds %d; near replica reads %d",
+		p50, p99, gp50, gp99, sel.Rounds(), calls(t, l.Node(1), "get")-nearGets)
+	// The far replica is 40 ms away; a median past it means reads went there.
+	if p50 >= far {
+		t.Errorf("rediskit's p50 %v is past the far replica's latency %v", p50, far)
 	}
 }
