@@ -278,3 +278,28 @@ func TestStandaloneNearReplica(t *testing.T) {
 		t.Errorf("rediskit's p50 %v is past the far replica's latency %v", p50, far)
 	}
 }
+
+// TestStandaloneErrorWording: the errors a standalone primary's client
+// can return (no MasterName) neither quote an empty name nor talk about
+// sentinels; a Sentinel master's keep their name.
+func TestStandaloneErrorWording(t *testing.T) {
+	const addr = "127.0.0.1:6379"
+	for _, err := range []error{
+		&NodeError{Addr: addr, Role: "master", Write: true, MayHaveExecuted: true, Err: errors.New("EOF")},
+		&WriteHeldError{Master: addr, Reason: "the primary does not answer", Waited: time.Second},
+		&NoReplicaError{Master: addr},
+		&DiscoveryError{Primary: addr, Cause: errors.New("connection refused")},
+	} {
+		msg := err.Error()
+		if strings.Contains(msg, `""`) || strings.Contains(strings.ToLower(msg), "sentinels") ||
+			strings.Contains(msg, "Sentinel") || strings.Contains(msg, "sentinel master") {
+			t.Errorf("%T for a standalone primary: %s", err, msg)
+		}
+		if !strings.Contains(msg, addr) {
+			t.Errorf("%T does not name the primary %s: %s", err, addr, msg)
+		}
+	}
+	if msg := (&NodeError{MasterName: "mymaster", Addr: addr, Role: "master", Err: errors.New("EOF")}).Error(); !strings.Contains(msg, `of "mymaster"`) {
+		t.Errorf("a Sentinel master's NodeError: %s", msg)
+	}
+}
