@@ -73,38 +73,6 @@ func BenchmarkRoutingRatio(b *testing.B) {
 	}
 }
 
-// BenchmarkStandaloneRoutingRatio is BenchmarkRoutingRatio for a
-// standalone primary (Config.Primary, no Sentinel): our client and a plain
-// go-redis client (no retries either) to the same server, interleaved in
-// the same 8 goroutines.
-//
-//	go test -run '^$' -bench StandaloneRoutingRatio -benchtime 20000x -count 3 ./sentinel/
-func BenchmarkStandaloneRoutingRatio(b *testing.B) {
-	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = l.Close() })
-	ours, err := NewClient(Config{Primary: l.Node(0).Addr()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = ours.Close() })
-	plain := redis.NewClient(&redis.Options{Addr: l.Node(0).Addr(), MaxRetries: -1, DialerRetries: 1, DisableIdentity: true})
-	b.Cleanup(func() { _ = plain.Close() })
-	for _, c := range []redis.UniversalClient{ours, plain} {
-		if err := c.Set(ctx, "bench", "value", 0).Err(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, op := range []string{"GET", "GET-miss", "SET"} {
-		b.Run(op, func(b *testing.B) {
-			benchcmp.Interleaved(b, ours, plain, benchOps[op])
-		})
-	}
-}
-
 // BenchmarkAutoPipelineLone measures what Config.AutoPipeline costs a
 // caller alone: one goroutine, alternating a rediskit client with
 // AutoPipeline and a plain go-redis client to the same master, operation
