@@ -103,7 +103,7 @@ func (e *NodeError) Error() string {
 		what = "write"
 	}
 	outcome := failure.Outcome(e.Write, e.MayHaveExecuted, "it was not sent")
-	return fmt.Sprintf("sentinel: %s on %s %s of %q failed: %s (%s)", what, e.Role, e.Addr, e.MasterName,
+	return fmt.Sprintf("sentinel: %s on %s %s%s failed: %s (%s)", what, e.Role, e.Addr, ofMaster(" of", e.MasterName),
 		failure.BriefErr(e.Err), outcome)
 }
 
@@ -134,8 +134,8 @@ type WriteHeldError struct {
 }
 
 func (e *WriteHeldError) Error() string {
-	msg := fmt.Sprintf("sentinel: write to %q held for %v and not sent (re-running it is safe): %s (master %s)",
-		e.MasterName, e.Waited.Round(time.Millisecond), e.Reason, e.Master)
+	msg := fmt.Sprintf("sentinel: write%s held for %v and not sent (re-running it is safe): %s (master %s)",
+		ofMaster(" to", e.MasterName), e.Waited.Round(time.Millisecond), e.Reason, e.Master)
 	if e.Cause != nil {
 		msg += "; " + e.Cause.Error()
 	}
@@ -173,12 +173,16 @@ type ReplicaExclusion = replica.Unused
 
 func (e *NoReplicaError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sentinel: no replica of %q may serve the read (ReadFrom is replica only: the master", e.MasterName)
+	fmt.Fprintf(&b, "sentinel: no replica%s may serve the read (ReadFrom is replica only: the master", ofMaster(" of", e.MasterName))
 	if e.Master != "" {
 		fmt.Fprintf(&b, " %s", e.Master)
 	}
 	b.WriteString(" is not read)")
-	replica.WriteUnused(&b, e.Replicas, "Sentinel reports no healthy replica")
+	none := "Sentinel reports no healthy replica"
+	if e.MasterName == "" {
+		none = "the primary lists no healthy replica"
+	}
+	replica.WriteUnused(&b, e.Replicas, none)
 	return b.String()
 }
 
@@ -448,4 +452,14 @@ type RoleMismatchError struct {
 
 func (e *RoleMismatchError) Error() string {
 	return fmt.Sprintf("named %s, but ROLE there says %q (a stale answer, mid-failover?)", e.Addr, failure.Brief(e.Role))
+}
+
+// ofMaster is " of \"name\"" (with the given preposition) for a Sentinel
+// master, and nothing for a standalone primary (Config.Primary), which has
+// no name: its address follows in the message.
+func ofMaster(prep, name string) string {
+	if name == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s %q", prep, name)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/benchcmp"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/internal/testkit/errplace"
 	"github.com/rediskit/rediskit/lab"
+	"github.com/rediskit/rediskit/replica"
 )
 
 // newPrimaryClient is newTestClient for the lab's node0 as a standalone
@@ -183,4 +186,120 @@ func TestStandaloneRestart(t *testing.T) {
 		t.Errorf("rediskit wrote %d ids twice", ours)
 	}
 	tally.Check(t)
+}
+
+// TestStandaloneAllocationsMatchGoRedis is TestAllocationsMatchGoRedis
+// for a standalone primary with a replica it lists in ROLE: a GET (hit
+// and miss) on the primary and on the replica, and a SET, allocate at most
+// one object more than go-redis's plain client to the same server.
+func TestStandaloneAllocationsMatchGoRedis(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1})
+	// The client's periodic work (refreshes, probe rounds) is made rare:
+	// AllocsPerRun would charge it to the calls measured.
+	sel, err := replica.NewSelector(replica.Config{LatencyWindow: -1, ProbeInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newPrimaryClient(t, l, func(o *Config) {
+		o.ReadFrom, o.ReplicaSelector = Replica, sel
+		o.RefreshInterval = time.Hour
+	})
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "reads on the replica", func() bool {
+		before := calls(t, l.Node(1), "get")
+		_ = c.Get(ctx, "k").Err()
+		return calls(t, l.Node(1), "get") == before+1
+	})
+	get := func(ctx context.Context, cl redis.UniversalClient) error { return cl.Get(ctx, "k").Err() }
+	set := func(ctx context.Context, cl redis.UniversalClient) error { return cl.Set(ctx, "s", "v", 0).Err() }
+	for _, node := range []struct {
+		name string
+		ctx  context.Context
+		addr string
+	}{{"primary", WithReadFrom(ctx, Master), l.Node(0).Addr()}, {"replica", ctx, l.Node(1).Addr()}} {
+		plain := redis.NewClient(&redis.Options{Addr: node.addr, MaxRetries: -1, DisableIdentity: true})
+		defer plain.Close()
+		benchcmp.AllocsAtMost(t, node.ctx, "GET k on the "+node.name, c, plain, 1, get)
+		benchcmp.AllocsAtMost(t, node.ctx, "GET of a missing key on the "+node.name, c, plain, 1, benchcmp.GetMiss)
+		if node.name == "primary" {
+			benchcmp.AllocsAtMost(t, node.ctx, "SET on the primary", c, plain, 1, set)
+		}
+	}
+}
+
+// TestStandaloneNearReplica: a standalone primary with a near replica and
+// a far one (lab latencies), ReadFrom Replica with the latency election:
+// no read goes to the far replica, from the client's first call (before
+// the first probe round reads go to the primary). rediskit's p50 and p99
+// are logged against go-redis's plain client to the primary.
+func TestStandaloneNearReplica(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	const near, far = 2 * time.Millisecond, 40 * time.Millisecond
+	l := lab.New(t, lab.Config{Replicas: 2, Nodes: []lab.NodeConfig{{Latency: near}, {Latency: near}, {Latency: far}}})
+	sel, err := replica.NewSelector(replica.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sel.Close() })
+	c := newPrimaryClient(t, l, func(o *Config) { o.ReadFrom, o.ReplicaSelector = Replica, sel })
+	plain := redis.NewClient(&redis.Options{Addr: l.Node(0).Addr()})
+	defer plain.Close()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	farGets, nearGets := calls(t, l.Node(2), "get"), calls(t, l.Node(1), "get")
+	measure := func(cl redis.UniversalClient) (p50, p99 time.Duration) {
+		var d []time.Duration
+		for range 300 {
+			began := time.Now()
+			if err := cl.Get(ctx, "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatal(err)
+			}
+			d = append(d, time.Since(began))
+		}
+		slices.Sort(d)
+		return d[len(d)/2], d[len(d)*99/100]
+	}
+	p50, p99 := measure(c)
+	gp50, gp99 := measure(plain)
+	if n := calls(t, l.Node(2), "get") - farGets; n != 0 {
+		t.Errorf("%d of 300 reads went to the far replica", n)
+	}
+	if sel.Rounds() > 0 && calls(t, l.Node(1), "get") == nearGets {
+		t.Error("no read went to the near replica after a probe round")
+	}
+	t.Logf("GET p50/p99: rediskit %v/%v, go-redis NewClient (primary) %v/%v; probe rounds %d; near replica reads %d",
+		p50, p99, gp50, gp99, sel.Rounds(), calls(t, l.Node(1), "get")-nearGets)
+	// The far replica is 40 ms away; a median past it means reads went there.
+	if p50 >= far {
+		t.Errorf("rediskit's p50 %v is past the far replica's latency %v", p50, far)
+	}
+}
+
+// TestStandaloneErrorWording: the errors a standalone primary's client
+// can return (no MasterName) neither quote an empty name nor talk about
+// sentinels; a Sentinel master's keep their name.
+func TestStandaloneErrorWording(t *testing.T) {
+	const addr = "127.0.0.1:6379"
+	for _, err := range []error{
+		&NodeError{Addr: addr, Role: "master", Write: true, MayHaveExecuted: true, Err: errors.New("EOF")},
+		&WriteHeldError{Master: addr, Reason: "the primary does not answer", Waited: time.Second},
+		&NoReplicaError{Master: addr},
+		&DiscoveryError{Primary: addr, Cause: errors.New("connection refused")},
+	} {
+		msg := err.Error()
+		if strings.Contains(msg, `""`) || strings.Contains(strings.ToLower(msg), "sentinels") ||
+			strings.Contains(msg, "Sentinel") || strings.Contains(msg, "sentinel master") {
+			t.Errorf("%T for a standalone primary: %s", err, msg)
+		}
+		if !strings.Contains(msg, addr) {
+			t.Errorf("%T does not name the primary %s: %s", err, addr, msg)
+		}
+	}
+	if msg := (&NodeError{MasterName: "mymaster", Addr: addr, Role: "master", Err: errors.New("EOF")}).Error(); !strings.Contains(msg, `of "mymaster"`) {
+		t.Errorf("a Sentinel master's NodeError: %s", msg)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/replica"
 )
 
@@ -218,6 +219,40 @@ func TestStringHasNoSecrets(t *testing.T) {
 	for _, s := range []string{c.String(), fmt.Sprintf("%v", c.Stats())} {
 		if strings.Contains(s, "secret") {
 			t.Fatalf("secret in %q", s)
+		}
+	}
+
+	// A standalone primary, from Config and from a URL: its String,
+	// Stats and the error of a write to it (nothing listens) name no
+	// password.
+	u, err := redisurl.Parse("redis://user:url-secret@127.0.0.1:1/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromURL, err := NewClientFromConfig(u, Config{DiscoveryTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fromURL.Close()
+	standalone, err := NewClient(Config{Primary: "127.0.0.1:1", Password: "data-secret", DiscoveryTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer standalone.Close()
+	for _, sc := range []*Client{fromURL, standalone} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		werr := sc.Set(ctx, "k", "v", 0).Err()
+		cancel()
+		if werr == nil {
+			t.Fatal("a write to a port nothing listens on succeeded")
+		}
+		for _, s := range []string{sc.String(), fmt.Sprintf("%v", sc.Stats()), werr.Error()} {
+			if strings.Contains(s, "secret") {
+				t.Fatalf("secret in %q", s)
+			}
+		}
+		if !strings.Contains(sc.String(), "standalone primary") {
+			t.Errorf("String() = %s", sc.String())
 		}
 	}
 }
