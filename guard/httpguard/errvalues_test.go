@@ -119,3 +119,27 @@ func TestErrorValuesListed(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterTypedErrorsStatus: the cluster client's typed errors answer
+// RetryAdvice as sentinel's and multidb's do (503), bare and wrapped; a
+// caller's mistake stays 500.
+func TestClusterTypedErrorsStatus(t *testing.T) {
+	for _, tt := range []struct {
+		err    error
+		status int
+	}{
+		{&cluster.NodeError{Addr: "a:1", Write: true, MayHaveExecuted: true, Err: errors.New("EOF")}, http.StatusServiceUnavailable},
+		{&cluster.MasterChangedError{OldMaster: "a:1", NewMaster: "b:1"}, http.StatusServiceUnavailable},
+		{&cluster.NoMasterError{Slot: 7}, http.StatusServiceUnavailable},
+		{&cluster.NotDurableError{Master: "a:1", NotSent: true}, http.StatusServiceUnavailable},
+		{&cluster.NoReplicaError{}, http.StatusServiceUnavailable},
+		{&cluster.CursorError{}, http.StatusServiceUnavailable},
+		{&cluster.CrossSlotError{Slots: []int{1, 2}}, http.StatusInternalServerError},
+	} {
+		for _, err := range []error{tt.err, fmt.Errorf("handler: %w", tt.err)} {
+			if got := httpguard.StatusCode(err); got != tt.status {
+				t.Errorf("%T: status %d, want %d", tt.err, got, tt.status)
+			}
+		}
+	}
+}
