@@ -22,39 +22,31 @@ func benchClients(b *testing.B) (*Client, *redis.Client) {
 // MasterName and SentinelAddrs are the lab's).
 func benchClientsWith(b *testing.B, cfg Config) (*Client, *redis.Client) {
 	b.Helper()
-	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Sentinel(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = l.Close() })
-	cfg.MasterName, cfg.SentinelAddrs = l.MasterName(), l.SentinelAddrs()
-	ours, err := NewClient(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = ours.Close() })
-	plain := redis.NewClient(&redis.Options{Addr: l.Node(0).Addr(), MaxRetries: -1, DialerRetries: 1, DisableIdentity: true})
-	b.Cleanup(func() { _ = plain.Close() })
-	for _, c := range []redis.UniversalClient{ours, plain} {
-		if err := c.Set(ctx, "bench", "value", 0).Err(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return ours, plain
+	return benchLabClients(b, lab.Sentinel(1), func(l *lab.Lab) Config {
+		cfg.MasterName, cfg.SentinelAddrs = l.MasterName(), l.SentinelAddrs()
+		return cfg
+	})
 }
 
 // benchStandaloneClients is benchClientsWith for a standalone primary
 // (Config.Primary, no Sentinel) and a plain go-redis client to it.
 func benchStandaloneClients(b *testing.B) (*Client, *redis.Client) {
 	b.Helper()
+	return benchLabClients(b, lab.Config{}, func(l *lab.Lab) Config { return Config{Primary: l.Node(0).Addr()} })
+}
+
+// benchLabClients starts the lab labCfg describes, and returns our client
+// (with the Config cfg makes for the lab) and a plain go-redis client to
+// node0, both connected.
+func benchLabClients(b *testing.B, labCfg lab.Config, cfg func(*lab.Lab) Config) (*Client, *redis.Client) {
+	b.Helper()
 	ctx := context.Background()
-	l, err := lab.Start(ctx, lab.Config{})
+	l, err := lab.Start(ctx, labCfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = l.Close() })
-	ours, err := NewClient(Config{Primary: l.Node(0).Addr()})
+	ours, err := NewClient(cfg(l))
 	if err != nil {
 		b.Fatal(err)
 	}
