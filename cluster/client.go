@@ -23,7 +23,7 @@ import (
 
 // front is the go-redis client whose command methods Client exposes. It
 // never dials: its hook routes every command, pipeline and transaction.
-type front = redis.Client
+type front = routing.Front
 
 // Client is a go-redis client for a Redis Cluster. It has every go-redis
 // command method; each command is sent to the master of its key's slot,
@@ -31,9 +31,6 @@ type front = redis.Client
 // package documentation. Create it with NewClient and Close it when done.
 type Client struct {
 	*front
-	// autos are the auto-pipeliners (AutoPipeline, AsyncAutoPipeline),
-	// made on first use.
-	autos routing.AutoFronts
 
 	opts       Config
 	nodes      *nodeSet
@@ -125,13 +122,7 @@ func NewClient(opts Config) (*Client, error) {
 	c.pubsub = newPubsubRouter(c)
 	c.durableW = newDurableWatch(c)
 	fo := c.opts.nodeOptions("cluster")
-	c.front = routing.NewFront(fo, c.process, c.processPipeline)
-	c.autos.Make = func() *redis.Client {
-		return routing.NewAutoFront(c.front.Options(), c.process, c.processPipeline,
-			func(ctx context.Context, cmds []redis.Cmder) error {
-				return routing.RunIndependent(ctx, cmds, c.process)
-			})
-	}
+	c.front = c.newFront(fo)
 	return c, nil
 }
 
@@ -210,11 +201,11 @@ func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	c.autos.Close() // first: closing them drains their batches
+	c.front.CloseAutoPipelines() // first: closing them drains their batches
 	perr := c.pubsub.close()
 	c.durableW.close() // before the topology: it follows its snapshots
 	c.topo.close()
-	return errors.Join(perr, c.nodes.close(), c.front.Close())
+	return errors.Join(perr, c.nodes.close(), c.front.CloseFront())
 }
 
 // Stats returns the client's counters.
@@ -448,7 +439,21 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 		}
 		return true, nil
 	}
-	if failure.NotExecuted(err) {
+	notExecuted := failure.NotExecuted(err)
+	if !notExecuted {
+		// No answer: the command may have run. A write's verdict waits
+		// for the map to say whether its slot moved.
+		c.topo.failed(n, err)
+		if a.write {
+			return false, c.writeUnknown(ctx, snap, n, a.slot, cmd, err, a.holdEnd)
+		}
+	}
+	// Again: the same node may serve it after a pause, or the map
+	// changes meanwhile.
+	if failure.Next(failure.Attempt{Write: a.write, NotExecuted: notExecuted, Again: true, Reran: a.reran}) != failure.Rerun {
+		return false, c.nodeError(n, a.slot, a.write, cmd, err)
+	}
+	if notExecuted {
 		// It did not run: retry after the map changes, or after a short
 		// pause (TRYAGAIN, LOADING, CLUSTERDOWN while another shard fails
 		// over: the same node may serve it soon), until the hold ends.
@@ -469,14 +474,6 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 		}
 		return true, nil
 	}
-	// No answer: the command may have run.
-	c.topo.failed(n, err)
-	if a.write {
-		return false, c.writeUnknown(ctx, snap, n, a.slot, cmd, err, a.holdEnd)
-	}
-	if a.reran {
-		return false, c.nodeError(n, a.slot, a.write, cmd, err)
-	}
 	a.reran = true
 	c.stats.readsRetried.Add(1)
 	c.topo.emit(Event{Kind: EventReadRetried, Master: n.addr, Slot: a.slot, Err: err})
@@ -489,7 +486,9 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 // (waiting for it within the hold), else a *NodeError.
 func (c *Client) writeUnknown(ctx context.Context, snap *snapshot, old *node, slot int, cmd redis.Cmder, cause error, holdEnd time.Time) error {
 	for {
-		if m := snap.master(slot); m != nil && m != old && slot >= 0 {
+		m := snap.master(slot)
+		moved := m != nil && m != old && slot >= 0
+		if failure.Next(failure.Attempt{Write: true, Moved: moved}) == failure.Refuse {
 			c.stats.writesRefused.Add(1)
 			err := &MasterChangedError{Slot: slot, OldMaster: old.addr, NewMaster: m.addr, MayHaveExecuted: true, Cause: cause}
 			c.topo.emit(Event{Kind: EventWriteRefused, Master: m.addr, OldMaster: old.addr, Slot: slot, Err: err})
@@ -746,8 +745,9 @@ func (c *Client) afterPipeline(ctx context.Context, snap *snapshot, q redis.Cmde
 		return err
 	}
 	write := !c.classifier.ReadOnly(q)
-	if failure.NotExecuted(err) || !write {
-		if !failure.NotExecuted(err) {
+	notExecuted := failure.NotExecuted(err)
+	if failure.Next(failure.Attempt{Write: write, NotExecuted: notExecuted, Again: true}) == failure.Rerun {
+		if !notExecuted {
 			c.stats.readsRetried.Add(1)
 			c.topo.emit(Event{Kind: EventReadRetried, Slot: slot, Err: err})
 		}
@@ -847,7 +847,11 @@ func (c *Client) txAttempts(ctx context.Context, cmds []redis.Cmder, slot int, l
 // refresh is asked for, and ask is the node an ASK named: the next
 // attempt runs there, after ASKING.
 func (c *Client) txAgain(ctx context.Context, cmds []redis.Cmder, err error, redirects *int, holdEnd time.Time) (ask *node, again bool) {
-	if err == nil || isNotDurable(err) || failure.CallerEnded(ctx) || !failure.ProvablyNotExecuted(c.classifier, nil, cmds, err) {
+	if err == nil || isNotDurable(err) || failure.CallerEnded(ctx) {
+		return nil, false
+	}
+	notExecuted := failure.ProvablyNotExecuted(c.classifier, nil, cmds, err)
+	if failure.Next(failure.Attempt{Write: true, NotExecuted: notExecuted, Again: true}) != failure.Rerun {
 		return nil, false
 	}
 	r, redirected := failure.ParseRedirect(firstRedirect(cmds, err))
@@ -994,18 +998,6 @@ func (c *Client) watchAttempts(ctx context.Context, fn func(*redis.Tx) error, sl
 		}
 		c.stats.retries.Add(1)
 	}
-}
-
-// AutoPipeline returns go-redis's blocking auto-pipeliner over the client:
-// its batches are taken apart and each command routed, redirected, held
-// and judged as alone, each node's share sent in the batch's order as one
-// pipeline (see Config.AutoPipeline for ordinary calls).
-func (c *Client) AutoPipeline() (*redis.AutoPipeliner, error) { return c.autos.AutoPipeline(nil) }
-
-// AsyncAutoPipeline is AutoPipeline's deferred face: the commands one
-// goroutine submits without waiting run in submit order on each node.
-func (c *Client) AsyncAutoPipeline() (*redis.AutoPipeliner, error) {
-	return c.autos.AsyncAutoPipeline(nil)
 }
 
 // The client is a go-redis UniversalClient: code written against one

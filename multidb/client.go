@@ -24,7 +24,7 @@ import (
 // front is the go-redis client whose command methods Client exposes. It
 // never dials: its only hook sends every command, pipeline and transaction
 // to the active database (package internal/routing).
-type front = redis.Client
+type front = routing.Front
 
 // Client is a go-redis client over several Redis deployments: every call
 // goes to the active database, the highest-weight one whose breaker is
@@ -35,9 +35,6 @@ type front = redis.Client
 // Close it when done.
 type Client struct {
 	*front
-	// autos are the auto-pipeliners (AutoPipeline, AsyncAutoPipeline),
-	// made on first use.
-	autos routing.AutoFronts
 
 	cfg  Config
 	log  *slog.Logger
@@ -160,8 +157,7 @@ func NewClient(cfg Config) (*Client, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.route.Store(&route{})
 	c.events = newDispatcher(cfg.Observer, cfg.Logger)
-	c.front = routing.NewFront(&redis.Options{Addr: "multidb"}, c.process, c.processPipeline)
-	c.autos.Make = c.newAutoFront
+	c.front = c.newFront()
 	c.pubsub = newPubsubRouter(c)
 
 	c.mu.Lock()
@@ -459,7 +455,7 @@ func (c *Client) Close() error {
 
 	// The auto-pipeliners first: closing them drains their batches. None
 	// is made after this.
-	c.autos.Close()
+	c.front.CloseAutoPipelines()
 	c.cancel()
 	c.pubsub.close()
 	c.wg.Wait()
@@ -470,7 +466,7 @@ func (c *Client) Close() error {
 		}
 	}
 	c.events.close()
-	if err := c.front.Close(); err != nil {
+	if err := c.front.CloseFront(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -520,21 +516,6 @@ func (c *Client) AddHook(h redis.Hook) {
 	for _, db := range c.dbs {
 		db.client.AddHook(routing.UserHook(h))
 	}
-}
-
-// PoolStats sums the pool statistics of every database client.
-func (c *Client) PoolStats() *redis.PoolStats {
-	c.mu.Lock()
-	clients := make([]redis.UniversalClient, 0, len(c.dbs))
-	for _, db := range c.dbs {
-		clients = append(clients, db.client)
-	}
-	c.mu.Unlock()
-	stats := make([]*redis.PoolStats, len(clients))
-	for i, cl := range clients {
-		stats[i] = cl.PoolStats()
-	}
-	return routing.SumPoolStats(stats...)
 }
 
 // Watch runs fn in a WATCH transaction on the active database. It is
@@ -588,21 +569,6 @@ func (c *Client) typed(err error) bool {
 	)
 	return errors.As(err, &de) || errors.As(err, &dce) || errors.As(err, &ue) || errors.As(err, &ce) ||
 		errors.As(err, &use) || errors.As(err, &pe) || errors.Is(err, ErrClosed) && c.route.Load().closed
-}
-
-// Conn returns a connection to the active database when its client is a
-// *redis.Client. It is pinned to that database and does not follow
-// switches. For other database clients it returns a Conn of the routing
-// client, whose commands are routed one by one (no connection state such
-// as SELECT or CLIENT SETNAME holds between them); prefer the client's own
-// methods.
-func (c *Client) Conn() *redis.Conn {
-	if db := c.route.Load().active; db != nil {
-		if rc, ok := db.client.(interface{ Conn() *redis.Conn }); ok {
-			return rc.Conn()
-		}
-	}
-	return c.front.Conn()
 }
 
 // unavailable is the error of a call made while no database is active.
@@ -699,14 +665,18 @@ func (c *Client) runRouted(ctx context.Context, cmd redis.Cmder, cmds []redis.Cm
 // again handles work that failed on from after the active database became
 // to.
 func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder, cmds []redis.Cmder, cause error) error {
-	switch {
-	case c.readOnly(cmd, cmds):
-		c.stats.readsRetried.Add(1)
-		c.events.emit(Event{Kind: EventReadRetried, Old: from.name, New: to.name, Err: cause})
-	case failure.ProvablyNotExecuted(c.cfg.Classifier, cmd, cmds, cause):
-		c.stats.writesRerun.Add(1)
-		c.events.emit(Event{Kind: EventWriteRerun, Old: from.name, New: to.name, Err: cause})
-	default:
+	write := !c.readOnly(cmd, cmds)
+	notExecuted := write && failure.ProvablyNotExecuted(c.cfg.Classifier, cmd, cmds, cause)
+	switch failure.Next(failure.Attempt{Write: write, NotExecuted: notExecuted, Moved: true}) {
+	case failure.Rerun:
+		if write {
+			c.stats.writesRerun.Add(1)
+			c.events.emit(Event{Kind: EventWriteRerun, Old: from.name, New: to.name, Err: cause})
+		} else {
+			c.stats.readsRetried.Add(1)
+			c.events.emit(Event{Kind: EventReadRetried, Old: from.name, New: to.name, Err: cause})
+		}
+	default: // Refuse: the work moves to another database and may have run
 		dce := &DatabaseChangedError{Old: from.name, New: to.name, Cause: cause}
 		c.stats.writesRefused.Add(1)
 		c.events.emit(Event{Kind: EventWriteRefused, Old: from.name, New: to.name, Err: dce})

@@ -20,10 +20,11 @@ import (
 	"github.com/rediskit/rediskit/replica"
 )
 
-// front is the go-redis client whose command methods Client exposes. It
-// never dials: its first hook routes every command, pipeline and
-// transaction to the data nodes' clients.
-type front = redis.Client
+// front is the go-redis client whose command methods Client exposes
+// (with routing.Front's shadowing methods). It never dials: its first
+// hook routes every command, pipeline and transaction to the data nodes'
+// clients.
+type front = routing.Front
 
 // Client is a go-redis client for a Sentinel-managed deployment. It has
 // every go-redis command method; each command, pipeline or transaction is
@@ -34,9 +35,6 @@ type front = redis.Client
 // NewClientFromURL and Close it when done.
 type Client struct {
 	*front
-	// autos are the auto-pipeliners (AutoPipeline, AsyncAutoPipeline),
-	// made on first use.
-	autos routing.AutoFronts
 
 	opts       Config
 	classifier *classify.Classifier
@@ -105,15 +103,7 @@ func NewClient(cfg Config) (*Client, error) {
 	c.blocking.idle, c.blocking.inUse = map[*node][]*blockingConn{}, map[*blockingConn]struct{}{}
 	c.pubsub = newPubsubRouter(c)
 
-	// The front never dials, but its options are what Options() reports:
-	// they describe the data-node clients' behaviour.
-	c.front = routing.NewFront(&redis.Options{
-		Addr:         "sentinel/" + opts.MasterName,
-		ReadTimeout:  opts.ReadTimeout,
-		WriteTimeout: opts.WriteTimeout,
-		DialTimeout:  opts.DialTimeout,
-	}, c.process, c.processPipeline)
-	c.autos.Make = c.newAutoFront
+	c.front = c.newFront()
 	if b, ok := c.selector.(BindableSelector); ok {
 		b.Bind(replica.Env{
 			MasterName: opts.MasterName,
@@ -208,7 +198,7 @@ func (c *Client) Close() error {
 	}
 	// The auto-pipeliners first: closing them drains their batches, which
 	// still run on the nodes. None is made after this.
-	c.autos.Close()
+	c.front.CloseAutoPipelines()
 	// Closing the connections first unblocks workers waiting on the
 	// network; then wait for every goroutine.
 	c.cancel()
@@ -219,7 +209,7 @@ func (c *Client) Close() error {
 	err := c.selector.Close()
 	// The topology goroutine has ended: every event it reported is queued.
 	c.observer.Close()
-	if ferr := c.front.Close(); err == nil {
+	if ferr := c.front.CloseFront(); err == nil {
 		err = ferr
 	}
 	return err
@@ -270,11 +260,6 @@ func (c *Client) OnNewNode(fn func(*redis.Client)) {
 	fn(c.pubsub.client)
 }
 
-// PoolStats sums the pool statistics of every data-node client.
-func (c *Client) PoolStats() *redis.PoolStats {
-	return c.topo.nodes.poolStats()
-}
-
 // Selector returns the ReplicaSelector the client uses (by default a
 // *replica.Selector), e.g. to read its RTT table or register its metrics.
 func (c *Client) Selector() ReplicaSelector { return c.selector }
@@ -303,19 +288,6 @@ func (c *Client) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...st
 	var own error // fn's error: the caller's own
 	err = n.client.Watch(ctx, func(tx *redis.Tx) error { own = fn(tx); return own }, keys...)
 	return c.seal(snap, n, true, nil, nil, err, own)
-}
-
-// Conn returns a connection to the current master. It is pinned to that
-// node and does not follow failovers (after one, its writes fail with
-// READONLY or a connection error); prefer the client's own methods.
-func (c *Client) Conn() *redis.Conn {
-	snap, err := c.current(context.Background())
-	if err != nil || snap.master == nil {
-		// No master known yet: a Conn on the routing client fails every
-		// call with a clear error.
-		return c.front.Conn()
-	}
-	return snap.master.client.Conn()
 }
 
 // current returns the routing snapshot, waiting for the first discovery.
@@ -666,16 +638,16 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
 	notExecuted := c.provablyNotExecuted(cmd, cmds, err)
-	if c.opts.Primary != "" && notExecuted && !c.opts.StrictWrites {
+	if c.opts.Primary != "" {
 		// A standalone primary is not replaced: a write it refused
 		// unsent waits for it to answer again (a restart), within
 		// FailoverHold and ctx, and is sent once more.
-		if back := c.awaitPrimary(ctx, snap); back != nil {
-			c.stats.writesRerun.Add(1)
-			c.emit(Event{Kind: EventWriteRerun, Master: back.master.addr, OldMaster: snap.master.addr, Err: err})
-			routing.SetErrs(cmd, cmds, nil)
-			err = c.writeOn(ctx, back, cmd, cmds, durable)
-			return c.nodeError(back, back.master, true, cmd, cmds, err)
+		if failure.Next(failure.Attempt{Write: true, NotExecuted: notExecuted, Again: true, Strict: c.opts.StrictWrites}) == failure.Rerun {
+			if back := c.awaitPrimary(ctx, snap); back != nil {
+				return c.rerunWrite(ctx, snap, back, cmd, cmds, durable, err)
+			}
+		} else {
+			c.topo.kick() // is it still a master? The error stands meanwhile.
 		}
 		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
@@ -683,16 +655,15 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	if rerr == nil && next.held() {
 		next, rerr = c.writableSnapshot(ctx)
 	}
-	if rerr != nil || next.master == snap.master {
-		// No master change: the error stands, said of the master.
+	if rerr != nil {
 		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
-	if notExecuted && !c.opts.StrictWrites {
-		c.stats.writesRerun.Add(1)
-		c.emit(Event{Kind: EventWriteRerun, Master: next.master.addr, OldMaster: snap.master.addr, Err: err})
-		routing.SetErrs(cmd, cmds, nil)
-		err = c.writeOn(ctx, next, cmd, cmds, durable)
-		return c.nodeError(next, next.master, true, cmd, cmds, err)
+	switch failure.Next(failure.Attempt{Write: true, NotExecuted: notExecuted, Moved: next.master != snap.master, Strict: c.opts.StrictWrites}) {
+	case failure.Rerun:
+		return c.rerunWrite(ctx, snap, next, cmd, cmds, durable, err)
+	case failure.Fail:
+		// No master change: the error stands, said of the master.
+		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 	}
 	mce := &MasterChangedError{
 		MasterName:      c.opts.MasterName,
@@ -706,6 +677,16 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	c.emit(Event{Kind: EventWriteRefused, Master: mce.NewMaster, OldMaster: mce.OldMaster, Sentinel: mce.Sentinel, Err: mce})
 	routing.SetErrs(cmd, cmds, mce)
 	return mce
+}
+
+// rerunWrite sends a write that provably did not run on snap's master
+// again, on next's.
+func (c *Client) rerunWrite(ctx context.Context, snap, next *snapshot, cmd redis.Cmder, cmds []redis.Cmder, durable bool, cause error) error {
+	c.stats.writesRerun.Add(1)
+	c.emit(Event{Kind: EventWriteRerun, Master: next.master.addr, OldMaster: snap.master.addr, Err: cause})
+	routing.SetErrs(cmd, cmds, nil)
+	err := c.writeOn(ctx, next, cmd, cmds, durable)
+	return c.nodeError(next, next.master, true, cmd, cmds, err)
 }
 
 // awaitPrimary waits, within FailoverHold and ctx, for a refresh to find

@@ -191,15 +191,15 @@ func (s *nodeSet) callCounts() []NodeStats {
 	return out
 }
 
-// poolStats sums the pool statistics of the live node clients.
-func (s *nodeSet) poolStats() *redis.PoolStats {
+// poolStats are the pool statistics of the live node clients.
+func (s *nodeSet) poolStats() []*redis.PoolStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stats := make([]*redis.PoolStats, 0, len(s.live))
 	for _, n := range s.live {
 		stats = append(stats, n.client.PoolStats())
 	}
-	return routing.SumPoolStats(stats...)
+	return stats
 }
 
 // keepOnly retires every live node whose address is not in keep.

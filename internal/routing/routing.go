@@ -262,12 +262,13 @@ const (
 	RefusePushNotifications = "Subscribe for pub/sub"
 )
 
-// AutoFronts is a routed client's auto-pipeliners: go-redis's, made on an
-// auto front (NewAutoFront) on first use, whose batches are taken apart
-// by RunIndependent into the client's single commands. The zero value is
+// autoFronts are a routed client's auto-pipeliners (see Front):
+// go-redis's, made on an auto front (NewAutoFront) on first use, whose
+// batches are taken apart by RunIndependent into the client's single
+// commands. The zero value is
 // ready once Make is set; Close closes the front (and go-redis closes its
 // auto-pipeliners with it), and none is made after.
-type AutoFronts struct {
+type autoFronts struct {
 	// Make returns the auto front; called once.
 	Make func() *redis.Client
 
@@ -275,7 +276,7 @@ type AutoFronts struct {
 	front *redis.Client
 }
 
-func (a *AutoFronts) get() (*redis.Client, error) {
+func (a *autoFronts) get() (*redis.Client, error) {
 	a.once.Do(func() { a.front = a.Make() })
 	if a.front == nil {
 		return nil, redis.ErrClosed
@@ -284,7 +285,7 @@ func (a *AutoFronts) get() (*redis.Client, error) {
 }
 
 // AutoPipeline is go-redis's AutoPipeline on the auto front.
-func (a *AutoFronts) AutoPipeline(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+func (a *autoFronts) AutoPipeline(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
 	f, err := a.get()
 	if err != nil {
 		return nil, err
@@ -293,7 +294,7 @@ func (a *AutoFronts) AutoPipeline(opts *redis.AutoPipelineOptions) (*redis.AutoP
 }
 
 // AsyncAutoPipeline is go-redis's AsyncAutoPipeline on the auto front.
-func (a *AutoFronts) AsyncAutoPipeline(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
+func (a *autoFronts) AsyncAutoPipeline(opts *redis.AutoPipelineOptions) (*redis.AutoPipeliner, error) {
 	f, err := a.get()
 	if err != nil {
 		return nil, err
@@ -304,7 +305,7 @@ func (a *AutoFronts) AsyncAutoPipeline(opts *redis.AutoPipelineOptions) (*redis.
 // Close closes the auto front, if it was made, draining its
 // auto-pipelined batches (which still run on the routed client's nodes:
 // close this first).
-func (a *AutoFronts) Close() {
+func (a *autoFronts) Close() {
 	a.once.Do(func() {})
 	if a.front != nil {
 		_ = a.front.Close()
