@@ -272,10 +272,46 @@ func TestStandaloneServerURLs(t *testing.T) {
 		if n, err := l.Node(0).Do(ctx, "EXISTS", "durable").Int(); err != nil || n != 0 {
 			t.Fatalf("the refused durable write ran: %d, %v", n, err)
 		}
-		// A unix socket alone is refused, nothing dialled.
-		var ue *UnservedError
-		if _, err := NewClientFromURL(unixURL, Config{}); !errors.As(err, &ue) || strings.Contains(err.Error(), secret) {
-			t.Fatalf("a unix:// URL: %v, want an *UnservedError without the password", err)
+	})
+
+	t.Run("unix", func(t *testing.T) {
+		// A unix socket alone: the standalone client, its primary reached
+		// over the socket, with the same routing and typed errors.
+		c, err := NewClientFromURL(unixURL, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		sc, ok := c.Unwrap().(*sentinel.Client)
+		if !ok || c.Kind() != KindStandalone || strings.Contains(c.String(), secret) {
+			t.Fatalf("%s: kind %v, typed %T", c, c.Kind(), c.Unwrap())
+		}
+		roundTrip(ctx, t, c, "unix")
+		if sc.Master() != sock || sc.Options().Network != "unix" {
+			t.Fatalf("master %q over %q: want the socket %s", sc.Master(), sc.Options().Network, sock)
+		}
+		// The commands went over the socket: the server counts a unix
+		// connection (CLIENT LIST shows it with addr /path:0).
+		list, err := l.Node(0).Do(ctx, "CLIENT", "LIST").Text()
+		if err != nil || !strings.Contains(list, sock) {
+			t.Fatalf("CLIENT LIST (%v) shows no connection over %s:\n%s", err, sock, list)
+		}
+		// A connection lost before a write is sent re-sends it; one lost
+		// after may have run and says so (the same rules as over TCP):
+		// the server's restart is covered by TestStandaloneRestart; here,
+		// a write after CLIENT KILL of the client's connections is sent
+		// again on a new connection, as it provably was not executed or
+		// is reported typed.
+		if err := l.Node(0).Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+			t.Fatal(err)
+		}
+		err = c.Set(ctx, "after-kill", "1", 0).Err()
+		var ne *sentinel.NodeError
+		if err != nil && (!errors.As(err, &ne) || ne.Addr != sock || strings.Contains(err.Error(), secret)) {
+			t.Fatalf("a write after its connection was killed: %v, want success or a *NodeError naming the socket", err)
+		}
+		if err := c.Set(ctx, "after-kill", "2", 0).Err(); err != nil {
+			t.Fatalf("the next write: %v", err)
 		}
 	})
 

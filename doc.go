@@ -6,7 +6,7 @@
 //
 //	redis://[user:password@]host[:port][/db]     one server (or a cluster: see below)
 //	rediss://...                                 the same over TLS
-//	unix://[user:password@]/path/to/socket       one server over a Unix socket (as one of Config.Databases)
+//	unix://[user:password@]/path/to/socket       one server over a Unix socket
 //	redis+sentinel://host1,host2/masterName[/db] a Sentinel deployment (rediss+sentinel:// for TLS)
 //	redis+cluster://host1,host2                  a Redis Cluster (rediss+cluster:// for TLS)
 //	redis://host1?addr=host2&addr=host3          go-redis's cluster form
@@ -23,8 +23,8 @@
 // *multidb.Client. A standalone server is served by package sentinel's
 // client with the server as its primary (sentinel.Config.Primary: the
 // same routing, holds and re-run rules as for a Sentinel master, the
-// replicas found with ROLE); a unix:// URL alone is refused with an
-// *UnservedError for now (it may be one of Config.Databases). A plain redis:// or
+// replicas found with ROLE); a unix:// URL is such a server reached over
+// its socket (its replicas, from ROLE, over TCP). A plain redis:// or
 // rediss:// URL names one server that may be a cluster node, as in most
 // managed services' "configuration endpoint": NewClient probes it once
 // (one connection, one CLUSTER INFO, bounded by Config.DetectTimeout,

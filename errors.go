@@ -46,11 +46,3 @@ func (e *DetectError) Error() string {
 }
 
 func (e *DetectError) Unwrap() error { return e.Err }
-
-// UnservedError is a URL NewClient parses but does not serve (URL without
-// its password), saying why and what to use instead. Nothing was dialled.
-type UnservedError struct {
-	URL, Reason string
-}
-
-func (e *UnservedError) Error() string { return "rediskit: " + e.URL + " is not served: " + e.Reason }

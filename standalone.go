@@ -14,10 +14,6 @@ import (
 // replicas with ROLE. A unix:// URL is refused: the primary's replicas and
 // the client's own checks address it by host and port.
 func newStandalone(u *redisurl.Config, cfg *Config) (*client, error) {
-	if u.Kind == redisurl.Unix {
-		return nil, &UnservedError{URL: u.Redacted(),
-			Reason: "a unix:// socket alone is not served yet (the standalone client addresses its primary by host:port): use redis://host:port, or the socket as one of Config.Databases"}
-	}
 	u = withCredentials(u, cfg)
 	if cfg.TLSConfig != nil {
 		u.TLS, u.CAFile, u.CertFile, u.KeyFile, u.ServerName, u.InsecureSkipVerify = false, "", "", "", "", false

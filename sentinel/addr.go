@@ -128,10 +128,23 @@ func (o *Config) splitReplyAddr(source, field, hostport string) (string, error) 
 	return o.replyAddr(source, field, host, port)
 }
 
+// socketPath reports whether addr is a Unix socket's path (a standalone
+// Primary may be one) rather than host:port.
+func socketPath(addr string) bool { return strings.HasPrefix(addr, "/") }
+
+// network is go-redis's Options.Network for addr.
+func network(addr string) string {
+	if socketPath(addr) {
+		return "unix"
+	}
+	return "tcp"
+}
+
 // allowedAddr reports whether AllowedNetworks allows addr ("host:port"): a
-// host name is allowed here and checked when dialled (allowedConn).
+// host name is allowed here and checked when dialled (allowedConn). A
+// Unix socket's path is the caller's own, and always allowed.
 func (o *Config) allowedAddr(addr string) bool {
-	if len(o.AllowedNetworks) == 0 {
+	if len(o.AllowedNetworks) == 0 || socketPath(addr) {
 		return true
 	}
 	host, _, err := net.SplitHostPort(addr)
@@ -188,8 +201,13 @@ func (o *Config) allowedConn(conn net.Conn, addr string) error {
 // handshake when tlsConfig is set: the caller's Dialer gets the same
 // checks and TLS as rediskit's own. Every failure is a
 // *failure.DialError: nothing was sent.
-func (o *Config) dialWith(ctx context.Context, d *net.Dialer, network, addr string, tlsConfig *tls.Config, check bool) (net.Conn, error) {
-	conn, err := o.dialConn(ctx, d, network, addr)
+func (o *Config) dialWith(ctx context.Context, d *net.Dialer, netw, addr string, tlsConfig *tls.Config, check bool) (net.Conn, error) {
+	if socketPath(addr) {
+		// A standalone Primary's Unix socket: whatever network the
+		// go-redis client was made with (a pub/sub client's is TCP).
+		netw, check = "unix", false // the caller's own path, no IP to judge
+	}
+	conn, err := o.dialConn(ctx, d, netw, addr)
 	if err != nil {
 		return nil, &failure.DialError{Addr: addr, Err: err}
 	}

@@ -138,9 +138,8 @@ func NewClientFromURL(rawURL string, cfg Config) (*Client, error) {
 
 // NewClientFromConfig is NewClientFromURL for a parsed URL: a Sentinel URL
 // (redis+sentinel://, rediss+sentinel://), or a standalone one (redis://,
-// rediss://: Config.Primary is its address). A cluster or unix:// URL is
-// refused (package cluster serves clusters; a Unix socket has no replicas
-// to route to).
+// rediss://, unix://: Config.Primary is its address or socket path). A
+// cluster URL is refused (package cluster serves clusters).
 func NewClientFromConfig(u *redisurl.Config, cfg Config) (*Client, error) {
 	switch u.Kind {
 	case redisurl.Sentinel:
@@ -148,6 +147,8 @@ func NewClientFromConfig(u *redisurl.Config, cfg Config) (*Client, error) {
 		cfg.SentinelAddrs = u.Sentinels
 	case redisurl.Standalone, "":
 		cfg.Primary = u.Addr
+	case redisurl.Unix:
+		cfg.Primary = u.SocketPath
 	default:
 		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// or redis:// URL (its kind: %s)", u.Redacted(), u.Kind)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -124,7 +125,9 @@ type Config struct {
 	SentinelAddrs []string
 	// Primary, instead of MasterName and SentinelAddrs, is the host:port
 	// of a primary no Sentinel manages (a standalone server, a managed
-	// service's primary endpoint; a host without a port uses 6379): see
+	// service's primary endpoint; a host without a port uses 6379), or the
+	// absolute path of its Unix socket (its replicas, from ROLE, are
+	// reached over TCP): see
 	// "Standalone primary" in the package documentation. The client routes
 	// to it as to a Sentinel master, and finds its replicas with ROLE on
 	// it, or takes Replicas.
@@ -551,6 +554,9 @@ func (o *Config) primaryDefaults() error {
 		return configError("Primary", "is set with MasterName or SentinelAddrs: give a Sentinel deployment or a standalone primary, not both")
 	}
 	norm, err := normalizeAddr("Primary", o.Primary, DefaultPrimaryPort)
+	if socketPath(o.Primary) {
+		norm, err = filepath.Clean(o.Primary), nil
+	}
 	if err != nil {
 		return err
 	}
@@ -656,6 +662,7 @@ func (o *Config) baseNodeOptions(addr string, dial func(ctx context.Context, net
 	// caller's deadline and the client's own probe bounds hold against a
 	// silent node): see redisopt.Inner.
 	opt := redisopt.Inner(&redis.Options{
+		Network:      network(addr),
 		Addr:         addr,
 		Dialer:       dial,
 		Username:     o.Username,
