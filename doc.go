@@ -55,8 +55,9 @@
 // the Logger), each mapped onto the typed
 // package's configuration; the URL's own settings win over the Config's.
 // Every zero field means the typed package's default. FromUniversalOptions
-// converts go-redis's redis.UniversalOptions, field by field, and refuses
-// with a reason what rediskit does not do (retries, above all).
+// converts go-redis's redis.UniversalOptions, and FromOptions the
+// redis.Options of redis.NewClient, field by field, and refuse with a
+// reason what rediskit does not do (retries, above all).
 //
 // # Stats
 //

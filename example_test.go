@@ -88,3 +88,19 @@ func ExampleFromUniversalOptions() {
 	_ = cfg
 	// Output: MaxRetries
 }
+
+func ExampleFromOptions() {
+	// The options a service gave redis.NewClient.
+	cfg, err := rediskit.FromOptions(&redis.Options{
+		Addr:       "10.0.0.1:6379",
+		Password:   os.Getenv("REDIS_PASSWORD"),
+		DB:         2,
+		MaxRetries: -1, // go-redis's "no retries": what rediskit does anyway
+	})
+	if err != nil {
+		fmt.Println(err) // each field it cannot honour, and why
+		return
+	}
+	fmt.Println(cfg.URL)
+	// Output: redis://10.0.0.1:6379/2
+}
