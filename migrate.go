@@ -74,35 +74,18 @@ func convertUniversal(uo *redis.UniversalOptions, rules map[string]universalRule
 	return c.cfg, nil
 }
 
-// Reasons shared by several rules.
-const (
-	reasonRetries = "rediskit alone decides what is re-run: a read once, a write only when it provably did not run " +
-		"(go-redis re-sends a write that timed out, which can then run twice); leave it 0 or set -1"
-	reasonDialRetries = "rediskit dials once, and a failed dial starts a re-resolution instead of more attempts at the same address; leave it unset"
-	reasonUnbounded   = "rediskit bounds every dial, read and write; leave it 0 for the default or give a positive bound"
-	reasonTyped       = "rediskit.Config has only the settings common to every topology: make the client with the typed package " +
-		"(sentinel.FromFailoverOptions converts this field; cluster.Config, multidb.Config), or leave it unset"
-	reasonCache = "rediskit has no client-side cache in this release; leave it unset"
-)
+// reasonTyped refuses a setting only the typed packages have.
+const reasonTyped = "rediskit.Config has only the settings common to every topology: make the client with the typed package " +
+	"(sentinel.FromFailoverOptions and cluster.FromClusterOptions convert this field; multidb.Config), or leave it unset"
 
 // typedOnly refuses a field when it is set.
 func typedOnly(field func(uo *redis.UniversalOptions) bool) universalRule {
-	return func(uo *redis.UniversalOptions, _ *conversion) string {
-		if field(uo) {
-			return reasonTyped
-		}
-		return ""
-	}
+	return optconv.RefusedWhen[redis.UniversalOptions, conversion](reasonTyped, field)
 }
 
 // refusedWith refuses a field with reason when it is set.
 func refusedWith(reason string, field func(uo *redis.UniversalOptions) bool) universalRule {
-	return func(uo *redis.UniversalOptions, _ *conversion) string {
-		if field(uo) {
-			return reason
-		}
-		return ""
-	}
+	return optconv.RefusedWhen[redis.UniversalOptions, conversion](reason, field)
 }
 
 // universalRules has a rule for every field of redis.UniversalOptions
@@ -163,21 +146,21 @@ var universalRules = map[string]universalRule{
 	},
 	"DialTimeout": func(uo *redis.UniversalOptions, c *conversion) string {
 		if uo.DialTimeout < 0 {
-			return reasonUnbounded
+			return optconv.ReasonUnbounded
 		}
 		c.cfg.DialTimeout = uo.DialTimeout
 		return ""
 	},
 	"ReadTimeout": func(uo *redis.UniversalOptions, c *conversion) string {
 		if uo.ReadTimeout < 0 {
-			return reasonUnbounded
+			return optconv.ReasonUnbounded
 		}
 		c.cfg.ReadTimeout = uo.ReadTimeout
 		return ""
 	},
 	"WriteTimeout": func(uo *redis.UniversalOptions, c *conversion) string {
 		if uo.WriteTimeout < 0 {
-			return reasonUnbounded
+			return optconv.ReasonUnbounded
 		}
 		c.cfg.WriteTimeout = uo.WriteTimeout
 		return ""
@@ -210,22 +193,22 @@ var universalRules = map[string]universalRule{
 	"RouteRandomly": refusedWith("rediskit reads from the nearest node (Nearest) or a replica first (ReplicaPreferred), not at random: "+
 		"set Config.ReadFrom on the result", func(uo *redis.UniversalOptions) bool { return uo.RouteRandomly }),
 
-	"MaxRetries": refusedWith(reasonRetries, func(uo *redis.UniversalOptions) bool { return uo.MaxRetries > 0 }),
-	"MinRetryBackoff": refusedWith("rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset",
+	"MaxRetries": refusedWith(optconv.ReasonRetries, func(uo *redis.UniversalOptions) bool { return uo.MaxRetries > 0 }),
+	"MinRetryBackoff": refusedWith(optconv.ReasonRetryBackoff,
 		func(uo *redis.UniversalOptions) bool { return uo.MinRetryBackoff > 0 }),
-	"MaxRetryBackoff": refusedWith("rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset",
+	"MaxRetryBackoff": refusedWith(optconv.ReasonRetryBackoff,
 		func(uo *redis.UniversalOptions) bool { return uo.MaxRetryBackoff > 0 }),
-	"DialerRetries":      refusedWith(reasonDialRetries, func(uo *redis.UniversalOptions) bool { return uo.DialerRetries > 1 }),
-	"DialerRetryTimeout": refusedWith(reasonDialRetries, func(uo *redis.UniversalOptions) bool { return uo.DialerRetryTimeout > 0 }),
+	"DialerRetries":      refusedWith(optconv.ReasonDialRetries, func(uo *redis.UniversalOptions) bool { return uo.DialerRetries > 1 }),
+	"DialerRetryTimeout": refusedWith(optconv.ReasonDialRetries, func(uo *redis.UniversalOptions) bool { return uo.DialerRetryTimeout > 0 }),
 	"MaxRedirects": refusedWith("rediskit follows a cluster's redirects itself (cluster.Config.MaxRedirects, default 5); leave it unset",
 		func(uo *redis.UniversalOptions) bool { return uo.MaxRedirects != 0 }),
-	"FailingTimeoutSeconds": refusedWith("rediskit leaves a node out for as long as its checks fail, and has no such setting; leave it unset",
+	"FailingTimeoutSeconds": refusedWith(optconv.ReasonFailingTimeout,
 		func(uo *redis.UniversalOptions) bool { return uo.FailingTimeoutSeconds != 0 }),
 	"StreamingCredentialsProvider": refusedWith("rediskit does not re-authenticate open connections: use the typed package's "+
 		"CredentialsProvider (sentinel.Config)", func(uo *redis.UniversalOptions) bool { return uo.StreamingCredentialsProvider != nil }),
-	"PushNotificationProcessor": refusedWith("rediskit's node clients come and go with the topology and handle their own push messages; leave it unset",
+	"PushNotificationProcessor": refusedWith(optconv.ReasonPushNotifications,
 		func(uo *redis.UniversalOptions) bool { return uo.PushNotificationProcessor != nil }),
-	"MaintNotificationsConfig": refusedWith("rediskit turns maintenance notifications off on its connections and follows topology changes itself; leave it unset",
+	"MaintNotificationsConfig": refusedWith(optconv.ReasonMaintNotifications,
 		func(uo *redis.UniversalOptions) bool {
 			return uo.MaintNotificationsConfig != nil && uo.MaintNotificationsConfig.Mode != "" && uo.MaintNotificationsConfig.Mode != maintnotifications.ModeDisabled
 		}),
@@ -236,12 +219,12 @@ var universalRules = map[string]universalRule{
 	"DisableIndentity": func(*redis.UniversalOptions, *conversion) string { return "" },
 	"DisableIdentity":  func(*redis.UniversalOptions, *conversion) string { return "" },
 
-	"ClientSideCacheConfig":                  refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheConfig != nil }),
-	"ClientSideCache":                        refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCache != nil }),
-	"ClientSideCacheStrategy":                refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheStrategy != 0 }),
-	"ClientSideCacheRefreshOnInvalidate":     refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheRefreshOnInvalidate }),
-	"ClientSideCacheCoalesceMisses":          refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheCoalesceMisses }),
-	"ClientSideCacheInvalidationBatchWindow": refusedWith(reasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheInvalidationBatchWindow != 0 }),
+	"ClientSideCacheConfig":                  refusedWith(optconv.ReasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheConfig != nil }),
+	"ClientSideCache":                        refusedWith(optconv.ReasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCache != nil }),
+	"ClientSideCacheStrategy":                refusedWith(optconv.ReasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheStrategy != 0 }),
+	"ClientSideCacheRefreshOnInvalidate":     refusedWith(optconv.ReasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheRefreshOnInvalidate }),
+	"ClientSideCacheCoalesceMisses":          refusedWith(optconv.ReasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheCoalesceMisses }),
+	"ClientSideCacheInvalidationBatchWindow": refusedWith(optconv.ReasonCache, func(uo *redis.UniversalOptions) bool { return uo.ClientSideCacheInvalidationBatchWindow != 0 }),
 
 	// The typed packages' settings.
 	"Dialer":                     typedOnly(func(uo *redis.UniversalOptions) bool { return uo.Dialer != nil }),

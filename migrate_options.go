@@ -114,7 +114,7 @@ var optionsRules = map[string]optionsRule{
 	},
 	"DialerRetryBackoff": func(o *redis.Options, _ *optionsState) string {
 		if o.DialerRetryBackoff != nil {
-			return reasonDialRetries
+			return optconv.ReasonDialRetries
 		}
 		return ""
 	},

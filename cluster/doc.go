@@ -4,6 +4,12 @@
 // are held while its master fails over, and a write whose outcome is
 // unknown is never run twice.
 //
+// Coming from go-redis's NewClusterClient: FromClusterOptions converts a
+// redis.ClusterOptions into a Config, field by field, mapping each to its
+// counterpart (the connection and pool settings Config does not restate
+// through Config.NodeOptions) or refusing it with the reason (go-redis's
+// retries, a fixed slot map, random reads).
+//
 // # The slot map
 //
 // The client reads each known node's view (the seeds of Config.Addrs

@@ -62,7 +62,7 @@ func Example_scan() {
 
 // An Observer sees a shard fail over: the cluster moved its slots to the
 // promoted replica.
-func ExampleOptions_observer() {
+func ExampleConfig_observer() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	l, err := lab.Start(ctx, lab.Cluster(3, 1))
@@ -229,4 +229,27 @@ func ExampleNodeError() {
 		return nil
 	}
 	_ = retry
+}
+
+// Coming from go-redis: the options given to redis.NewClusterClient,
+// converted field by field; what rediskit does not do is refused with the
+// reason.
+func ExampleFromClusterOptions() {
+	co := &redis.ClusterOptions{
+		Addrs:        []string{"10.0.0.1:7000", "10.0.0.2:7000"},
+		ReadOnly:     true, // ReadFrom: ReplicaPreferred
+		MinIdleConns: 2,    // through NodeOptions, on every node's client
+		MaxRetries:   3,    // refused: rediskit decides re-runs itself
+	}
+	_, err := cluster.FromClusterOptions(co)
+	var ce *cluster.ClusterOptionsError
+	if errors.As(err, &ce) {
+		fmt.Println(ce.Refused[0].Field)
+	}
+	co.MaxRetries = -1 // go-redis's "no retries"
+	cfg, err := cluster.FromClusterOptions(co)
+	fmt.Println(cfg.ReadFrom, err)
+	// Output:
+	// MaxRetries
+	// replicaPreferred <nil>
 }

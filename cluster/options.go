@@ -148,6 +148,17 @@ type Config struct {
 	// (1 s) for a stuck Observer. See "The Observer contract" in
 	// internal/eventq's package documentation.
 	Observer func(Event)
+
+	// NodeOptions, when set, may adjust the go-redis options of every
+	// node client after rediskit filled them in, for the settings not
+	// covered here (OnConnect, Dialer, the pool's idle and lifetime
+	// limits, buffer sizes, a credentials provider...): the clients of
+	// the caller's commands and the client's own (map reads, probes)
+	// alike, so that a Dialer or credentials reach every node. Replies
+	// stay bounded (ReplyLimits) whatever Dialer it sets. Turning go-redis's
+	// retries back on defeats the re-run rules. FromClusterOptions fills it
+	// from a redis.ClusterOptions.
+	NodeOptions func(*redis.Options)
 }
 
 // Defaults of Config.
@@ -248,7 +259,7 @@ func (o *Config) controlOptions(addr string) *redis.Options {
 // rediskit's inner-client policy (no retries of its own, context deadlines
 // on sockets).
 func (o *Config) baseOptions(addr string) *redis.Options {
-	return redisopt.Inner(&redis.Options{
+	opt := redisopt.Inner(&redis.Options{
 		Addr:         addr,
 		Username:     o.Username,
 		Password:     o.Password,
@@ -259,4 +270,8 @@ func (o *Config) baseOptions(addr string) *redis.Options {
 		PoolSize:     o.PoolSize,
 		ClientName:   o.ClientName,
 	})
+	if o.NodeOptions != nil {
+		o.NodeOptions(opt)
+	}
+	return opt
 }

@@ -129,3 +129,35 @@ func CheckRules[O, S any](tb interface {
 		}
 	}
 }
+
+// RefusedWhen is the rule of a field rediskit has no counterpart for: its
+// value is refused with reason when set reports it set, and a zero value
+// converts to nothing.
+func RefusedWhen[O, S any](reason string, set func(*O) bool) Rule[O, S] {
+	return func(opts *O, _ *S) string {
+		if set(opts) {
+			return reason
+		}
+		return ""
+	}
+}
+
+// Accepted is the rule of a field every value of which converts to
+// nothing: rediskit already does what it asks, or it has no effect.
+func Accepted[O, S any]() Rule[O, S] {
+	return func(*O, *S) string { return "" }
+}
+
+// The reasons every conversion gives for go-redis's settings rediskit
+// does not take.
+const (
+	ReasonRetries = "rediskit alone decides what is re-run: a read once, a write only when it provably did not run " +
+		"(go-redis re-sends a write that timed out, which can then run twice); leave it 0 or set -1"
+	ReasonRetryBackoff       = "rediskit re-runs work at once on the re-resolved node, without a backoff; leave it unset"
+	ReasonDialRetries        = "rediskit dials once, and a failed dial starts a re-resolution instead of more attempts at the same address; leave it unset"
+	ReasonUnbounded          = "rediskit bounds every dial, read and write; leave it 0 for the default or give a positive bound"
+	ReasonFailingTimeout     = "rediskit leaves a node out for as long as its checks fail, and has no such setting; leave it unset"
+	ReasonPushNotifications  = "rediskit's node clients come and go with the topology and handle their own push messages; leave it unset"
+	ReasonMaintNotifications = "rediskit turns maintenance notifications off on its connections and follows topology changes itself; leave it unset"
+	ReasonCache              = "rediskit has no client-side cache in this release; leave it unset"
+)
