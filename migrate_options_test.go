@@ -2,7 +2,6 @@ package rediskit
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,20 +88,7 @@ func TestFromOptions(t *testing.T) {
 				if !errors.As(err, &oe) {
 					t.Fatalf("FromOptions = %v; want an *OptionsError refusing %v", err, tt.refused)
 				}
-				var got []string
-				for _, r := range oe.Refused {
-					got = append(got, r.Field)
-					if r.Reason == "" {
-						t.Errorf("%s refused without a reason", r.Field)
-					}
-				}
-				slices.Sort(got)
-				if !slices.Equal(got, tt.refused) {
-					t.Fatalf("refused %v, want %v (%v)", got, tt.refused, err)
-				}
-				if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "redis.Options") {
-					t.Fatalf("error %q: want it to name redis.Options and no password", err)
-				}
+				optconv.CheckRefused(t, oe.Refused, err.Error(), tt.refused, "redis.Options", "secret")
 				return
 			}
 			if err != nil {

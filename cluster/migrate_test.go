@@ -143,20 +143,7 @@ func TestFromClusterOptions(t *testing.T) {
 				if !errors.As(err, &ce) {
 					t.Fatalf("FromClusterOptions = %v; want a *ClusterOptionsError refusing %v", err, tt.refused)
 				}
-				var got []string
-				for _, r := range ce.Refused {
-					got = append(got, r.Field)
-					if r.Reason == "" {
-						t.Errorf("%s refused without a reason", r.Field)
-					}
-				}
-				slices.Sort(got)
-				if !slices.Equal(got, tt.refused) {
-					t.Fatalf("refused %v, want %v (%v)", got, tt.refused, err)
-				}
-				if strings.Contains(err.Error(), "secret-pw") || !strings.Contains(err.Error(), "redis.ClusterOptions") {
-					t.Fatalf("error %q: want it to name redis.ClusterOptions and no password", err)
-				}
+				optconv.CheckRefused(t, ce.Refused, err.Error(), tt.refused, "redis.ClusterOptions", "secret-pw")
 				return
 			}
 			if err != nil {

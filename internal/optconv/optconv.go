@@ -8,6 +8,7 @@ package optconv
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -161,3 +162,29 @@ const (
 	ReasonMaintNotifications = "rediskit turns maintenance notifications off on its connections and follows topology changes itself; leave it unset"
 	ReasonCache              = "rediskit has no client-side cache in this release; leave it unset"
 )
+
+// CheckRefused fails tb unless refused names exactly the fields of want
+// (in any order), each with a reason, and errText names typ (e.g.
+// "redis.ClusterOptions") and does not show secret: the check every
+// converter's table test makes of a refusal.
+func CheckRefused(tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, refused []Refused, errText string, want []string, typ, secret string) {
+	tb.Helper()
+	var got []string
+	for _, r := range refused {
+		got = append(got, r.Field)
+		if r.Reason == "" {
+			tb.Fatalf("%s refused without a reason", r.Field)
+		}
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		tb.Fatalf("refused %v, want %v (%s)", got, want, errText)
+	}
+	if strings.Contains(errText, secret) || !strings.Contains(errText, typ) {
+		tb.Fatalf("error %q: want it to name %s and not show the password", errText, typ)
+	}
+}
