@@ -1,11 +1,3 @@
-// Package routing is the front a routed client shows its callers: a
-// go-redis client that never dials, whose only hook hands every command,
-// pipeline and transaction to the routed client, which runs it on a client
-// of its choice with Run. It gives the routed client every go-redis command
-// method (redis.UniversalClient) without restating any of them.
-//
-// The Sentinel client (package sentinel) routes to the master or a replica;
-// the multi-database client (package multidb) to the active database.
 package routing
 
 import (
