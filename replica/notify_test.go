@@ -100,10 +100,15 @@ func TestBlockedObserverBlocksNothing(t *testing.T) {
 func TestObserverMayCallTheSelector(t *testing.T) {
 	var s *Selector
 	waited := make(chan error, 16)
+	// entered tells which round's Event the Observer is handling: Close
+	// drops Events not yet delivered, so the test closes only once the
+	// Observer is inside its call for round 2.
+	entered := make(chan uint64, 16)
 	s = newTestSelector(t, Config{LatencyWindow: -1, Observer: func(ev Event) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = s.Table()
+		entered <- ev.Round
 		waited <- s.WaitRound(ctx, ev.Round+1)
 	}})
 	s.Bind((&envRecorder{}).env("reentrant-observer", "127.0.0.1:1"))
@@ -125,6 +130,13 @@ func TestObserverMayCallTheSelector(t *testing.T) {
 	}
 	// Round 2 changed the election: the Observer now waits for round 3,
 	// which never comes; Close ends its wait.
+	for r := uint64(0); r != 2; {
+		select {
+		case r = <-entered:
+		case <-time.After(2 * time.Second):
+			t.Fatal("the Observer was not called for round 2")
+		}
+	}
 	returns(t, 2*time.Second, "Close while the Observer waits", func() {
 		if err := s.Close(); err != nil {
 			t.Error(err)
