@@ -141,9 +141,26 @@ func NewClientFromURL(rawURL string, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	if u.Kind != redisurl.Sentinel {
-		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// URL (NewClientFromConfig serves a standalone one as Config.Primary)", u.Redacted())
+		// Typed, so a caller can tell a URL of the wrong kind (nothing was
+		// dialled) from a server that failed.
+		return nil, fmt.Errorf("sentinel: %s: %w", u.Redacted(), &redisurl.Error{Field: "scheme",
+			Reason: "a " + string(u.Kind) + " URL, not a redis+sentinel:// one; nothing was dialled",
+			Hint:   wrongKindHint(u.Kind)})
 	}
 	return NewClientFromConfig(u, cfg)
+}
+
+// wrongKindHint says which constructor serves a URL of kind k.
+func wrongKindHint(k redisurl.Kind) string {
+	switch k {
+	case redisurl.Cluster:
+		return "use cluster.NewClientFromURL (or rediskit.NewClientFromURL) for a cluster"
+	case redisurl.Standalone:
+		return "use NewClientFromConfig (Config.Primary) or rediskit.NewClientFromURL for a standalone server, or write redis+sentinel://host1,host2/mastername"
+	case redisurl.Unix:
+		return "use rediskit.NewClientFromURL with the socket as one of Config.Databases, or redis://host:port"
+	}
+	return "write redis+sentinel://host1,host2/mastername"
 }
 
 // NewClientFromConfig is NewClientFromURL for a parsed URL: a Sentinel URL
@@ -159,7 +176,9 @@ func NewClientFromConfig(u *redisurl.Config, cfg Config) (*Client, error) {
 	case redisurl.Standalone, "":
 		cfg.Primary = u.Addr
 	default:
-		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// or redis:// URL (its kind: %s)", u.Redacted(), u.Kind)
+		return nil, fmt.Errorf("sentinel: %s: %w", u.Redacted(), &redisurl.Error{Field: "scheme",
+			Reason: "a " + string(u.Kind) + " URL, not a redis+sentinel:// or redis:// one; nothing was dialled",
+			Hint:   wrongKindHint(u.Kind)})
 	}
 	cfg.SentinelUsername, cfg.SentinelPassword = u.SentinelUsername, u.SentinelPassword
 	cfg.Username, cfg.Password = u.Username, u.Password

@@ -383,11 +383,15 @@ func (e *DiscoveryError) Error() string {
 	if e.Primary != "" {
 		for _, a := range e.Attempts {
 			var rme *RoleMismatchError
+			if errors.As(a.Err, &rme) && rme.MasterOf != "" {
+				return fmt.Sprintf("standalone primary %s is a replica of %s (ROLE %q): writes are refused, nothing was sent; writes go to the primary %s (point Config.Primary, or the URL, at it)",
+					e.Primary, rme.MasterOf, failure.Brief(rme.Role), rme.MasterOf)
+			}
 			if errors.As(a.Err, &rme) {
-				return fmt.Sprintf("sentinel: the standalone primary %s answers ROLE as a %s, not a master: writes are refused, nothing was sent (point Config.Primary, or the URL, at the primary)", e.Primary, rme.Role)
+				return fmt.Sprintf("standalone primary %s answers ROLE as a %s, not a master: writes are refused, nothing was sent (point Config.Primary, or the URL, at the primary)", e.Primary, failure.Brief(rme.Role))
 			}
 		}
-		fmt.Fprintf(&b, "sentinel: the standalone primary %s does not answer as a master", e.Primary)
+		fmt.Fprintf(&b, "standalone primary %s does not answer as a master", e.Primary)
 		if e.Cause != nil {
 			fmt.Fprintf(&b, " (%v)", e.Cause)
 		}
@@ -448,6 +452,9 @@ func (e *DiscoveryError) Unwrap() []error {
 type RoleMismatchError struct {
 	Addr string
 	Role string
+	// MasterOf is, when the node is a replica, the master its ROLE names:
+	// where writes go instead ("" when ROLE named none).
+	MasterOf string
 }
 
 func (e *RoleMismatchError) Error() string {
