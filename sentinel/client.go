@@ -400,7 +400,7 @@ func (c *Client) writableSnapshot(ctx context.Context) (*snapshot, error) {
 
 // heldError is the error of a write that waited while writes were held.
 func (c *Client) heldError(snap *snapshot, began time.Time, cause error) *WriteHeldError {
-	e := &WriteHeldError{MasterName: c.opts.MasterName, Master: snap.masterAddr(), Candidate: snap.candidate,
+	e := &WriteHeldError{MasterName: c.errName(), Master: snap.masterAddr(), Candidate: snap.candidate,
 		Waited: time.Since(began), Cause: cause}
 	switch {
 	case snap.failoverHeld && snap.candidate != "":
@@ -523,7 +523,7 @@ func (c *Client) noReplica(snap *snapshot) *NoReplicaError {
 	for i, n := range snap.replicas {
 		current[i] = n.addr
 	}
-	return &NoReplicaError{MasterName: c.opts.MasterName, Master: snap.masterAddr(),
+	return &NoReplicaError{MasterName: c.errName(), Master: snap.masterAddr(),
 		Replicas: replica.ExplainUnused(table, current, replica.UnusedWhy{
 			Gone:     "no longer among the healthy replicas Sentinel reports",
 			Changing: "not handed out for this read: the election was changing",
@@ -660,7 +660,7 @@ func (c *Client) seal(snap *snapshot, n *node, write bool, cmd redis.Cmder, cmds
 			if q != nil && cmd == nil && !routing.IsTx(cmds) {
 				w = !c.classifier.ReadOnly(q)
 			}
-			return &NodeError{MasterName: c.opts.MasterName, Addr: n.addr, Role: role, Write: w, MayHaveExecuted: may, Err: err}
+			return &NodeError{MasterName: c.errName(), Addr: n.addr, Role: role, Write: w, MayHaveExecuted: may, Err: err}
 		}})
 }
 
@@ -765,4 +765,15 @@ func (c *Client) writeOn(ctx context.Context, snap *snapshot, cmd redis.Cmder, c
 		return c.runOn(ctx, snap.master, cmd, cmds)
 	}
 	return c.durableWrite(ctx, snap, cmd, cmds)
+}
+
+// errName is the MasterName an error carries: the Sentinel master's name,
+// or "" for a standalone primary (Config.Primary), whose normalized
+// MasterName is only its address, so its errors speak of "the primary
+// <addr>" and never of a Sentinel master the caller does not have.
+func (c *Client) errName() string {
+	if c.opts.Primary != "" {
+		return ""
+	}
+	return c.opts.MasterName
 }

@@ -103,7 +103,7 @@ func (e *NodeError) Error() string {
 		what = "write"
 	}
 	outcome := failure.Outcome(e.Write, e.MayHaveExecuted, "it was not sent")
-	return fmt.Sprintf("sentinel: %s on %s %s%s failed: %s (%s)", what, e.Role, e.Addr, ofMaster(" of", e.MasterName),
+	return fmt.Sprintf("%s%s on %s %s%s failed: %s (%s)", topologyPrefix(e.MasterName), what, e.Role, e.Addr, ofMaster(" of", e.MasterName),
 		failure.BriefErr(e.Err), outcome)
 }
 
@@ -134,8 +134,8 @@ type WriteHeldError struct {
 }
 
 func (e *WriteHeldError) Error() string {
-	msg := fmt.Sprintf("sentinel: write%s held for %v and not sent (re-running it is safe): %s (master %s)",
-		ofMaster(" to", e.MasterName), e.Waited.Round(time.Millisecond), e.Reason, e.Master)
+	msg := fmt.Sprintf("%swrite%s held for %v and not sent (re-running it is safe): %s (%s %s)",
+		topologyPrefix(e.MasterName), ofMaster(" to", e.MasterName), e.Waited.Round(time.Millisecond), e.Reason, masterWord(e.MasterName), e.Master)
 	if e.Cause != nil {
 		msg += "; " + e.Cause.Error()
 	}
@@ -173,7 +173,7 @@ type ReplicaExclusion = replica.Unused
 
 func (e *NoReplicaError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sentinel: no replica%s may serve the read (ReadFrom is replica only: the master", ofMaster(" of", e.MasterName))
+	fmt.Fprintf(&b, "%sno replica%s may serve the read (ReadFrom is replica only: the %s", topologyPrefix(e.MasterName), ofMaster(" of", e.MasterName), masterWord(e.MasterName))
 	if e.Master != "" {
 		fmt.Fprintf(&b, " %s", e.Master)
 	}
@@ -459,6 +459,26 @@ type RoleMismatchError struct {
 
 func (e *RoleMismatchError) Error() string {
 	return fmt.Sprintf("named %s, but ROLE there says %q (a stale answer, mid-failover?)", e.Addr, failure.Brief(e.Role))
+}
+
+// topologyPrefix starts a routed error's message: "sentinel: " for a
+// Sentinel master (named), "standalone: " for a standalone primary
+// (Config.Primary, no name), whose caller configured no sentinel and
+// would be misled by one in the message.
+func topologyPrefix(name string) string {
+	if name == "" {
+		return "standalone: "
+	}
+	return "sentinel: "
+}
+
+// masterWord is what the message calls the node writes go to: a Sentinel
+// deployment's "master", a standalone deployment's "primary".
+func masterWord(name string) string {
+	if name == "" {
+		return "primary"
+	}
+	return "master"
 }
 
 // ofMaster is " of \"name\"" (with the given preposition) for a Sentinel
