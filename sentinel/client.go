@@ -131,9 +131,26 @@ func NewClientFromURL(rawURL string, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	if u.Kind != redisurl.Sentinel {
-		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// URL (NewClientFromConfig serves a standalone one as Config.Primary)", u.Redacted())
+		// Typed, so a caller can tell a URL of the wrong kind (nothing was
+		// dialled) from a server that failed.
+		return nil, fmt.Errorf("sentinel: %s: %w", u.Redacted(), &redisurl.Error{Field: "scheme",
+			Reason: "a " + string(u.Kind) + " URL, not a redis+sentinel:// one; nothing was dialled",
+			Hint:   wrongKindHint(u.Kind)})
 	}
 	return NewClientFromConfig(u, cfg)
+}
+
+// wrongKindHint says which constructor serves a URL of kind k.
+func wrongKindHint(k redisurl.Kind) string {
+	switch k {
+	case redisurl.Cluster:
+		return "use cluster.NewClientFromURL (or rediskit.NewClientFromURL) for a cluster"
+	case redisurl.Standalone:
+		return "use NewClientFromConfig (Config.Primary) or rediskit.NewClientFromURL for a standalone server, or write redis+sentinel://host1,host2/mastername"
+	case redisurl.Unix:
+		return "use rediskit.NewClientFromURL with the socket as one of Config.Databases, or redis://host:port"
+	}
+	return "write redis+sentinel://host1,host2/mastername"
 }
 
 // NewClientFromConfig is NewClientFromURL for a parsed URL: a Sentinel URL
@@ -150,7 +167,9 @@ func NewClientFromConfig(u *redisurl.Config, cfg Config) (*Client, error) {
 	case redisurl.Unix:
 		cfg.Primary = u.SocketPath
 	default:
-		return nil, fmt.Errorf("sentinel: %s is not a redis+sentinel:// or redis:// URL (its kind: %s)", u.Redacted(), u.Kind)
+		return nil, fmt.Errorf("sentinel: %s: %w", u.Redacted(), &redisurl.Error{Field: "scheme",
+			Reason: "a " + string(u.Kind) + " URL, not a redis+sentinel:// or redis:// one; nothing was dialled",
+			Hint:   wrongKindHint(u.Kind)})
 	}
 	cfg.SentinelUsername, cfg.SentinelPassword = u.SentinelUsername, u.SentinelPassword
 	cfg.Username, cfg.Password = u.Username, u.Password
@@ -354,7 +373,7 @@ func (c *Client) writableSnapshot(ctx context.Context) (*snapshot, error) {
 
 // heldError is the error of a write that waited while writes were held.
 func (c *Client) heldError(snap *snapshot, began time.Time, cause error) *WriteHeldError {
-	e := &WriteHeldError{MasterName: c.opts.MasterName, Master: snap.masterAddr(), Candidate: snap.candidate,
+	e := &WriteHeldError{MasterName: c.errName(), Master: snap.masterAddr(), Candidate: snap.candidate,
 		Waited: time.Since(began), Cause: cause}
 	switch {
 	case snap.failoverHeld && snap.candidate != "":
@@ -477,7 +496,7 @@ func (c *Client) noReplica(snap *snapshot) *NoReplicaError {
 	for i, n := range snap.replicas {
 		current[i] = n.addr
 	}
-	return &NoReplicaError{MasterName: c.opts.MasterName, Master: snap.masterAddr(),
+	return &NoReplicaError{MasterName: c.errName(), Master: snap.masterAddr(),
 		Replicas: replica.ExplainUnused(table, current, replica.UnusedWhy{
 			Gone:     "no longer among the healthy replicas Sentinel reports",
 			Changing: "not handed out for this read: the election was changing",
@@ -614,7 +633,7 @@ func (c *Client) seal(snap *snapshot, n *node, write bool, cmd redis.Cmder, cmds
 			if q != nil && cmd == nil && !routing.IsTx(cmds) {
 				w = !c.classifier.ReadOnly(q)
 			}
-			return &NodeError{MasterName: c.opts.MasterName, Addr: n.addr, Role: role, Write: w, MayHaveExecuted: may, Err: err}
+			return &NodeError{MasterName: c.errName(), Addr: n.addr, Role: role, Write: w, MayHaveExecuted: may, Err: err}
 		}})
 }
 
@@ -728,4 +747,15 @@ func (c *Client) writeOn(ctx context.Context, snap *snapshot, cmd redis.Cmder, c
 		return c.runOn(ctx, snap.master, cmd, cmds)
 	}
 	return c.durableWrite(ctx, snap, cmd, cmds)
+}
+
+// errName is the MasterName an error carries: the Sentinel master's name,
+// or "" for a standalone primary (Config.Primary), whose normalized
+// MasterName is only its address, so its errors speak of "the primary
+// <addr>" and never of a Sentinel master the caller does not have.
+func (c *Client) errName() string {
+	if c.opts.Primary != "" {
+		return ""
+	}
+	return c.opts.MasterName
 }

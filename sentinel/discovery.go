@@ -346,7 +346,7 @@ func (t *topology) verifyMaster(ctx context.Context, addr string) (redisinfo.Rol
 		return role, skipped(SkipUnverified, fmt.Errorf("named %s, but ROLE there failed: %w", addr, err))
 	}
 	if role.Role != "master" {
-		return role, &RoleMismatchError{Addr: addr, Role: role.Role}
+		return role, &RoleMismatchError{Addr: addr, Role: role.Role, MasterOf: role.MasterAddr}
 	}
 	return role, nil
 }

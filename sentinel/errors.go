@@ -103,7 +103,7 @@ func (e *NodeError) Error() string {
 		what = "write"
 	}
 	outcome := failure.Outcome(e.Write, e.MayHaveExecuted, "it was not sent")
-	return fmt.Sprintf("sentinel: %s on %s %s%s failed: %s (%s)", what, e.Role, e.Addr, ofMaster(" of", e.MasterName),
+	return fmt.Sprintf("%s%s on %s %s%s failed: %s (%s)", topologyPrefix(e.MasterName), what, e.Role, e.Addr, ofMaster(" of", e.MasterName),
 		failure.BriefErr(e.Err), outcome)
 }
 
@@ -134,8 +134,8 @@ type WriteHeldError struct {
 }
 
 func (e *WriteHeldError) Error() string {
-	msg := fmt.Sprintf("sentinel: write%s held for %v and not sent (re-running it is safe): %s (master %s)",
-		ofMaster(" to", e.MasterName), e.Waited.Round(time.Millisecond), e.Reason, e.Master)
+	msg := fmt.Sprintf("%swrite%s held for %v and not sent (re-running it is safe): %s (%s %s)",
+		topologyPrefix(e.MasterName), ofMaster(" to", e.MasterName), e.Waited.Round(time.Millisecond), e.Reason, masterWord(e.MasterName), e.Master)
 	if e.Cause != nil {
 		msg += "; " + e.Cause.Error()
 	}
@@ -173,7 +173,7 @@ type ReplicaExclusion = replica.Unused
 
 func (e *NoReplicaError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sentinel: no replica%s may serve the read (ReadFrom is replica only: the master", ofMaster(" of", e.MasterName))
+	fmt.Fprintf(&b, "%sno replica%s may serve the read (ReadFrom is replica only: the %s", topologyPrefix(e.MasterName), ofMaster(" of", e.MasterName), masterWord(e.MasterName))
 	if e.Master != "" {
 		fmt.Fprintf(&b, " %s", e.Master)
 	}
@@ -383,11 +383,15 @@ func (e *DiscoveryError) Error() string {
 	if e.Primary != "" {
 		for _, a := range e.Attempts {
 			var rme *RoleMismatchError
+			if errors.As(a.Err, &rme) && rme.MasterOf != "" {
+				return fmt.Sprintf("standalone primary %s is a replica of %s (ROLE %q): writes are refused, nothing was sent; writes go to the primary %s (point Config.Primary, or the URL, at it)",
+					e.Primary, rme.MasterOf, failure.Brief(rme.Role), rme.MasterOf)
+			}
 			if errors.As(a.Err, &rme) {
-				return fmt.Sprintf("sentinel: the standalone primary %s answers ROLE as a %s, not a master: writes are refused, nothing was sent (point Config.Primary, or the URL, at the primary)", e.Primary, rme.Role)
+				return fmt.Sprintf("standalone primary %s answers ROLE as a %s, not a master: writes are refused, nothing was sent (point Config.Primary, or the URL, at the primary)", e.Primary, failure.Brief(rme.Role))
 			}
 		}
-		fmt.Fprintf(&b, "sentinel: the standalone primary %s does not answer as a master", e.Primary)
+		fmt.Fprintf(&b, "standalone primary %s does not answer as a master", e.Primary)
 		if e.Cause != nil {
 			fmt.Fprintf(&b, " (%v)", e.Cause)
 		}
@@ -448,10 +452,33 @@ func (e *DiscoveryError) Unwrap() []error {
 type RoleMismatchError struct {
 	Addr string
 	Role string
+	// MasterOf is, when the node is a replica, the master its ROLE names:
+	// where writes go instead ("" when ROLE named none).
+	MasterOf string
 }
 
 func (e *RoleMismatchError) Error() string {
 	return fmt.Sprintf("named %s, but ROLE there says %q (a stale answer, mid-failover?)", e.Addr, failure.Brief(e.Role))
+}
+
+// topologyPrefix starts a routed error's message: "sentinel: " for a
+// Sentinel master (named), "standalone: " for a standalone primary
+// (Config.Primary, no name), whose caller configured no sentinel and
+// would be misled by one in the message.
+func topologyPrefix(name string) string {
+	if name == "" {
+		return "standalone: "
+	}
+	return "sentinel: "
+}
+
+// masterWord is what the message calls the node writes go to: a Sentinel
+// deployment's "master", a standalone deployment's "primary".
+func masterWord(name string) string {
+	if name == "" {
+		return "primary"
+	}
+	return "master"
 }
 
 // ofMaster is " of \"name\"" (with the given preposition) for a Sentinel
