@@ -148,7 +148,7 @@ func wrongKindHint(k redisurl.Kind) string {
 	case redisurl.Standalone:
 		return "use NewClientFromConfig (Config.Primary) or rediskit.NewClientFromURL for a standalone server, or write redis+sentinel://host1,host2/mastername"
 	case redisurl.Unix:
-		return "use rediskit.NewClientFromURL with the socket as one of Config.Databases, or redis://host:port"
+		return "use NewClientFromConfig (Config.Primary is the socket path) or rediskit.NewClientFromURL for a server on a unix socket"
 	}
 	return "write redis+sentinel://host1,host2/mastername"
 }
