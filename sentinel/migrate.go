@@ -41,7 +41,7 @@ func (e *FailoverOptionsError) Error() string {
 }
 
 // FromFailoverOptions converts go-redis's options for NewFailoverClient
-// (and NewFailoverClusterClient) into a Config, field by field (docs/go-redis.md,
+// (and NewFailoverClusterClient) into a Config, field by field (docs/go-redis.md
 // has the table). A field whose value rediskit
 // cannot honour is refused: the error is a *FailoverOptionsError listing
 // every such field and why, and the Config is zero. Zero values always
