@@ -40,7 +40,7 @@ func (e *UniversalOptionsError) Error() string {
 }
 
 // FromUniversalOptions converts go-redis's options for NewUniversalClient
-// into a Config, field by field (the README's table). It chooses the kind
+// into a Config, field by field (the table in docs/go-redis.md). It chooses the kind
 // as NewUniversalClient does: MasterName set, a Sentinel client (Addrs
 // are the sentinels); IsClusterMode or several Addrs, a cluster; else one
 // server (Addrs[0], default 127.0.0.1:6379), which NewClient probes as it

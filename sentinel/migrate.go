@@ -19,8 +19,8 @@ import (
 // counterpart, or its value is refused with the reason, because rediskit
 // does not do what it asks (retries, above all) and converting it silently
 // would change what the program does. A zero value always converts: it
-// means go-redis's default, and rediskit's default applies (the README's
-// "Coming from go-redis" says how the two differ). A field go-redis adds
+// means go-redis's default, and rediskit's default applies (docs/go-redis.md
+// says how the two differ). A field go-redis adds
 // later, which no rule knows, is refused whenever it is set, and the test
 // of the rules fails until one is written.
 
@@ -41,8 +41,8 @@ func (e *FailoverOptionsError) Error() string {
 }
 
 // FromFailoverOptions converts go-redis's options for NewFailoverClient
-// (and NewFailoverClusterClient) into a Config, field by field (the README,
-// "Coming from go-redis", has the table). A field whose value rediskit
+// (and NewFailoverClusterClient) into a Config, field by field (docs/go-redis.md
+// has the table). A field whose value rediskit
 // cannot honour is refused: the error is a *FailoverOptionsError listing
 // every such field and why, and the Config is zero. Zero values always
 // convert, to rediskit's defaults. Settings that go-redis has no
@@ -292,7 +292,7 @@ var failoverRules = map[string]failoverRule{
 	// rediskit always lets the context's deadline bound socket reads and
 	// writes (its own probes depend on it). false, go-redis's default,
 	// converts: refusing it would refuse nearly every go-redis
-	// configuration and URL, for a difference the README states.
+	// configuration and URL, for a difference docs/go-redis.md states.
 	"ContextTimeoutEnabled": func(*redis.FailoverOptions, *Config) string { return "" },
 
 	"ReadBufferSize":  func(fo *redis.FailoverOptions, o *Config) string { o.ReadBufferSize = fo.ReadBufferSize; return "" },

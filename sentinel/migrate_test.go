@@ -39,7 +39,7 @@ func TestFailoverRulesCoverEveryField(t *testing.T) {
 	fields := failoverFields()
 	for _, name := range fields {
 		if _, ok := failoverRules[name]; !ok {
-			t.Errorf("redis.FailoverOptions.%s is neither mapped nor refused: add a rule to failoverRules (migrate.go), a case to TestFromFailoverOptions and a row to the README's table", name)
+			t.Errorf("redis.FailoverOptions.%s is neither mapped nor refused: add a rule to failoverRules (migrate.go), a case to TestFromFailoverOptions and a row to the table in docs/go-redis.md", name)
 		}
 	}
 	for name := range failoverRules {
@@ -390,16 +390,16 @@ func TestFromFailoverURL(t *testing.T) {
 	}
 }
 
-// The README's table names every field of redis.FailoverOptions.
-func TestReadmeMapsEveryFailoverField(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+// The table of docs/go-redis.md names every field of redis.FailoverOptions.
+func TestDocMapsEveryFailoverField(t *testing.T) {
+	b, err := os.ReadFile("../docs/go-redis.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	start := strings.Index(readme, "## Coming from go-redis")
+	start := strings.Index(readme, "## From redis.FailoverOptions")
 	if start < 0 {
-		t.Fatal(`README.md has no "Coming from go-redis" section`)
+		t.Fatal(`docs/go-redis.md has no "From redis.FailoverOptions" section`)
 	}
 	section := readme[start:]
 	if end := strings.Index(section[3:], "\n## "); end >= 0 {
@@ -407,7 +407,7 @@ func TestReadmeMapsEveryFailoverField(t *testing.T) {
 	}
 	for _, f := range failoverFields() {
 		if !strings.Contains(section, "| `"+f+"`") && !strings.Contains(section, ", `"+f+"`") {
-			t.Errorf("the README's go-redis table has no row for %s", f)
+			t.Errorf("the table of docs/go-redis.md has no row for %s", f)
 		}
 	}
 }

@@ -40,7 +40,7 @@ type targetFlags struct {
 func (f *targetFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.timeout, "timeout", DefaultTimeout,
 		"bound on each network step: a connection, a TLS handshake, one command's reply, one sentinel's answer")
-	cmd.Flags().BoolVar(&f.json, "json", false, "print the report as JSON (see README for the shape)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the report as JSON (see docs/cli.md for the shape)")
 	cmd.Flags().BoolVar(&f.lab, "lab", false,
 		"start a local lab (1 master, 2 replicas, 3 sentinels; node2 42ms away) for this command instead of a URL")
 }

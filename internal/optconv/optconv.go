@@ -115,7 +115,7 @@ func CheckRules[O, S any](tb interface {
 		if f := t.Field(i); f.IsExported() {
 			have[f.Name] = true
 			if _, ok := rules[f.Name]; !ok {
-				tb.Errorf("%s.%s is neither mapped nor refused: add a rule to %s, a case to its test and a row to the README's table", t, f.Name, where)
+				tb.Errorf("%s.%s is neither mapped nor refused: add a rule to %s, a case to its test and a row to the table in docs/go-redis.md", t, f.Name, where)
 			}
 		}
 	}

@@ -16,23 +16,23 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-var updateReadme = flag.Bool("update-readme", false, "run the commands and rewrite the output samples in README.md")
+var updateDocs = flag.Bool("update-docs", false, "run the commands and rewrite the output samples in docs/cli.md")
 
-// readmeSamples names the output samples README.md holds, each between
+// docSamples names the output samples docs/cli.md holds, each between
 // <!-- sample NAME --> and <!-- /sample --> lines.
-var readmeSamples = []string{
+var docSamples = []string{
 	"lab-up", "check", "check-failures", "check-cluster", "probe", "health", "ring", "drill", "cluster-drill", "demo",
 }
 
 var sampleBlock = regexp.MustCompile(`(?s)<!-- sample ([a-z-]+) -->\n.*?<!-- /sample -->`)
 
-// TestREADMESamples checks that README.md has every command's output
-// sample; with -update-readme it runs the commands against labs and
+// TestDocSamples checks that docs/cli.md, the CLI reference, has every
+// command's output sample; with -update-docs it runs the commands against labs and
 // rewrites the samples with what they printed:
 //
-//	go test ./cmd/rediskit -run TestREADMESamples -update-readme
-func TestREADMESamples(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
+//	go test ./cmd/rediskit -run TestDocSamples -update-docs
+func TestDocSamples(t *testing.T) {
+	path := filepath.Join("..", "..", "docs", "cli.md")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -42,12 +42,12 @@ func TestREADMESamples(t *testing.T) {
 	for _, m := range sampleBlock.FindAllStringSubmatch(readme, -1) {
 		found[m[1]] = true
 	}
-	for _, name := range readmeSamples {
+	for _, name := range docSamples {
 		if !found[name] {
-			t.Errorf("README.md has no output sample %q (run go test ./cmd/rediskit -run TestREADMESamples -update-readme)", name)
+			t.Errorf("docs/cli.md has no output sample %q (run go test ./cmd/rediskit -run TestDocSamples -update-docs)", name)
 		}
 	}
-	if !*updateReadme {
+	if !*updateDocs {
 		return
 	}
 
@@ -119,7 +119,7 @@ func TestREADMESamples(t *testing.T) {
 			return block
 		})
 		if !replaced {
-			t.Errorf("README.md has no block for sample %q", name)
+			t.Errorf("docs/cli.md has no block for sample %q", name)
 		}
 	}
 	if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
@@ -149,7 +149,7 @@ func clusterSamples(t *testing.T, s *sampler) (checks, drillRing string) {
 	return checks, s.join(drill, owners)
 }
 
-// sampler runs the commands of README's samples and formats what they
+// sampler runs the commands of docs/cli.md's samples and formats what they
 // printed as a terminal session.
 type sampler struct {
 	t   *testing.T
