@@ -248,3 +248,10 @@ func TestFromUniversalOptionsHidesSecrets(t *testing.T) {
 		t.Fatalf("err = %v: want a refusal without the secrets", err)
 	}
 }
+
+// The tables of docs/go-redis.md name every field of redis.UniversalOptions
+// and redis.Options.
+func TestDocMapsEveryUniversalAndOptionsField(t *testing.T) {
+	optconv.CheckDocTable[redis.UniversalOptions](t, "docs/go-redis.md", "## From redis.UniversalOptions")
+	optconv.CheckDocTable[redis.Options](t, "docs/go-redis.md", "## From redis.Options")
+}

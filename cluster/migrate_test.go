@@ -197,3 +197,8 @@ func TestFromClusterOptionsServes(t *testing.T) {
 		t.Fatalf("the converted Dialer dialled %d times, OnConnect ran %d times: want both on the node clients", dials.Load(), connects.Load())
 	}
 }
+
+// The table of docs/go-redis.md names every field of redis.ClusterOptions.
+func TestDocMapsEveryClusterField(t *testing.T) {
+	optconv.CheckDocTable[redis.ClusterOptions](t, "../docs/go-redis.md", "## From redis.ClusterOptions")
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9/auth"
 	"github.com/redis/go-redis/v9/push"
 
+	"github.com/rediskit/rediskit/internal/optconv"
 	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/replica"
 )
@@ -392,22 +392,5 @@ func TestFromFailoverURL(t *testing.T) {
 
 // The table of docs/go-redis.md names every field of redis.FailoverOptions.
 func TestDocMapsEveryFailoverField(t *testing.T) {
-	b, err := os.ReadFile("../docs/go-redis.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	start := strings.Index(readme, "## From redis.FailoverOptions")
-	if start < 0 {
-		t.Fatal(`docs/go-redis.md has no "From redis.FailoverOptions" section`)
-	}
-	section := readme[start:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
-	for _, f := range failoverFields() {
-		if !strings.Contains(section, "| `"+f+"`") && !strings.Contains(section, ", `"+f+"`") {
-			t.Errorf("the table of docs/go-redis.md has no row for %s", f)
-		}
-	}
+	optconv.CheckDocTable[redis.FailoverOptions](t, "../docs/go-redis.md", "## From redis.FailoverOptions")
 }

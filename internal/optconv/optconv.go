@@ -2,6 +2,7 @@ package optconv
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -181,5 +182,42 @@ func CheckRefused(tb interface {
 	}
 	if strings.Contains(errText, secret) || !strings.Contains(errText, typ) {
 		tb.Fatalf("error %q: want it to name %s and not show the password", errText, typ)
+	}
+}
+
+// CheckDocTable fails tb unless the section of the Markdown file at path
+// that starts with heading (up to the next "## " heading) has a table row
+// for every exported field of O: the field in back quotes at the start of
+// a row ("| `F`") or in a row's list of fields (", `F`"). A go-redis
+// upgrade that adds a field fails the check until the table says what
+// becomes of it.
+func CheckDocTable[O any](tb interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}, path, heading string) {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, heading+"\n")
+	if start < 0 {
+		tb.Fatalf("%s has no %q section", path, heading)
+	}
+	section := doc[start+len(heading):]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	t := reflect.TypeFor[O]()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if !strings.Contains(section, "| `"+f.Name+"`") && !strings.Contains(section, ", `"+f.Name+"`") {
+			tb.Errorf("the table of %q in %s has no row for %s.%s", heading, path, t, f.Name)
+		}
 	}
 }
