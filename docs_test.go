@@ -3,6 +3,7 @@ package rediskit
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,4 +203,70 @@ func TestReadmeQuickStart(t *testing.T) {
 	if v, err := l.Node(0).Do(context.Background(), "EXISTS", "greeting").Int(); err != nil || v != 1 {
 		t.Fatalf("the quick start wrote nothing (EXISTS greeting: %d, %v); it printed:\n%s", v, err, out)
 	}
+}
+
+// guideExempt are the files of docs/ that are not a guide to a job, so
+// need not open with a program: the index, and the CLI reference (its
+// samples are the CLI's, checked by cmd/rediskit's TestDocSamples).
+var guideExempt = map[string]bool{"README.md": true, "cli.md": true}
+
+// Every guide in docs/ opens with a runnable example: its first code
+// block is a complete Go program. Every complete program in docs/ (a ```go
+// block that starts with "package main") builds against this checkout,
+// so a guide cannot drift from the API it teaches.
+func TestDocsProgramsBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds programs")
+	}
+	guides, err := filepath.Glob("docs/*.md")
+	if err != nil || len(guides) == 0 {
+		t.Fatalf("no guides in docs/: %v", err)
+	}
+	block := regexp.MustCompile("(?s)```([a-z]*)\n(.*?)```")
+	root, err := os.MkdirTemp(".", "_docprograms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	var pkgs []string
+	where := map[string]string{}
+	for _, g := range guides {
+		text, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := block.FindAllSubmatch(text, -1)
+		name := filepath.Base(g)
+		if !guideExempt[name] && (len(blocks) == 0 || string(blocks[0][1]) != "go" ||
+			!bytes.HasPrefix(blocks[0][2], []byte("package main\n"))) {
+			t.Errorf("%s does not open with a runnable example (its first code block is not a ```go package main)", g)
+		}
+		for i, b := range blocks {
+			if string(b[1]) != "go" || !bytes.HasPrefix(b[2], []byte("package main\n")) {
+				continue
+			}
+			dir := filepath.Join(root, strings.TrimSuffix(name, ".md")+"_"+strconv.Itoa(i))
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "main.go"), b[2], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			pkgs = append(pkgs, "./"+filepath.ToSlash(dir))
+			where["./"+filepath.ToSlash(dir)] = fmt.Sprintf("%s, code block %d", g, i+1)
+		}
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("no complete Go program in docs/")
+	}
+	ctx := testkit.Context(t, 5*time.Minute)
+	out, err := exec.CommandContext(ctx, "go", append([]string{"vet"}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		msg := string(out)
+		for p, w := range where {
+			msg = strings.ReplaceAll(msg, strings.TrimPrefix(p, "./"), w)
+		}
+		t.Fatalf("a program in docs/ does not build: %v\n%s", err, msg)
+	}
+	t.Logf("%d programs in docs/ build", len(pkgs))
 }
