@@ -1,8 +1,10 @@
-// Package cluster is a Redis Cluster client with rediskit's guarantees per
-// shard: each command goes to the master of its key's slot, redirects and
-// refusals that prove a command did not run are followed, a shard's writes
-// are held while its master fails over, and a write whose outcome is
-// unknown is never run twice.
+// Package cluster is a Redis Cluster client that follows failovers and
+// migrations per shard without running a write twice.
+//
+// Each command goes to the master of its key's slot; redirects and
+// refusals that prove a command did not run are followed, a shard's
+// writes are held while its master fails over, and a write whose outcome
+// is unknown is never run twice.
 //
 // Coming from go-redis's NewClusterClient: FromClusterOptions converts a
 // redis.ClusterOptions into a Config, field by field, mapping each to its

@@ -1,7 +1,9 @@
-// Package guard decides what a service does when Redis is slow, down, or
-// answers but refuses writes: which routes keep working without Redis
-// (fail open) and which refuse (fail closed), with every wait bounded. A
-// successful PING says none of this.
+// Package guard decides what a service does while Redis is slow, down or
+// read-only: which routes keep working and which refuse, every wait bounded.
+//
+// Routes that can do without Redis fail open (a cache that falls back to
+// its loader); routes whose checks need Redis fail closed (a rate limit,
+// an admission gate). A successful PING says none of this.
 //
 // The pieces:
 //

@@ -1,8 +1,9 @@
-// Package hashring is a consistent hash ring stored in Redis, for a fleet
-// of workers that must split keys (accounts, shards, queues) between them
-// and take over each other's keys when one stops or dies. It is
-// wire-compatible with the Python library redis-hashring 0.6: Go and
-// Python nodes can share one ring.
+// Package hashring splits keys between a fleet of workers with a
+// consistent hash ring stored in Redis, wire-compatible with redis-hashring.
+//
+// Workers split keys (accounts, shards, queues) between them and take over
+// each other's keys when one stops or dies. The ring is the one of the
+// Python library redis-hashring 0.6: Go and Python nodes can share it.
 //
 // Each node puts a few replicas (random points) on a ring of 2^32 points;
 // a key belongs to the replica at the greatest start ≤ the key's point,

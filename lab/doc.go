@@ -1,7 +1,9 @@
-// Package lab starts real Redis topologies on loopback for tests, demos and
-// failover drills: a standalone server, a master with replicas, the same
-// monitored by Sentinel, and Redis Cluster, with latency and fault
-// injection.
+// Package lab starts real Redis, Sentinel and Cluster topologies on
+// loopback for tests and drills, with latency, faults and partitions.
+//
+// A lab is a standalone server, a master with replicas, the same monitored
+// by Sentinel, or a Redis Cluster, each node behind a proxy that can add
+// latency, black-hole or reset its connections.
 //
 // It runs the redis-server and redis-sentinel binaries found on PATH (Redis
 // 7.0 or newer; on Debian: apt-get install redis-server redis-sentinel

@@ -1,6 +1,8 @@
-// Package multidb is a go-redis client over several independent Redis
-// deployments (two regions, a primary and a standby, Active-Active
-// databases), each with a weight. All traffic goes to one of them, the
+// Package multidb is one go-redis client over several Redis deployments
+// that fails over between them without replaying writes.
+//
+// The deployments (two regions, a primary and a standby, Active-Active
+// databases) each have a weight. All traffic goes to one of them, the
 // active database: the highest-weight one that is healthy. When it fails,
 // the client moves traffic to the next one by itself, in the process,
 // without DNS or orchestration changes; an operator can also move it on

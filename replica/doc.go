@@ -1,6 +1,7 @@
-// Package replica chooses which replica a Sentinel client reads from: the
-// nearest healthy one, by measured round-trip time, never one much slower
-// than the master, optionally never one lagging more than a bound. It is
+// Package replica chooses the replica a client reads from: the nearest
+// healthy one by measured round-trip time, never one far slower than the master.
+//
+// Optionally, it never chooses one lagging more than a bound. It is
 // the default ReplicaSelector of package sentinel for ReadFrom Replica,
 // ReplicaPreferred and Nearest.
 //

@@ -1,7 +1,9 @@
-// Package timeline draws recorded runs as pictures, SVG or PNG: a Drill
-// (a load run through a failover: every operation, its serving node and
-// outcome) and a Probe (a replica election: each node's round trip per
-// probe round and the node elected). The figures go in documents and
+// Package timeline draws what a client did during a failover or a replica
+// election as a picture, SVG or PNG.
+//
+// It draws a Drill (a load run through a failover: every operation, its
+// serving node and outcome) and a Probe (a replica election: each node's
+// round trip per probe round and the node elected). The figures go in documents and
 // reports, so that a reader sees what the client did during a failover
 // without reading logs, and so that two clients' runs of the same drill
 // (rediskit's and go-redis's) compare side by side.
