@@ -21,7 +21,7 @@ func TestClientConfigBoundsReplies(t *testing.T) {
 	node := testkit.NewHostileNode(t, nil)
 	// Timeouts with room for a loaded machine: the check is on the error.
 	g, err := guard.Open(guard.ClientConfig{Addr: node.Addr(), KeyPrefix: "t", DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, CallLimit: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, CallLimit: 20 * time.Second,
 		ReplyLimits: guard.ReplyLimits{MaxReplyElements: testkit.HostileFloodLimit}})
 	if err != nil {
 		t.Fatal(err)

@@ -310,7 +310,10 @@ func TestLongServerErrorIsCut(t *testing.T) {
 	}{{50_000, "truncated"}, {100_000, "the limit is"}} {
 		long := strings.Repeat("e", tt.size)
 		f := newFakeServer(t, func(args []string) string { return "-ERR " + long + "\r\n" })
-		c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, DiscoveryTimeout: 200 * time.Millisecond})
+		// Generous timeouts: the test is about the error's text, and a busy
+		// machine may take over 500 ms (the default) to read 100 kB.
+		c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, DiscoveryTimeout: 3 * time.Second,
+			SentinelTimeout: 3 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
