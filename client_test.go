@@ -199,6 +199,17 @@ func TestClusterURLs(t *testing.T) {
 			if len(st.Masters) != 2 || writing != 2 {
 				t.Fatalf("Stats %+v: want 2 masters, both written to", st)
 			}
+			// The root package's per-call options reach the cluster
+			// client: a durable write with no replica is refused unsent,
+			// a read that must go to a replica finds none.
+			var nde *cluster.NotDurableError
+			if err := c.Set(WithDurable(ctx, true), "cluster-durable", "1", 0).Err(); !errors.As(err, &nde) || !nde.NotSent {
+				t.Fatalf("WithDurable(true) with no replica: %v, want a *cluster.NotDurableError, not run", err)
+			}
+			var nre *cluster.NoReplicaError
+			if err := c.Get(WithReadFrom(ctx, Replica), "cluster-durable").Err(); !errors.As(err, &nre) {
+				t.Fatalf("WithReadFrom(Replica) with no replica: %v, want a *cluster.NoReplicaError", err)
+			}
 		})
 	}
 }
@@ -271,6 +282,25 @@ func TestStandaloneServerURLs(t *testing.T) {
 		}
 		if n, err := l.Node(0).Do(ctx, "EXISTS", "durable").Int(); err != nil || n != 0 {
 			t.Fatalf("the refused durable write ran: %d, %v", n, err)
+		}
+		// The per-call options reach the standalone client, whichever
+		// package's function made the context: durable on a plain
+		// client is refused unsent, durable off on a durable client
+		// writes, and a read that must go to a replica finds none.
+		for _, tt := range []struct {
+			name    string
+			durable func(context.Context, bool) context.Context
+		}{{"rediskit", WithDurable}, {"sentinel", sentinel.WithDurable}, {"cluster", cluster.WithDurable}} {
+			if err := c.Set(tt.durable(ctx, true), "durable", "1", 0).Err(); !errors.As(err, &nde) || !nde.NotSent {
+				t.Fatalf("%s.WithDurable(true) on a plain client: %v, want a *NotDurableError, not sent", tt.name, err)
+			}
+			if err := d.Set(tt.durable(ctx, false), "not-durable-"+tt.name, "1", 0).Err(); err != nil {
+				t.Fatalf("%s.WithDurable(false) on a durable client: %v", tt.name, err)
+			}
+		}
+		var nre *sentinel.NoReplicaError
+		if err := c.Get(WithReadFrom(ctx, Replica), "standalone").Err(); !errors.As(err, &nre) {
+			t.Fatalf("WithReadFrom(Replica) with no replica: %v, want a *NoReplicaError", err)
 		}
 	})
 

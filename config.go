@@ -1,12 +1,14 @@
 package rediskit
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math"
 	"time"
 
+	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/redisurl"
@@ -23,6 +25,25 @@ const (
 	ReplicaPreferred = redisurl.ReplicaPreferred
 	Nearest          = redisurl.Nearest
 )
+
+// WithReadFrom overrides Config.ReadFrom for the calls made with the
+// returned context, whatever the topology: WithReadFrom(ctx, Master) for
+// a read that must see the caller's own write. sentinel.WithReadFrom and
+// cluster.WithReadFrom set the same option. A multidb client reads from
+// its active database and ignores it.
+func WithReadFrom(ctx context.Context, rf ReadFrom) context.Context {
+	return callopt.WithReadFrom(ctx, rf)
+}
+
+// WithDurable overrides Config.Durable for the writes made with the
+// returned context, whatever the topology (standalone, Sentinel, Cluster):
+// WithDurable(ctx, true) confirms this call's writes with WAIT even on a
+// client made without Durable. sentinel.WithDurable and cluster.WithDurable
+// set the same option. A multidb client has no durable writes and ignores
+// it (Config.Durable is refused there).
+func WithDurable(ctx context.Context, durable bool) context.Context {
+	return callopt.WithDurable(ctx, durable)
+}
 
 // ReplyLimits bound the replies on the connections that carry the
 // caller's commands (the zero value: the defaults of package respguard).

@@ -59,6 +59,13 @@
 // redis.Options of redis.NewClient, field by field, and refuse with a
 // reason what rediskit does not do (retries, above all).
 //
+// Per call, WithReadFrom and WithDurable override ReadFrom and Durable for
+// the calls made with the context they return, on every topology (the
+// typed packages' functions of the same names set the same option):
+//
+//	c.Get(rediskit.WithReadFrom(ctx, rediskit.Master), "cart:42") // read your own write
+//	c.Set(rediskit.WithDurable(ctx, true), "order:7", "paid", 0) // confirmed by WAIT
+//
 // # Stats
 //
 // Client.Stats maps each topology's counters onto one Stats: the masters

@@ -29,7 +29,7 @@ func (e *KindError) Error() string {
 // made, and nothing of the caller's ran. Addr is the server probed; URL
 // the URL without its password; Err what went wrong.
 //
-// The probe asks whether the server is a cluster node (CLUSTER SLOTS). To
+// The probe asks whether the server is a cluster node (CLUSTER INFO). To
 // make the client without it — and so without dialling at NewClient, the
 // client then connecting when it is first used — say what the server is:
 // Config.Kind = KindStandalone (or NoClusterDetection), or KindCluster,

@@ -104,3 +104,30 @@ func ExampleFromOptions() {
 	fmt.Println(cfg.URL)
 	// Output: redis://10.0.0.1:6379/2
 }
+
+// A durable write for one call: confirmed by WAIT on the primary's replica
+// before it returns, on a client whose other writes are not. The same
+// context works on every topology.
+func ExampleWithDurable() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := lab.Start(ctx, lab.Config{Replicas: 1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+
+	c, err := rediskit.NewClientFromURL("redis://"+l.Node(0).Addr(), rediskit.Config{Kind: rediskit.KindStandalone})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	fmt.Println(c.Set(rediskit.WithDurable(ctx, true), "order:7", "paid", 0).Err())
+	// Read it back from the primary, whatever Config.ReadFrom says.
+	fmt.Println(c.Get(rediskit.WithReadFrom(ctx, rediskit.Master), "order:7").Val())
+	// Output:
+	// <nil>
+	// paid
+}

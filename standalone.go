@@ -7,12 +7,12 @@ import (
 	"github.com/rediskit/rediskit/sentinel"
 )
 
-// newStandalone makes the client of a redis:// or rediss:// URL that is
-// not a cluster node: package sentinel's client with the server as its
-// standalone primary (sentinel.Config.Primary), so it routes, holds,
+// newStandalone makes the client of a redis://, rediss:// or unix:// URL
+// that is not a cluster node: package sentinel's client with the server as
+// its standalone primary (sentinel.Config.Primary), so it routes, holds,
 // re-runs and confirms as for a Sentinel master, finding the primary's
-// replicas with ROLE. A unix:// URL is refused: the primary's replicas and
-// the client's own checks address it by host and port.
+// replicas with ROLE (a unix:// primary is reached by its socket, its
+// replicas by the host and port ROLE lists).
 func newStandalone(u *redisurl.Config, cfg *Config) (*client, error) {
 	u = withCredentials(u, cfg)
 	if cfg.TLSConfig != nil {

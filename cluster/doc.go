@@ -419,6 +419,7 @@
 // whose shard has no replica fails its commands with a *NoReplicaError).
 //
 // Replica reads may be stale: a read that must see the caller's own write
-// uses WithReadFrom(ctx, Master). A redis+cluster:// URL's readFrom is
-// still refused by NewClientFromURL: set Config.ReadFrom.
+// uses WithReadFrom(ctx, Master). A redis+cluster:// URL's readFrom
+// (master, replica, replicaPreferred) applies when Config.ReadFrom is
+// empty; Config.ReadFrom, when set, wins.
 package cluster

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/routing"
@@ -102,38 +103,25 @@ func (e *NotDurableError) Is(target error) bool { return target == ErrNotDurable
 // Unwrap returns the cause, if any.
 func (e *NotDurableError) Unwrap() error { return e.Cause }
 
-type durableKey struct{}
-
 // WithDurable overrides Config.Durable for the writes made with the
-// returned context.
+// returned context. It is the same option as rediskit.WithDurable and
+// sentinel.WithDurable: any of them sets it for every client.
 func WithDurable(ctx context.Context, durable bool) context.Context {
-	return context.WithValue(ctx, durableKey{}, durable)
+	return callopt.WithDurable(ctx, durable)
 }
 
 // durable reports whether the writes of ctx are durable.
 func (c *Client) durable(ctx context.Context) bool {
-	if d, ok := ctx.Value(durableKey{}).(bool); ok {
-		return d
-	}
-	return c.opts.Durable
+	return callopt.Durable(ctx, c.opts.Durable)
 }
 
 // durableDefaults fills DurableTimeout in and checks it: WAIT's reply
-// (and WAITAOF's after it) must come within one ReadTimeout.
+// (and WAITAOF's after it) must come within one ReadTimeout
+// (routing.DurableTimeout, the rule of every durable client).
 func (o *Config) durableDefaults() error {
-	parts := time.Duration(2)
-	if o.DurableAOF {
-		parts = 3
-	}
-	if o.DurableTimeout < 0 {
-		return fmt.Errorf("cluster: Config.DurableTimeout is negative (%v)", o.DurableTimeout)
-	}
-	if o.DurableTimeout == 0 {
-		o.DurableTimeout = min(DefaultDurableTimeout, o.ReadTimeout/parts)
-	}
-	if o.DurableTimeout*parts > o.ReadTimeout {
-		return fmt.Errorf("cluster: Config.DurableTimeout (%v) must be at most 1/%d of ReadTimeout (%v), which bounds WAIT's reply: raise ReadTimeout or lower DurableTimeout",
-			o.DurableTimeout, parts, o.ReadTimeout)
+	var problem string
+	if o.DurableTimeout, problem = routing.DurableTimeout(o.DurableTimeout, o.ReadTimeout, DefaultDurableTimeout, o.DurableAOF); problem != "" {
+		return configError("DurableTimeout", problem)
 	}
 	return nil
 }

@@ -169,7 +169,8 @@ func TestNotDurableErrorSays(t *testing.T) {
 }
 
 // TestDurableOptions: DurableTimeout's default follows ReadTimeout, and
-// one WAIT's reply could not come within ReadTimeout is refused.
+// one whose WAIT reply could not come within ReadTimeout is refused with a
+// *ConfigError naming the field (the rule itself: routing.DurableTimeout).
 func TestDurableOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -181,14 +182,17 @@ func TestDurableOptions(t *testing.T) {
 		{"short read timeout", Config{ReadTimeout: time.Second}, 500 * time.Millisecond, ""},
 		{"short read timeout, AOF", Config{ReadTimeout: 900 * time.Millisecond, DurableAOF: true}, 300 * time.Millisecond, ""},
 		{"set", Config{DurableTimeout: 200 * time.Millisecond}, 200 * time.Millisecond, ""},
-		{"negative", Config{DurableTimeout: -1}, 0, "negative"},
-		{"too long for the read timeout", Config{ReadTimeout: time.Second, DurableTimeout: 800 * time.Millisecond}, 0, "at most 1/2 of ReadTimeout"},
+		{"set close to the read timeout", Config{ReadTimeout: time.Second, DurableTimeout: 800 * time.Millisecond}, 800 * time.Millisecond, ""},
+		{"negative", Config{DurableTimeout: -1}, 0, "cannot be negative"},
+		{"too long for the read timeout", Config{ReadTimeout: time.Second, DurableTimeout: time.Second}, 0, "must be shorter than ReadTimeout"},
+		{"too long for WAIT and WAITAOF", Config{ReadTimeout: time.Second, DurableTimeout: 500 * time.Millisecond, DurableAOF: true}, 0, "shorter than half of ReadTimeout"},
 	} {
 		tc.o.Addrs = []string{"127.0.0.1:1"}
 		o, err := tc.o.withDefaults()
+		var ce *ConfigError
 		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+		case tc.err != "" && (!errors.As(err, &ce) || ce.Field != "DurableTimeout" || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want a *ConfigError for DurableTimeout saying %q", tc.name, err, tc.err)
 		case tc.err == "" && (err != nil || o.DurableTimeout != tc.want):
 			t.Errorf("%s: %v, %v; want %v", tc.name, o.DurableTimeout, err, tc.want)
 		}

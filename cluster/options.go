@@ -2,13 +2,13 @@ package cluster
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/replica"
@@ -190,13 +190,21 @@ const (
 	DefaultDurableTimeout = 1 * time.Second
 )
 
+// ConfigError reports a Config field NewClient cannot use:
+// "cluster: Config.<Field> <problem>". It never contains a password.
+type ConfigError = configerr.Error
+
+func configError(field, problem string) *ConfigError {
+	return &ConfigError{Package: "cluster", Struct: "Config", Field: field, Problem: problem}
+}
+
 func (o Config) withDefaults() (Config, error) {
 	if len(o.Addrs) == 0 {
-		return o, errors.New("cluster: Config.Addrs is empty: give at least one node of the cluster")
+		return o, configError("Addrs", "is empty: give at least one node of the cluster")
 	}
 	for _, a := range o.Addrs {
 		if a == "" {
-			return o, errors.New("cluster: Config.Addrs holds an empty address")
+			return o, configError("Addrs", "holds an empty address")
 		}
 	}
 	set := func(d *time.Duration, v time.Duration) {
@@ -218,17 +226,17 @@ func (o Config) withDefaults() (Config, error) {
 		"WriteTimeout": o.WriteTimeout, "RefreshInterval": o.RefreshInterval,
 		"FailoverPollInterval": o.FailoverPollInterval, "WriteHoldTimeout": o.WriteHoldTimeout} {
 		if d < 0 {
-			return o, fmt.Errorf("cluster: Config.%s is negative (%v)", name, d)
+			return o, configError(name, fmt.Sprintf("(%v) cannot be negative (0: the default)", d))
 		}
 	}
 	if err := o.durableDefaults(); err != nil {
 		return o, err
 	}
 	if o.AutoPipelineMaxBatch < 0 || o.AutoPipelineInflight < 0 {
-		return o, fmt.Errorf("cluster: Config.AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight)
+		return o, configError("AutoPipelineMaxBatch/AutoPipelineInflight", fmt.Sprintf("(%d, %d) cannot be negative (0: the default)", o.AutoPipelineMaxBatch, o.AutoPipelineInflight))
 	}
 	if o.MaxRedirects < 0 {
-		return o, fmt.Errorf("cluster: Config.MaxRedirects is negative (%d)", o.MaxRedirects)
+		return o, configError("MaxRedirects", fmt.Sprintf("(%d) cannot be negative (0: the default, %d)", o.MaxRedirects, DefaultMaxRedirects))
 	}
 	o.ReplyLimits = o.ReplyLimits.ForData()
 	if o.Logger == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
@@ -46,23 +47,17 @@ const (
 	Nearest = redisurl.Nearest
 )
 
-type ctxKey int
-
-const readFromKey ctxKey = iota
-
 // WithReadFrom overrides Config.ReadFrom for the calls made with the
 // returned context: WithReadFrom(ctx, Master) for a read that must see
-// the caller's own write.
+// the caller's own write. It is the same option as rediskit.WithReadFrom
+// and sentinel.WithReadFrom: any of them sets it for every client.
 func WithReadFrom(ctx context.Context, rf ReadFrom) context.Context {
-	return context.WithValue(ctx, readFromKey, rf)
+	return callopt.WithReadFrom(ctx, rf)
 }
 
 // readFrom is the call's read preference.
 func (c *Client) readFrom(ctx context.Context) ReadFrom {
-	if rf, ok := ctx.Value(readFromKey).(ReadFrom); ok && rf != "" {
-		return rf
-	}
-	return c.opts.ReadFrom
+	return callopt.ReadFrom(ctx, c.opts.ReadFrom)
 }
 
 // checkReadFrom fills in and validates ReadFrom and Replica.
@@ -73,11 +68,11 @@ func (o *Config) checkReadFrom() error {
 	switch o.ReadFrom {
 	case Master, Replica, ReplicaPreferred, Nearest:
 	default:
-		return fmt.Errorf("cluster: Config.ReadFrom %q is unknown (want master, replica, replicaPreferred or nearest)", o.ReadFrom)
+		return configError("ReadFrom", fmt.Sprintf("%q is unknown (want master, replica, replicaPreferred or nearest)", o.ReadFrom))
 	}
 	sel, err := replica.NewSelector(o.Replica) // validates the Config; does nothing until bound
 	if err != nil {
-		return fmt.Errorf("cluster: Config.Replica: %w", err)
+		return fmt.Errorf("cluster: Config.Replica: %w", err) // a *replica.ConfigError
 	}
 	return sel.Close()
 }

@@ -17,7 +17,7 @@ import (
 
 // Reads from the nearest fresh replica of each shard; a read that must see
 // the caller's own write goes to the master.
-func ExampleOptions_readFrom() {
+func ExampleConfig_readFrom() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	l, err := lab.Start(ctx, lab.Cluster(3, 1))

@@ -153,8 +153,8 @@
 // started, plus the client's pooled connections for its commands. go-redis
 // applies a context's deadline to socket reads only with
 // ContextTimeoutEnabled, so every call's wait is bounded by the client's
-// DialTimeout, ReadTimeout and WriteTimeout (go-redis defaults: 5 s, 3 s,
-// 3 s): do not disable them, or Stop and Start can wait as long as Redis
+// DialTimeout, ReadTimeout and WriteTimeout (go-redis v9.23 defaults: 5 s, 5 s,
+// 5 s): do not disable them, or Stop and Start can wait as long as Redis
 // does not answer. The package does not retry commands itself beyond the
 // loop described above; give it a client with MaxRetries: -1 and
 // DialerRetries: 1 (go-redis treats DialerRetries 0 as five dial attempts)

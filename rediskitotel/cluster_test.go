@@ -183,11 +183,7 @@ func TestClusterObserverMapping(t *testing.T) {
 	rds := AttrDBSystem.String("redis")
 	moved := []attribute.KeyValue{rds, AttrOldMaster.String(a), AttrNewMaster.String(b)}
 	onA := append(addrAttrs(a), rds)
-	for _, tc := range []struct {
-		name  string
-		attrs []attribute.KeyValue
-		want  float64
-	}{
+	checkSums(t, got, []sumWant{
 		{"rediskit.cluster.master.changes", moved, 1},
 		{"rediskit.cluster.slots.moved", moved, 5},
 		{"rediskit.cluster.master.failures", onA, 1},
@@ -197,11 +193,7 @@ func TestClusterObserverMapping(t *testing.T) {
 		{"rediskit.cluster.writes.refused", append(moved, AttrMayHaveRun.Bool(true)), 1},
 		{"rediskit.cluster.writes.refused", append(moved, AttrMayHaveRun.Bool(false)), 1},
 		{"rediskit.cluster.writes.not_durable", append(addrAttrs(b), rds, AttrMayHaveRun.Bool(false)), 1},
-	} {
-		if v := sum(got[tc.name], tc.attrs...); v != tc.want {
-			t.Errorf("%s%v = %v, want %v (points %v)", tc.name, tc.attrs, v, tc.want, got[tc.name])
-		}
-	}
+	})
 	if p := got["rediskit.cluster.master.failed"]; len(p) != 1 || p[0].value != 1.5 {
 		t.Errorf("master.failed: %v, want one recovery after 1.5 s", p)
 	}

@@ -5,6 +5,8 @@
 // MeterProvider you give it.
 //
 //	m, err := rediskitotel.New(provider)
+//	cfg.Observer = m.Observer(cfg.Observer)                          // rediskit.Config, any topology
+//	m.Register(client)                                               // the rediskit.Client it made
 //	sentinelCfg.Observer = m.SentinelObserver(sentinelCfg.Observer) // sentinel.Config
 //	ringCfg.Observer = m.RingObserver(nil)                           // hashring.Config
 //	m.RegisterCache("price", prices.Stats)                           // guard components

@@ -95,6 +95,24 @@ func sum(points []point, want ...attribute.KeyValue) float64 {
 	return total
 }
 
+// sumWant is one row of a table of expected sums: a metric, the attributes
+// its points must have, and the total of those points.
+type sumWant struct {
+	name  string
+	attrs []attribute.KeyValue
+	want  float64
+}
+
+// checkSums reports every row of wants whose sum differs from got's.
+func checkSums(t *testing.T, got map[string][]point, wants []sumWant) {
+	t.Helper()
+	for _, w := range wants {
+		if v := sum(got[w.name], w.attrs...); v != w.want {
+			t.Errorf("%s%v = %v, want %v (points %v)", w.name, w.attrs, v, w.want, got[w.name])
+		}
+	}
+}
+
 // has reports whether the point's attributes include every given one.
 func (p point) has(want ...attribute.KeyValue) bool {
 	for _, kv := range want {

@@ -42,11 +42,7 @@ func TestObserverMapping(t *testing.T) {
 	got := collect(t, reader)
 	redis := AttrDBSystem.String("redis")
 	node := []attribute.KeyValue{redis, AttrRingKey.String("ring"), AttrRingNode.String("n1")}
-	for _, tc := range []struct {
-		name  string
-		attrs []attribute.KeyValue
-		want  float64
-	}{
+	checkSums(t, got, []sumWant{
 		{"rediskit.multidb.reads.retried", []attribute.KeyValue{redis}, 1},
 		{"rediskit.multidb.writes.refused", []attribute.KeyValue{redis}, 1},
 		{"rediskit.multidb.writes.rerun", []attribute.KeyValue{redis}, 2},
@@ -54,9 +50,5 @@ func TestObserverMapping(t *testing.T) {
 		{"rediskit.hashring.ownership.expiries", node, 1},
 		{"rediskit.hashring.ownership.restores", node, 1},
 		{"rediskit.hashring.attempts.failed", node, 2},
-	} {
-		if v := sum(got[tc.name], tc.attrs...); v != tc.want {
-			t.Errorf("%s%v = %v, want %v (points %v)", tc.name, tc.attrs, v, tc.want, got[tc.name])
-		}
-	}
+	})
 }

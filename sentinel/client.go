@@ -74,14 +74,6 @@ func NewClient(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Checked whether or not Durable is set: WithDurable turns it on per
-	// call.
-	if opts.DurableTimeout >= opts.ReadTimeout {
-		return nil, configError("DurableTimeout", fmt.Sprintf("(%v) must be shorter than ReadTimeout (%v), which bounds the WAIT reply", opts.DurableTimeout, opts.ReadTimeout))
-	}
-	if opts.DurableAOF && 2*opts.DurableTimeout >= opts.ReadTimeout {
-		return nil, configError("DurableTimeout", fmt.Sprintf("(%v) with DurableAOF must be shorter than half of ReadTimeout (%v), which bounds the replies of WAIT and WAITAOF together", opts.DurableTimeout, opts.ReadTimeout))
-	}
 	c := &Client{
 		opts:       opts,
 		classifier: opts.Classifier,

@@ -16,9 +16,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
+	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 	"github.com/rediskit/rediskit/internal/zero"
 	"github.com/rediskit/rediskit/redisurl"
@@ -167,7 +169,8 @@ type Config struct {
 	// NewRoundRobinSelector gives the healthy replicas in turn.
 	ReplicaSelector ReplicaSelector
 	// Classifier decides which commands are read-only. Default:
-	// classify.New(), the table generated from Redis 7.
+	// classify.New(), the built-in table generated from the COMMAND
+	// replies of Redis 7 and Valkey 8 (see package classify).
 	Classifier *classify.Classifier
 
 	// StrictWrites forbids re-running any write, even one that provably
@@ -199,11 +202,10 @@ type Config struct {
 	// master and on every counted replica (a replica without an AOF never
 	// counts, so durable writes fail, and say so). WAITAOF follows a WAIT
 	// on the same connection, which makes the replicas' fsyncs known in
-	// about a round trip instead of a second (see confirmCmds). On a
-	// master without
-	// WAITAOF or without an AOF, durable writes are refused before they are
-	// sent with a *NotDurableError wrapping ErrAOFUnavailable (checked once
-	// per master, and again every aofRecheck while it fails). It applies
+	// about a round trip instead of a second. On a master without WAITAOF
+	// or without an AOF, durable writes are refused before they are sent
+	// with a *NotDurableError wrapping ErrAOFUnavailable (checked once per
+	// master, and again every second while it fails). It applies
 	// to the writes that are durable (Durable, or WithDurable per call);
 	// it does not make writes durable by itself.
 	DurableAOF bool
@@ -526,10 +528,10 @@ func (o Config) withDefaults() (Config, error) {
 	zero.Default(&o.ReadTimeout, DefaultReadTimeout)
 	// WAIT's reply must come within ReadTimeout, which bounds every read.
 	// With DurableAOF, WAIT and then WAITAOF: both replies within it.
-	if o.DurableAOF {
-		zero.Default(&o.DurableTimeout, min(DefaultDurableTimeout, o.ReadTimeout/3))
+	var problem string
+	if o.DurableTimeout, problem = routing.DurableTimeout(o.DurableTimeout, o.ReadTimeout, DefaultDurableTimeout, o.DurableAOF); problem != "" {
+		return o, configError("DurableTimeout", problem)
 	}
-	zero.Default(&o.DurableTimeout, min(DefaultDurableTimeout, o.ReadTimeout/2))
 	zero.Default(&o.WriteTimeout, o.ReadTimeout)
 	zero.Default(&o.SentinelTimeout, DefaultSentinelTimeout)
 	zero.Default(&o.ProbeTimeout, DefaultProbeTimeout)
@@ -735,36 +737,25 @@ func (o *Config) sentinelOptions(addr string, configured bool) *redis.Options {
 	}))
 }
 
-type ctxKey int
-
-const (
-	readFromKey ctxKey = iota
-	durableKey
-)
-
 // WithReadFrom overrides the client's ReadFrom for calls made with the
 // returned context: e.g. WithReadFrom(ctx, Master) for a read that must see
-// the caller's own write.
+// the caller's own write. It is the same option as rediskit.WithReadFrom
+// and cluster.WithReadFrom: any of them sets it for every client.
 func WithReadFrom(ctx context.Context, rf ReadFrom) context.Context {
-	return context.WithValue(ctx, readFromKey, rf)
+	return callopt.WithReadFrom(ctx, rf)
 }
 
 // WithDurable overrides Config.Durable for writes made with the returned
-// context.
+// context. It is the same option as rediskit.WithDurable and
+// cluster.WithDurable: any of them sets it for every client.
 func WithDurable(ctx context.Context, durable bool) context.Context {
-	return context.WithValue(ctx, durableKey, durable)
+	return callopt.WithDurable(ctx, durable)
 }
 
 func (c *Client) readFrom(ctx context.Context) ReadFrom {
-	if rf, ok := ctx.Value(readFromKey).(ReadFrom); ok {
-		return rf
-	}
-	return c.opts.ReadFrom
+	return callopt.ReadFrom(ctx, c.opts.ReadFrom)
 }
 
 func (c *Client) durable(ctx context.Context) bool {
-	if d, ok := ctx.Value(durableKey).(bool); ok {
-		return d
-	}
-	return c.opts.Durable
+	return callopt.Durable(ctx, c.opts.Durable)
 }

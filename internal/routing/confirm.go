@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,35 @@ import (
 // (package sentinel, package cluster): the commands that follow a write
 // on its connection and how their replies are read (internal/failure's
 // AOFProbe judges whether a master can confirm AOF fsyncs).
+
+// DurableTimeout fills in and checks a client's DurableTimeout, the bound
+// of each WAIT (and WAITAOF) after a durable write, against its
+// ReadTimeout, which bounds the confirmation's replies together (one read
+// deadline for the pipeline of the write and its confirmation): WAIT's
+// reply needs timeout < readTimeout, WAIT's and WAITAOF's 2*timeout <
+// readTimeout. Left at zero it is def, or readTimeout/2 (readTimeout/3
+// with aof) when that is shorter, which leaves a reply a round trip of
+// room. problem is empty when timeout can be used, else the end of the
+// sentence "DurableTimeout ..." for the caller's configuration error.
+// Checked whether or not the client is durable: WithDurable turns it on
+// per call.
+func DurableTimeout(timeout, readTimeout, def time.Duration, aof bool) (_ time.Duration, problem string) {
+	parts := time.Duration(1)
+	if aof {
+		parts = 2
+	}
+	switch {
+	case timeout < 0:
+		return timeout, fmt.Sprintf("(%v) cannot be negative (0: the default, %v)", timeout, def)
+	case timeout == 0:
+		return min(def, readTimeout/(parts+1)), ""
+	case timeout*parts >= readTimeout && aof:
+		return timeout, fmt.Sprintf("(%v) with DurableAOF must be shorter than half of ReadTimeout (%v), which bounds the replies of WAIT and WAITAOF together: raise ReadTimeout or lower DurableTimeout", timeout, readTimeout)
+	case timeout*parts >= readTimeout:
+		return timeout, fmt.Sprintf("(%v) must be shorter than ReadTimeout (%v), which bounds the WAIT reply: raise ReadTimeout or lower DurableTimeout", timeout, readTimeout)
+	}
+	return timeout, ""
+}
 
 // ConfirmCmds are the commands that confirm a durable write on the
 // connection that made it: WAIT required, and with aof then WAITAOF 1
