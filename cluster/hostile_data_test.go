@@ -37,7 +37,9 @@ func TestHostileDataReplies(t *testing.T) {
 		return "-ERR unknown subcommand\r\n", true
 	})
 	addr = node.Addr()
-	c, err := NewClient(Config{Addrs: []string{addr}, ReplyLimits: ReplyLimits{MaxReplyElements: testkit.HostileFloodLimit}})
+	// The 20 MiB reply: see testkit.BigReplyTimeout.
+	c, err := NewClient(Config{Addrs: []string{addr}, ReadTimeout: testkit.BigReplyTimeout, WriteTimeout: testkit.BigReplyTimeout,
+		ReplyLimits: ReplyLimits{MaxReplyElements: testkit.HostileFloodLimit}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,12 @@ func TestHostileDataReplies(t *testing.T) {
 	addr := node.Addr()
 	// A database multidb builds (Options), and a go-redis client the
 	// caller built (Client), bounded by a dial hook multidb adds.
-	callers := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
+	// The 20 MiB reply: see testkit.BigReplyTimeout.
+	callers := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
+		ReadTimeout: testkit.BigReplyTimeout, WriteTimeout: testkit.BigReplyTimeout})
 	defer callers.Close()
 	for _, db := range []Database{
-		{Name: "options", Weight: 1, Options: &redis.Options{Addr: addr, Protocol: 2}},
+		{Name: "options", Weight: 1, Options: &redis.Options{Addr: addr, Protocol: 2, ReadTimeout: testkit.BigReplyTimeout, WriteTimeout: testkit.BigReplyTimeout}},
 		{Name: "client", Weight: 1, Client: callers},
 	} {
 		t.Run(db.Name, func(t *testing.T) {

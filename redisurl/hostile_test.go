@@ -27,7 +27,8 @@ func TestOptionsBoundReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Protocol = 2 // the hostile node refuses HELLO
+	o.Protocol = 2                                                                   // the hostile node refuses HELLO
+	o.ReadTimeout, o.WriteTimeout = testkit.BigReplyTimeout, testkit.BigReplyTimeout // the 20 MiB reply
 	c := redis.NewClient(o)
 	defer c.Close()
 	testkit.CheckHostileDataReplies(t, ctx, c, func(t *testing.T, key string, _ testkit.HostileReply) []testkit.HostileDataCall {

@@ -42,7 +42,9 @@ func TestHostileDataReplies(t *testing.T) {
 		}
 		return "-ERR no\r\n"
 	})
+	// The 20 MiB reply: see testkit.BigReplyTimeout.
 	c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{sent.Addr()},
+		ReadTimeout: testkit.BigReplyTimeout, WriteTimeout: testkit.BigReplyTimeout,
 		ReplyLimits: ReplyLimits{MaxReplyElements: testkit.HostileFloodLimit}})
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,13 @@ const (
 	BigArray  = 66_000
 )
 
+// BigReplyTimeout is the read and write timeout of a client given
+// BigString: reading 20 MiB under the race detector on a loaded 2-core
+// machine took past the default 3 s (CI, load 10-20). The checks are on
+// the bytes and the errors, not the time, and every hostile reply is sent
+// whole, so no check waits for it.
+const BigReplyTimeout = 30 * time.Second
+
 // NewHostileNode is a FakeServer posing as a standalone Redis master
 // (RESP2: HELLO is refused) whose replies to the caller's commands on
 // HostileKey(i) are HostileReplies()[i]: GET, SCAN (by its MATCH
