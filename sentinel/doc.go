@@ -330,8 +330,9 @@
 // Valkey 8.0 answers the request that comes with the write before the
 // fsync that follows it, then reports again only a second later; the
 // WAIT's own round gives the replicas the time to fsync. Measured on
-// Valkey 8.0.1 with appendfsync always and two replicas: write + WAITAOF
-// 1.005 s at the median, write + WAIT + WAITAOF 0.92 ms (p90 1.5 ms); the
+// Valkey 8.0.1 with appendfsync always and two replicas (2026-12-05,
+// BenchmarkWaitAOFSequences): write + WAITAOF 1.005 s at the median,
+// write + WAIT + WAITAOF 1.06 ms (p90 2.5 ms); the
 // first durable write after a replica's full synchronisation still takes
 // about a second (it rewrites its AOF and reports the fsync with its next
 // periodic acknowledgement).

@@ -121,9 +121,10 @@ func (c *Client) durablePrecheck(ctx context.Context, snap *snapshot) (int, erro
 // offset when it answers the master's acknowledgement request, and Valkey
 // 8.0 (like Redis 7.2) answers the request that arrives with the write
 // before the fsync that follows it, then reports again only with its next
-// periodic acknowledgement, a second later. Measured in the lab (Valkey
-// 8.0.1, appendfsync always, two replicas, 40 writes): write + WAITAOF p50
-// 1.005 s; write + WAIT + WAITAOF p50 0.92 ms, p90 1.5 ms, max 2.8 ms. The
+// periodic acknowledgement, a second later. Measured in the lab
+// (BenchmarkWaitAOFSequences, 2026-12-05: Valkey 8.0.1, appendfsync
+// always, two replicas, 20 writes): write + WAITAOF p50 1.005 s; write +
+// WAIT + WAITAOF p50 1.06 ms, p90 2.5 ms, max 4.6 ms. The
 // WAIT's own acknowledgement round lets the replicas fsync before
 // WAITAOF's asks.
 func (o *Config) confirmCmds(ctx context.Context, required int) []redis.Cmder {
