@@ -140,8 +140,9 @@ func TestMalformedAddressesAreNotDialled(t *testing.T) {
 			var dials atomic.Int32
 			c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()},
 				// Room for a starved machine: the check is on the error, and
-				// the fake sentinel answers at once when it gets the CPU.
-				DiscoveryTimeout: 2 * time.Second, SentinelPollInterval: -1,
+				// the fake sentinel answers at once when it gets the CPU (at
+				// load 10-20 a write to it took past the 500 ms default).
+				DiscoveryTimeout: 2 * time.Second, SentinelTimeout: time.Second, SentinelPollInterval: -1,
 				NodeOptions: func(o *redis.Options) {
 					next := o.Dialer
 					o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
