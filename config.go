@@ -29,8 +29,9 @@ const (
 // WithReadFrom overrides Config.ReadFrom for the calls made with the
 // returned context, whatever the topology: WithReadFrom(ctx, Master) for
 // a read that must see the caller's own write. sentinel.WithReadFrom and
-// cluster.WithReadFrom set the same option. A multidb client reads from
-// its active database and ignores it.
+// cluster.WithReadFrom set the same option. A multidb client hands it to
+// its active database: a Sentinel or cluster database applies it, a
+// redis:// one (a plain go-redis client) reads from its server.
 func WithReadFrom(ctx context.Context, rf ReadFrom) context.Context {
 	return callopt.WithReadFrom(ctx, rf)
 }
@@ -39,8 +40,10 @@ func WithReadFrom(ctx context.Context, rf ReadFrom) context.Context {
 // returned context, whatever the topology (standalone, Sentinel, Cluster):
 // WithDurable(ctx, true) confirms this call's writes with WAIT even on a
 // client made without Durable. sentinel.WithDurable and cluster.WithDurable
-// set the same option. A multidb client has no durable writes and ignores
-// it (Config.Durable is refused there).
+// set the same option. A multidb client hands it to its active database: a
+// Sentinel or cluster database confirms the write, a redis:// one (a plain
+// go-redis client) does not (Config.Durable, for every write, is refused
+// there).
 func WithDurable(ctx context.Context, durable bool) context.Context {
 	return callopt.WithDurable(ctx, durable)
 }
