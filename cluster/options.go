@@ -91,6 +91,9 @@ type Config struct {
 	// AutoPipelineMaxBatch and AutoPipelineInflight bound a node's
 	// batches (commands in one, and on the wire at once). Defaults:
 	// routing.DefaultMaxBatch (256) and routing.DefaultMaxInflight (2).
+	// A far node (round trips of routing.DefaultFarRoundTrip, 1 ms, or
+	// more) gets up to PoolSize batches on the wire, as in package
+	// sentinel.
 	AutoPipelineMaxBatch, AutoPipelineInflight int
 
 	// Durable makes every write wait, on the connection that made it, for

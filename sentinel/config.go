@@ -232,7 +232,12 @@ type Config struct {
 	// round trip. Default routing.DefaultMaxBatch (256).
 	AutoPipelineMaxBatch int
 	// AutoPipelineInflight bounds the auto-pipelined batches on the wire
-	// to one node at once, each on a connection of its own. Default 2.
+	// to one near node at once, each on a connection of its own. Default
+	// 2. A far node (its round trips all took
+	// routing.DefaultFarRoundTrip, 1 ms, or more lately) gets up to
+	// PoolSize: there a command waiting for another's batch would wait a
+	// whole round trip, so each caller sends at once, as without
+	// auto-pipelining, until the pool runs out.
 	AutoPipelineInflight int
 	// AutoPipelineOptions are go-redis's options for the auto-pipeliners
 	// AutoPipeline and AsyncAutoPipeline return (their batching, before

@@ -437,7 +437,10 @@
 // same node at the same time share round trips: while one batch is on the
 // wire (at most AutoPipelineInflight of them per node, each on its own
 // connection), the commands that arrive queue, and the next batch sends up
-// to AutoPipelineMaxBatch of them as one pipeline. Nothing else changes:
+// to AutoPipelineMaxBatch of them as one pipeline. A far node (round trips
+// of 1 ms or more) gets as many batches on the wire as the pool has
+// connections: there, waiting for another caller's batch would cost a
+// whole round trip, more than the shared one saves. Nothing else changes:
 // each command is routed on its own (a read to the replica the election
 // names, the write beside it to the master), held during a failover,
 // re-run once (a read) or only if it provably did not run (a write), or

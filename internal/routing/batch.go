@@ -3,11 +3,13 @@ package routing
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,15 +42,27 @@ import (
 // not fail the others, and a connection lost mid-batch fails every command
 // not yet answered with the network error, which the routed client then
 // judges per command (a read may be re-run; a write may have executed).
+//
+// How many batches may be on the wire at once depends on how far the node
+// is (see window): two for a near one, where waiting for a batch to end
+// costs less than the CPU of another round trip and deep batches are what
+// make auto-pipelining pay; up to the pool's size for a far one, where
+// waiting costs a whole round trip and callers are better served each on
+// a connection of its own, as without auto-pipelining.
 type Batcher struct {
 	target   Target
 	maxBatch int
-	inflight int // batches that may be on the wire at once
-	confirm  func(ctx context.Context, required int) []redis.Cmder
+	inflight int // batches that may be on the wire at once to a near node
+	// farInflight bounds them for a far node (round trip at least
+	// farRTT).
+	farInflight int
+	farRTT      time.Duration
+	confirm     func(ctx context.Context, required int) []redis.Cmder
 
 	mu      sync.Mutex
 	queue   []*pending
 	running int // batches on the wire, or about to be
+	rtt     rttFilter
 	// pending structs for reuse (each with its wake channel): the
 	// contended path allocates nothing per command once warm.
 	pool sync.Pool
@@ -68,9 +82,16 @@ type BatchConfig struct {
 	// MaxBatch bounds the commands of one pipeline. Default
 	// DefaultMaxBatch.
 	MaxBatch int
-	// MaxInflight bounds the batches on the wire at once, each on a
-	// connection of its own. Default DefaultMaxInflight.
+	// MaxInflight bounds the batches on the wire at once to a near node,
+	// each on a connection of its own. Default DefaultMaxInflight.
 	MaxInflight int
+	// FarInflight bounds them to a far node: one whose round trips all
+	// took FarRoundTrip or more lately. Default: the target's PoolSize
+	// when it is a *redis.Client, else MaxInflight.
+	FarInflight int
+	// FarRoundTrip is the round trip from which a node is far. Default
+	// DefaultFarRoundTrip.
+	FarRoundTrip time.Duration
 	// Confirm returns the commands that confirm the writes of a batch on
 	// its connection (WAIT, and WAITAOF), for required replicas: sent
 	// after the batch's commands, once per batch, when a command of it
@@ -89,6 +110,17 @@ const (
 	// for its replies the next fills, so batches stay deep (one in flight
 	// is go-redis's default; a second hides the turnaround between them).
 	DefaultMaxInflight = 2
+	// DefaultFarRoundTrip is the round trip from which waiting for a
+	// batch to end costs more than it saves. A round trip costs the client
+	// 15-20 µs of CPU; a node on loopback or in the same rack answers in
+	// 30-150 µs, a few hundred under load (the race detector, the lab's
+	// proxies, a busy machine), so waiting for the batch in flight costs
+	// a caller about what the shared round trip saves, and at high
+	// concurrency the saving is what lets the client keep up. From 1 ms
+	// (another zone, another region) a caller that waits loses ten times
+	// more than it saves: better send at once, on a connection of its
+	// own, while the pool has one.
+	DefaultFarRoundTrip = time.Millisecond
 )
 
 // NewBatcher returns a Batcher sending on target.
@@ -99,10 +131,20 @@ func NewBatcher(target Target, cfg BatchConfig) *Batcher {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = DefaultMaxInflight
 	}
+	if cfg.FarInflight <= 0 {
+		cfg.FarInflight = cfg.MaxInflight
+		if c, ok := target.(interface{ Options() *redis.Options }); ok {
+			cfg.FarInflight = max(cfg.MaxInflight, c.Options().PoolSize)
+		}
+	}
+	if cfg.FarRoundTrip <= 0 {
+		cfg.FarRoundTrip = DefaultFarRoundTrip
+	}
 	if cfg.Counts == nil {
 		cfg.Counts = &BatchCounts{}
 	}
-	b := &Batcher{target: target, maxBatch: cfg.MaxBatch, inflight: cfg.MaxInflight, confirm: cfg.Confirm, counts: cfg.Counts}
+	b := &Batcher{target: target, maxBatch: cfg.MaxBatch, inflight: cfg.MaxInflight, farInflight: cfg.FarInflight,
+		farRTT: cfg.FarRoundTrip, confirm: cfg.Confirm, counts: cfg.Counts}
 	b.pool.New = func() any { return &pending{wake: make(chan struct{}, 1)} }
 	return b
 }
@@ -154,7 +196,8 @@ func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redi
 		return s.r.do(ctx, s, b, cmd, required) // RunIndependent's order
 	}
 	b.mu.Lock()
-	if b.running < b.inflight && len(b.queue) == 0 {
+	window := b.window()
+	if b.running < window && len(b.queue) == 0 {
 		// Idle: send it at once, alone.
 		b.running++
 		b.mu.Unlock()
@@ -163,7 +206,7 @@ func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redi
 	p := b.pool.Get().(*pending) //nolint:forcetypeassert // the pool holds only *pending
 	p.ctx, p.cmd, p.required = ctx, cmd, required
 	b.queue = append(b.queue, p)
-	if b.running < b.inflight {
+	if b.running < window {
 		// A batch slot is free but others queued first: lead now.
 		b.running++
 		p.lead = true
@@ -212,21 +255,86 @@ func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redi
 // its caller's context, and hands the batch slot on afterwards, even if
 // go-redis panics (the panic is the caller's, as without batching).
 func (b *Batcher) sendLone(ctx context.Context, cmd redis.Cmder, required int) (confirm []redis.Cmder, err error) {
-	defer b.handOff()
+	var rtt time.Duration // 0 (no sample) until the node has answered
+	defer func() { b.handOffAfter(rtt) }()
 	b.counts.Batches.Add(1)
 	b.counts.Commands.Add(1)
+	start := time.Now()
 	if required == 0 || b.confirm == nil {
-		return nil, b.target.Process(ctx, cmd)
+		err = b.target.Process(ctx, cmd)
+	} else {
+		confirm = b.confirm(ctx, required)
+		_, _ = b.target.Pipelined(ctx, func(p redis.Pipeliner) error {
+			_ = p.Process(ctx, cmd)
+			for _, q := range confirm {
+				_ = p.Process(ctx, q)
+			}
+			return nil
+		})
+		err = cmd.Err()
 	}
-	confirm = b.confirm(ctx, required)
-	_, err = b.target.Pipelined(ctx, func(p redis.Pipeliner) error {
-		_ = p.Process(ctx, cmd)
-		for _, q := range confirm {
-			_ = p.Process(ctx, q)
+	rtt = answeredIn(start, err)
+	return confirm, err
+}
+
+// answeredIn is the round trip of a send that began at start and ended
+// with err, or 0 when the node did not answer (the connection failed, or
+// the caller's context ended): only a reply measures how far the node is.
+func answeredIn(start time.Time, err error) time.Duration {
+	var re redis.Error
+	if err != nil && !errors.As(err, &re) {
+		return 0
+	}
+	return max(time.Since(start), 1)
+}
+
+// window is how many batches may be on the wire now: inflight, or
+// farInflight while the node's recent round trips all took farRTT or
+// more. Called with mu held.
+func (b *Batcher) window() int {
+	if rtt := b.rtt.min(); rtt >= b.farRTT {
+		return b.farInflight
+	}
+	return b.inflight
+}
+
+// rttFilter keeps the smallest round trip of the current window of
+// rttWindow and of the one before it: a windowed minimum, as TCP BBR keeps
+// its minimum RTT. The smallest, because a batch queued behind others, or
+// a caller's goroutine waiting for a CPU, makes a round trip longer
+// without making the node farther; windowed, so that a node that moved
+// away (a failover to another zone) is seen as far within two windows.
+type rttFilter struct {
+	start     time.Time     // of the current window
+	cur, prev time.Duration // the smallest of each window; 0: none
+}
+
+// rttWindow is rttFilter's window.
+const rttWindow = time.Second
+
+// add records a round trip d measured at now.
+func (f *rttFilter) add(now time.Time, d time.Duration) {
+	if now.Sub(f.start) >= rttWindow {
+		if f.cur != 0 {
+			f.prev = f.cur
 		}
-		return nil
-	})
-	return confirm, cmd.Err()
+		f.cur, f.start = 0, now
+	}
+	if f.cur == 0 || d < f.cur {
+		f.cur = d
+	}
+}
+
+// min returns the smallest round trip of the two windows; 0 before the
+// first.
+func (f *rttFilter) min() time.Duration {
+	switch {
+	case f.cur == 0:
+		return f.prev
+	case f.prev == 0:
+		return f.cur
+	}
+	return min(f.cur, f.prev)
 }
 
 // withdraw takes p out of the queue if it is still there, and says
@@ -260,8 +368,8 @@ func (b *Batcher) lead() {
 	b.mu.Unlock()
 
 	var confirm []redis.Cmder
-	b.send(batch, &confirm)
-	b.handOff()
+	rtt := b.send(batch, &confirm)
+	b.handOffAfter(rtt)
 	b.mu.Lock()
 	for _, p := range batch {
 		p.done, p.confirm = true, confirm
@@ -277,8 +385,15 @@ func (b *Batcher) lead() {
 
 // handOff ends a batch's turn: the next queued caller, if any, leads the
 // next batch.
-func (b *Batcher) handOff() {
+func (b *Batcher) handOff() { b.handOffAfter(0) }
+
+// handOffAfter is handOff after a send whose reply took rtt (0: no reply,
+// nothing to learn).
+func (b *Batcher) handOffAfter(rtt time.Duration) {
 	b.mu.Lock()
+	if rtt > 0 {
+		b.rtt.add(time.Now(), rtt)
+	}
 	var next *pending
 	for _, p := range b.queue {
 		if !p.lead {
@@ -314,8 +429,9 @@ func (b *Batcher) release(p *pending) {
 // confirmation commands last when a command asked for them. Commands whose
 // callers' contexts ended before the send are not sent. A panic (from
 // go-redis, or a hook) fails the batch's commands with the
-// *safe.PanicError instead of leaving their callers waiting.
-func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) {
+// *safe.PanicError instead of leaving their callers waiting. It returns
+// the round trip when the node answered (see answeredIn), else 0.
+func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) time.Duration {
 	required := 0
 	live := batch[:0:len(batch)]
 	var ctx context.Context
@@ -331,7 +447,7 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) {
 		}
 	}
 	if len(live) == 0 {
-		return
+		return 0
 	}
 	b.counts.Batches.Add(1)
 	b.counts.Commands.Add(uint64(len(live)))
@@ -340,6 +456,7 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) {
 	if required > 0 && b.confirm != nil {
 		*confirm = b.confirm(ctx, required)
 	}
+	start := time.Now()
 	if perr := safe.Call(func() {
 		if len(live) == 1 && len(*confirm) == 0 {
 			_ = b.target.Process(ctx, live[0].cmd)
@@ -361,7 +478,9 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) {
 		for _, q := range *confirm {
 			q.SetErr(perr)
 		}
+		return 0
 	}
+	return answeredIn(start, live[len(live)-1].cmd.Err())
 }
 
 // UnsentError is the error of a command whose caller's context ended

@@ -491,3 +491,114 @@ func standaloneClient(t *testing.T) (*lab.Lab, *redis.Client) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	return l, rdb
 }
+
+// TestRTTFilter: the filter gives the smallest round trip of the current
+// window and the one before, so a node that moved away is seen as far once
+// its near samples are two windows old.
+func TestRTTFilter(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := time.Millisecond
+	type sample struct {
+		at time.Duration // after t0
+		d  time.Duration
+	}
+	for _, tc := range []struct {
+		name    string
+		samples []sample
+		want    time.Duration
+	}{
+		{"none", nil, 0},
+		{"one", []sample{{0, 3 * ms}}, 3 * ms},
+		{"smallest of a window", []sample{{0, 3 * ms}, {100 * ms, ms}, {200 * ms, 5 * ms}}, ms},
+		{"the previous window's smaller", []sample{{0, ms}, {1100 * ms, 6 * ms}}, ms},
+		{"two windows on, the near sample is gone", []sample{{0, ms}, {1100 * ms, 6 * ms}, {2200 * ms, 7 * ms}}, 6 * ms},
+		{"a silent window keeps the last one known", []sample{{0, ms}, {5 * time.Second, 6 * ms}}, ms},
+		{"moved closer: at once", []sample{{0, 6 * ms}, {10 * ms, 100 * time.Microsecond}}, 100 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f rttFilter
+			for _, s := range tc.samples {
+				f.add(t0.Add(s.at), s.d)
+			}
+			if got := f.min(); got != tc.want {
+				t.Errorf("min = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBatcherWindow: a near node gets MaxInflight batches on the wire, a
+// far one as many as the pool has connections (or FarInflight), and a
+// node not measured yet counts as near.
+func TestBatcherWindow(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", PoolSize: 12}) // never dialled
+	defer rdb.Close()
+	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		cfg  BatchConfig
+		rtt  time.Duration // 0: none measured
+		want int
+	}{
+		{"not measured", BatchConfig{}, 0, DefaultMaxInflight},
+		{"near", BatchConfig{}, 200 * time.Microsecond, DefaultMaxInflight},
+		{"far: the pool's size", BatchConfig{}, 6 * time.Millisecond, 12},
+		{"at the bound", BatchConfig{}, DefaultFarRoundTrip, 12},
+		{"FarInflight", BatchConfig{FarInflight: 5}, 6 * time.Millisecond, 5},
+		{"FarRoundTrip", BatchConfig{FarRoundTrip: 10 * time.Millisecond}, 6 * time.Millisecond, DefaultMaxInflight},
+		{"MaxInflight above the pool", BatchConfig{MaxInflight: 16}, 6 * time.Millisecond, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBatcher(rdb, tc.cfg)
+			if tc.rtt > 0 {
+				b.rtt.add(now, tc.rtt)
+			}
+			if got := b.window(); got != tc.want {
+				t.Errorf("window = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBatcherFarNodeSendsAtOnce: once the Batcher has measured a node 6 ms
+// away, concurrent callers (fewer than the pool's connections) each send
+// at once, alone, as without auto-pipelining: none waits for another's
+// batch.
+func TestBatcherFarNodeSendsAtOnce(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Config{Nodes: []lab.NodeConfig{{Latency: 6 * time.Millisecond}}})
+	opt := l.Node(0).Options()
+	opt.PoolSize = 16
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	counter := &testkit.CommandCounter{}
+	rdb.AddHook(counter)
+	b := NewBatcher(rdb, BatchConfig{})
+	if err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping")); err != nil {
+		t.Fatal(err)
+	}
+	if w := b.window(); w != 16 {
+		t.Fatalf("window after a 6 ms round trip: %d, want the pool's 16", w)
+	}
+	const goroutines, each = 8, 10
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if err := b.Do(ctx, redis.NewStringCmd(ctx, "get", "k")); err != nil && !errors.Is(err, redis.Nil) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if p := counter.Pipelines(); p != 0 {
+		t.Errorf("%d pipelines for %d callers on a far node with %d connections: some waited for a batch", p, goroutines, opt.PoolSize)
+	}
+	if st := b.Stats(); st.Batches != st.Commands {
+		t.Errorf("Stats = %+v: want every command alone", st)
+	}
+}

@@ -1,0 +1,169 @@
+package benchcmp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client is one client of a throughput comparison: its name and how it
+// runs one command, op ("GET" or "SET") on key.
+type Client struct {
+	Name string
+	Do   func(ctx context.Context, op, key string) error
+}
+
+// RunOp runs op on key through a go-redis face (a client of ours, a
+// go-redis client, an auto-pipeliner): GET, or SET of a short value.
+func RunOp(ctx context.Context, c redis.Cmdable, op, key string) error {
+	if op == "SET" {
+		return c.Set(ctx, key, "v", 0).Err()
+	}
+	return c.Get(ctx, key).Err()
+}
+
+// Cost is what one client's turn cost: commands per second, and per
+// command the process's CPU time (user and system, getrusage; 0 where the
+// system has none) and its heap allocations.
+type Cost struct {
+	OpsPerSec, CPUPerOp, AllocsPerOp float64 // CPUPerOp in nanoseconds
+}
+
+// Measure runs do from goroutines for d, each on keys in turn from an
+// offset of its own, and returns what it cost. A reply of redis.Nil is a
+// command done; any other error stops the run and is returned.
+//
+// The CPU time and the allocations are the whole process's: in a
+// benchmark of clients taking turns against servers in other processes
+// they are the client's own, plus the loop's, the same for every client
+// (the lab's in-process proxies, where it has them, add theirs).
+func Measure(ctx context.Context, goroutines int, d time.Duration, op string, keys []string, do func(ctx context.Context, op, key string) error) (Cost, error) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cpu0 := cpuTime()
+	var n atomic.Int64
+	var firstErr atomic.Value
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			k := g * len(keys) / goroutines
+			for time.Now().Before(stop) {
+				if err := do(ctx, op, keys[k]); err != nil && !errors.Is(err, redis.Nil) {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				n.Add(1)
+				if k++; k == len(keys) {
+					k = 0
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cpu1 := cpuTime()
+	runtime.ReadMemStats(&after)
+	if err, _ := firstErr.Load().(error); err != nil {
+		return Cost{}, err
+	}
+	done := float64(max(n.Load(), 1))
+	return Cost{
+		OpsPerSec:   done / d.Seconds(),
+		CPUPerOp:    float64(cpu1-cpu0) / done,
+		AllocsPerOp: float64(after.Mallocs-before.Mallocs) / done,
+	}, nil
+}
+
+// Median is the median of v (the upper one of an even count).
+func Median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// Comparison is a throughput comparison of clients: each op at each count
+// of goroutines, rounds times, every client in turn for Turn within a
+// round, so that they all see the same machine; the figures are medians
+// over the rounds.
+type Comparison struct {
+	Rounds     int
+	Turn       time.Duration
+	Ops        []string
+	Goroutines []int
+	Keys       []string
+	Clients    []Client
+	// Base names the client the ratios are to; Versus names more, each
+	// given a column of ratios of its own (rueidis, go-redis's
+	// AutoPipeline).
+	Base   string
+	Versus []string
+	// Tag starts the names of the reported metrics ("master", "cluster").
+	Tag string
+}
+
+// Run runs the comparison, reports for each client, op and count its
+// median commands per second's ratio to Base and to each of Versus, and
+// its CPU time per command, and returns the figures as a Markdown table:
+// one row a client, op and count.
+func (c Comparison) Run(b *testing.B) string {
+	b.Helper()
+	ctx := context.Background()
+	for _, name := range append([]string{c.Base}, c.Versus...) {
+		if !slices.ContainsFunc(c.Clients, func(cl Client) bool { return cl.Name == name }) {
+			b.Fatalf("benchcmp: no client named %q to compare with", name)
+		}
+	}
+	var t strings.Builder
+	fmt.Fprintf(&t, "| op | goroutines | client | ops/s | × %s |", c.Base)
+	for _, v := range c.Versus {
+		fmt.Fprintf(&t, " × %s |", v)
+	}
+	fmt.Fprintf(&t, " CPU µs/op | allocs/op |\n|---|---|---|---|---|%s---|---|\n", strings.Repeat("---|", len(c.Versus)))
+	for _, op := range c.Ops {
+		for _, goroutines := range c.Goroutines {
+			costs := make([][]Cost, len(c.Clients))
+			for range c.Rounds {
+				for i, cl := range c.Clients {
+					k, err := Measure(ctx, goroutines, c.Turn, op, c.Keys, cl.Do)
+					if err != nil {
+						b.Fatalf("%s %s at %d goroutines: %v", cl.Name, op, goroutines, err)
+					}
+					costs[i] = append(costs[i], k)
+				}
+			}
+			med := map[string]Cost{}
+			for i, cl := range c.Clients {
+				var ops, cpu, allocs []float64
+				for _, k := range costs[i] {
+					ops, cpu, allocs = append(ops, k.OpsPerSec), append(cpu, k.CPUPerOp), append(allocs, k.AllocsPerOp)
+				}
+				med[cl.Name] = Cost{Median(ops), Median(cpu), Median(allocs)}
+			}
+			for _, cl := range c.Clients {
+				m := med[cl.Name]
+				name := fmt.Sprintf("%s-%s-%s-%d", c.Tag, strings.ReplaceAll(cl.Name, " ", "_"), op, goroutines)
+				fmt.Fprintf(&t, "| %s | %d | %s | %.0f |", op, goroutines, cl.Name, m.OpsPerSec)
+				for _, v := range append([]string{c.Base}, c.Versus...) {
+					ratio := m.OpsPerSec / med[v].OpsPerSec
+					fmt.Fprintf(&t, " %.2f |", ratio)
+					if v != cl.Name {
+						b.ReportMetric(ratio, name+"-vs-"+strings.ReplaceAll(v, " ", "_"))
+					}
+				}
+				fmt.Fprintf(&t, " %.2f | %.1f |\n", m.CPUPerOp/1e3, m.AllocsPerOp)
+				b.ReportMetric(m.CPUPerOp, name+"-cpu-ns/op")
+			}
+		}
+	}
+	return t.String()
+}
