@@ -459,11 +459,12 @@
 // go-redis's own AutoPipeline (3.49× and 6.21×) and rueidis (2.38× and
 // 3.98×); at 8 goroutines rueidis was ahead (BENCHMARKS.md, "Auto-pipelining:
 // rediskit, go-redis, go-redis AutoPipeline, rueidis"). What it changes: a batch is
-// sent without its callers' deadlines, so that one caller giving up does
-// not fail the others' commands; a caller whose context ends while its
-// command waits in the queue gets the context's error (the command was
-// never sent), but once sent it waits for the reply, bounded by
-// ReadTimeout and WriteTimeout. Order is kept within a goroutine (its
+// sent without its callers' cancellation, so that one caller giving up
+// does not fail the others' commands; a caller whose context ends while
+// its command waits in the queue gets the context's error (the command
+// was never sent), but once sent it waits for the reply, until the latest
+// deadline of its batch's callers (ReadTimeout and WriteTimeout when one
+// of them has none). Order is kept within a goroutine (its
 // calls block), not between goroutines, as without it. Hooks on the node
 // clients (AddHook, OnNewNode) see a batch as one pipeline, with the
 // context of its first command's caller.

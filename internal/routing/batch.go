@@ -30,13 +30,17 @@ import (
 // queue (at most MaxBatch commands), sends it, hands the remainder to the
 // next leader, and wakes each caller when its command has its reply.
 //
-// A batch runs without the callers' contexts' deadlines or cancellation (a
-// caller giving up must not fail its batch-mates' commands): its socket
-// reads and writes are bounded by the node client's ReadTimeout and
-// WriteTimeout. A caller whose context ends while its command is still
-// queued takes it out and gets an *UnsentError wrapping the context's
-// error: it was never sent. A
-// command already sent runs to its reply, which the caller waits for.
+// A batch runs without the callers' cancellation (a caller giving up must
+// not fail its batch-mates' commands), and until the latest of their
+// deadlines: when every command of it has one, the batch's socket
+// deadline is the latest (the commands of one batch were queued within a
+// round trip of each other, so with the same timeout their deadlines are
+// that close); otherwise the node client's ReadTimeout and WriteTimeout
+// bound it. A caller whose context ends while its command is still queued
+// takes it out and gets an *UnsentError wrapping the context's error: it
+// was never sent. A command already sent runs to its reply or to the
+// batch's deadline (an error saying it may have run), which the caller
+// waits for: its command's reply is read into it until then.
 //
 // Replies are per command, as in any pipeline: one command's error does
 // not fail the others, and a connection lost mid-batch fails every command
@@ -435,6 +439,8 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) time.Duration {
 	required := 0
 	live := batch[:0:len(batch)]
 	var ctx context.Context
+	var latest time.Time // the latest deadline
+	undated := false     // a command has no deadline
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
 			p.cmd.SetErr(&UnsentError{Err: err})
@@ -445,14 +451,23 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) time.Duration {
 		if ctx == nil {
 			ctx = p.ctx
 		}
+		if d, ok := p.ctx.Deadline(); ok {
+			latest = later(latest, d)
+		} else {
+			undated = true
+		}
 	}
 	if len(live) == 0 {
 		return 0
 	}
 	b.counts.Batches.Add(1)
 	b.counts.Commands.Add(uint64(len(live)))
-	// Not the callers' deadlines: see the type's documentation.
+	// Not the callers' cancellation, and their latest deadline: see the
+	// type's documentation.
 	ctx = context.WithoutCancel(ctx)
+	if !undated {
+		ctx = deadlineContext{ctx, latest}
+	}
 	if required > 0 && b.confirm != nil {
 		*confirm = b.confirm(ctx, required)
 	}
@@ -482,6 +497,25 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) time.Duration {
 	}
 	return answeredIn(start, live[len(live)-1].cmd.Err())
 }
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// deadlineContext is a context that is never cancelled, with a deadline:
+// what go-redis (ContextTimeoutEnabled) sets as the socket's deadline.
+// Without a timer of its own, unlike context.WithDeadline: nothing waits
+// on its Done, which stays nil.
+type deadlineContext struct {
+	context.Context // a context.WithoutCancel
+	deadline        time.Time
+}
+
+func (c deadlineContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // UnsentError is the error of a command whose caller's context ended
 // while it waited for a batch (in a Batcher's queue, or for its

@@ -602,3 +602,73 @@ func TestBatcherFarNodeSendsAtOnce(t *testing.T) {
 		t.Errorf("Stats = %+v: want every command alone", st)
 	}
 }
+
+// TestBatcherStalledNodeDeadlines: with the node stalled (SIGSTOP) and a
+// ReadTimeout of 20 s, callers with 300-500 ms deadlines all return by the
+// latest of them, plus a margin: a queued command withdrawn unsent, a
+// command on the wire with an error that says it may have run (not an
+// *UnsentError), none waiting for the ReadTimeout.
+func TestBatcherStalledNodeDeadlines(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Standalone())
+	opt := l.Node(0).Options()
+	opt.ReadTimeout, opt.WriteTimeout = 20*time.Second, 20*time.Second
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
+	if err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Node(0).Resume() }()
+	const callers = 12
+	start := time.Now()
+	var latest time.Time
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	results := make([]result, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		timeout := 300*time.Millisecond + time.Duration(i)*200*time.Millisecond/callers
+		if d := start.Add(timeout); d.After(latest) {
+			latest = d
+		}
+		wg.Go(func() {
+			callCtx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			err := b.Do(callCtx, redis.NewStatusCmd(ctx, "set", "k"+strconv.Itoa(i), i))
+			results[i] = result{err, time.Since(start)}
+		})
+		time.Sleep(2 * time.Millisecond) // the first on the wire alone, the rest queued or batched
+	}
+	wg.Wait()
+	// A margin for a loaded machine, far below the ReadTimeout this test
+	// tells apart: a batch that ignored the deadlines would wait 20 s.
+	bound := latest.Sub(start) + 2*time.Second
+	var unsent, mayHaveRun int
+	for i, r := range results {
+		switch {
+		case r.err == nil:
+			t.Errorf("caller %d: no error from a stalled node", i)
+		case errors.As(r.err, new(*UnsentError)):
+			unsent++
+		default:
+			mayHaveRun++
+		}
+		if r.took > bound {
+			t.Errorf("caller %d returned after %v (%v), want by %v: past every deadline of its batch", i, r.took, r.err, bound)
+		}
+	}
+	t.Logf("%d withdrawn unsent, %d failed on the wire (may have run); the latest deadline %v after the start",
+		unsent, mayHaveRun, latest.Sub(start).Round(time.Millisecond))
+	if mayHaveRun < 2 {
+		t.Errorf("%d commands failed on the wire, want the lone one and a batch", mayHaveRun)
+	}
+	if b.running != 0 || len(b.queue) != 0 {
+		t.Errorf("after the callers: %d batch slots held, %d queued", b.running, len(b.queue))
+	}
+}
