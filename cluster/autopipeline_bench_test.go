@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // without and with Config.AutoPipeline, and rueidis. Clients take turns
 // within each of 3 rounds of 2 s; the figures are medians, with the
 // ratios to go-redis, rueidis and go-redis's AutoPipeline and the
-// process's CPU time and allocations per command.
+// process's CPU time and allocations per command. One sub-benchmark per
+// count of goroutines: -bench 'AutoPipelineThroughput/8$' runs one.
 //
 //	go test -run '^$' -bench AutoPipelineThroughput -benchtime 1x -v ./cluster/
 func BenchmarkAutoPipelineThroughput(b *testing.B) {
@@ -78,12 +80,16 @@ func BenchmarkAutoPipelineThroughput(b *testing.B) {
 			b.Fatalf("%s: %v", c.Name, err)
 		}
 	}
-	for b.Loop() {
-		table := benchcmp.Comparison{
-			Rounds: 3, Turn: 2 * time.Second, Ops: []string{"GET", "SET"}, Goroutines: []int{1, 8, 64, 256},
-			Keys: keys, Clients: clients, Tag: "cluster",
-			Base: "go-redis", Versus: []string{"rueidis", "go-redis AutoPipeline"},
-		}.Run(b)
-		b.Logf("%s, 3 masters: medians of 3 rounds of 2 s per client\n%s", l.ServerVersion(), table)
+	for _, goroutines := range []int{1, 8, 64, 256} {
+		b.Run(strconv.Itoa(goroutines), func(b *testing.B) {
+			for b.Loop() {
+				table := benchcmp.Comparison{
+					Rounds: 3, Turn: 2 * time.Second, Ops: []string{"GET", "SET"}, Goroutines: []int{goroutines},
+					Keys: keys, Clients: clients, Tag: "cluster",
+					Base: "go-redis", Versus: []string{"rueidis", "go-redis AutoPipeline"},
+				}.Run(b)
+				b.Logf("%s, 3 masters: medians of 3 rounds of 2 s per client\n%s", l.ServerVersion(), table)
+			}
+		})
 	}
 }

@@ -37,24 +37,33 @@ var apBenchKeys = func() []string {
 // process's CPU time and allocations per command (the client's own cost:
 // the servers are other processes).
 //
+// One sub-benchmark per node and count: -bench 'AutoPipelineThroughput/master/8$'
+// runs one row.
+//
 //	go test -run '^$' -bench AutoPipelineThroughput -benchtime 1x -v ./sentinel/
 func BenchmarkAutoPipelineThroughput(b *testing.B) {
 	l := lab.New(b, lab.Sentinel(1))
-	for b.Loop() {
-		for _, target := range []string{"master", "replica"} {
+	for _, target := range []string{"master", "replica"} {
+		b.Run(target, func(b *testing.B) {
 			clients, closeAll := throughputClients(b, l, target)
+			defer closeAll()
 			ops := []string{"GET", "SET"}
 			if target == "replica" {
 				ops = ops[:1] // writes go to the master whatever ReadFrom says
 			}
-			table := benchcmp.Comparison{
-				Rounds: 3, Turn: 2 * time.Second, Ops: ops, Goroutines: []int{1, 8, 64, 256},
-				Keys: apBenchKeys, Clients: clients, Tag: target,
-				Base: "go-redis", Versus: []string{"rueidis", "go-redis AutoPipeline"},
-			}.Run(b)
-			closeAll()
-			b.Logf("%s, %s: medians of 3 rounds of 2 s per client\n%s", target, l.ServerVersion(), table)
-		}
+			for _, goroutines := range []int{1, 8, 64, 256} {
+				b.Run(strconv.Itoa(goroutines), func(b *testing.B) {
+					for b.Loop() {
+						table := benchcmp.Comparison{
+							Rounds: 3, Turn: 2 * time.Second, Ops: ops, Goroutines: []int{goroutines},
+							Keys: apBenchKeys, Clients: clients, Tag: target,
+							Base: "go-redis", Versus: []string{"rueidis", "go-redis AutoPipeline"},
+						}.Run(b)
+						b.Logf("%s, %s: medians of 3 rounds of 2 s per client\n%s", target, l.ServerVersion(), table)
+					}
+				})
+			}
+		})
 	}
 }
 
