@@ -842,3 +842,22 @@ func TestServerVersion(t *testing.T) {
 		t.Errorf("ServerVersion = %+v, want %v 7.0 or newer", v, l.Config().Server)
 	}
 }
+
+// TestFreePortBelowEphemeralRange: where the kernel's ephemeral range
+// leaves room below it, a lab server's port is picked there, so that no
+// outgoing connection can take it while a test has its server down.
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	low, ok := ephemeralLow()
+	if !ok || low-stablePortFloor < 1000 {
+		t.Skipf("no room below the ephemeral range (%d, %v)", low, ok)
+	}
+	for range 20 {
+		port, err := freePort(netip.MustParseAddr("127.0.0.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < stablePortFloor || port >= low {
+			t.Fatalf("port %d, want one in [%d, %d)", port, stablePortFloor, low)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -301,16 +302,52 @@ func (p *process) kill() error {
 	}
 }
 
-// freePort asks the kernel for a port free on the loopback address host.
-// Another process can take it before the server binds it; Start detects
-// that and starts the whole topology again on fresh ports.
+// freePort picks a port free on the loopback address host: below the
+// kernel's range of ephemeral ports where that leaves room, else one the
+// kernel gives. A port of that range can be taken, while its server is
+// down, as the local port of any outgoing connection on the machine, and
+// tests kill servers and start them again on their ports (CI saw a node
+// restarted after a kill find its port in use); below it, only a listener
+// can take a port. Another process can still take the port before the
+// server binds it; Start detects that and starts the whole topology again
+// on fresh ports.
 func freePort(host netip.Addr) (int, error) {
+	if low, ok := ephemeralLow(); ok && low-stablePortFloor >= 1000 {
+		for range 50 {
+			port := stablePortFloor + rand.IntN(low-stablePortFloor)
+			ln, err := net.Listen("tcp", netip.AddrPortFrom(host, uint16(port)).String()) //nolint:gosec // below 65536
+			if err != nil {
+				continue // taken: another
+			}
+			_ = ln.Close()
+			return port, nil
+		}
+	}
 	ln, err := net.Listen("tcp", netip.AddrPortFrom(host, 0).String())
 	if err != nil {
 		return 0, err
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// stablePortFloor is the lowest port freePort picks itself: above the
+// ports services commonly listen on.
+const stablePortFloor = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// ip_local_port_range), and whether it could be read.
+func ephemeralLow() (int, bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, false
+	}
+	low, err := strconv.Atoi(f[0])
+	return low, err == nil && low > 0 && low <= 65535
 }
 
 // ProcessesIn returns the PIDs of the processes whose working directory is
