@@ -64,9 +64,7 @@ func Measure(ctx context.Context, goroutines int, d time.Duration, op string, ke
 					return
 				}
 				n.Add(1)
-				if k++; k == len(keys) {
-					k = 0
-				}
+				k = (k + 1) % len(keys)
 			}
 		})
 	}
@@ -117,7 +115,6 @@ type Comparison struct {
 // one row a client, op and count.
 func (c Comparison) Run(b *testing.B) string {
 	b.Helper()
-	ctx := context.Background()
 	for _, name := range append([]string{c.Base}, c.Versus...) {
 		if !slices.ContainsFunc(c.Clients, func(cl Client) bool { return cl.Name == name }) {
 			b.Fatalf("benchcmp: no client named %q to compare with", name)
@@ -131,39 +128,52 @@ func (c Comparison) Run(b *testing.B) string {
 	fmt.Fprintf(&t, " CPU µs/op | allocs/op |\n|---|---|---|---|---|%s---|---|\n", strings.Repeat("---|", len(c.Versus)))
 	for _, op := range c.Ops {
 		for _, goroutines := range c.Goroutines {
-			costs := make([][]Cost, len(c.Clients))
-			for range c.Rounds {
-				for i, cl := range c.Clients {
-					k, err := Measure(ctx, goroutines, c.Turn, op, c.Keys, cl.Do)
-					if err != nil {
-						b.Fatalf("%s %s at %d goroutines: %v", cl.Name, op, goroutines, err)
-					}
-					costs[i] = append(costs[i], k)
-				}
-			}
-			med := map[string]Cost{}
-			for i, cl := range c.Clients {
-				var ops, cpu, allocs []float64
-				for _, k := range costs[i] {
-					ops, cpu, allocs = append(ops, k.OpsPerSec), append(cpu, k.CPUPerOp), append(allocs, k.AllocsPerOp)
-				}
-				med[cl.Name] = Cost{Median(ops), Median(cpu), Median(allocs)}
-			}
+			med := c.medians(b, op, goroutines)
 			for _, cl := range c.Clients {
-				m := med[cl.Name]
-				name := fmt.Sprintf("%s-%s-%s-%d", c.Tag, strings.ReplaceAll(cl.Name, " ", "_"), op, goroutines)
-				fmt.Fprintf(&t, "| %s | %d | %s | %.0f |", op, goroutines, cl.Name, m.OpsPerSec)
-				for _, v := range append([]string{c.Base}, c.Versus...) {
-					ratio := m.OpsPerSec / med[v].OpsPerSec
-					fmt.Fprintf(&t, " %.2f |", ratio)
-					if v != cl.Name {
-						b.ReportMetric(ratio, name+"-vs-"+strings.ReplaceAll(v, " ", "_"))
-					}
-				}
-				fmt.Fprintf(&t, " %.2f | %.1f |\n", m.CPUPerOp/1e3, m.AllocsPerOp)
-				b.ReportMetric(m.CPUPerOp, name+"-cpu-ns/op")
+				c.row(b, &t, op, goroutines, cl.Name, med)
 			}
 		}
 	}
 	return t.String()
+}
+
+// medians runs op from goroutines through every client, Rounds times in
+// turn, and returns each client's medians by name.
+func (c Comparison) medians(b *testing.B, op string, goroutines int) map[string]Cost {
+	b.Helper()
+	costs := make([][]Cost, len(c.Clients))
+	for range c.Rounds {
+		for i, cl := range c.Clients {
+			k, err := Measure(context.Background(), goroutines, c.Turn, op, c.Keys, cl.Do)
+			if err != nil {
+				b.Fatalf("%s %s at %d goroutines: %v", cl.Name, op, goroutines, err)
+			}
+			costs[i] = append(costs[i], k)
+		}
+	}
+	med := map[string]Cost{}
+	for i, cl := range c.Clients {
+		var ops, cpu, allocs []float64
+		for _, k := range costs[i] {
+			ops, cpu, allocs = append(ops, k.OpsPerSec), append(cpu, k.CPUPerOp), append(allocs, k.AllocsPerOp)
+		}
+		med[cl.Name] = Cost{Median(ops), Median(cpu), Median(allocs)}
+	}
+	return med
+}
+
+// row writes one client's row of the table and reports its metrics.
+func (c Comparison) row(b *testing.B, t *strings.Builder, op string, goroutines int, client string, med map[string]Cost) {
+	m := med[client]
+	name := fmt.Sprintf("%s-%s-%s-%d", c.Tag, strings.ReplaceAll(client, " ", "_"), op, goroutines)
+	fmt.Fprintf(t, "| %s | %d | %s | %.0f |", op, goroutines, client, m.OpsPerSec)
+	for _, v := range append([]string{c.Base}, c.Versus...) {
+		ratio := m.OpsPerSec / med[v].OpsPerSec
+		fmt.Fprintf(t, " %.2f |", ratio)
+		if v != client {
+			b.ReportMetric(ratio, name+"-vs-"+strings.ReplaceAll(v, " ", "_"))
+		}
+	}
+	fmt.Fprintf(t, " %.2f | %.1f |\n", m.CPUPerOp/1e3, m.AllocsPerOp)
+	b.ReportMetric(m.CPUPerOp, name+"-cpu-ns/op")
 }
