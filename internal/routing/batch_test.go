@@ -672,3 +672,26 @@ func TestBatcherStalledNodeDeadlines(t *testing.T) {
 		t.Errorf("after the callers: %d batch slots held, %d queued", b.running, len(b.queue))
 	}
 }
+
+// FuzzRTTFilter feeds the filter round trips at times moving forward, as
+// the bytes of data say, and checks what window relies on: after any
+// sample the estimate is one of the samples given, positive, and no more
+// than the latest sample (which is in the current window).
+func FuzzRTTFilter(f *testing.F) {
+	f.Add([]byte{1, 10, 200, 3, 0, 250, 9, 9})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var filter rttFilter
+		now := time.Unix(1000, 0)
+		given := map[time.Duration]bool{}
+		for i := 0; i+1 < len(data); i += 2 {
+			now = now.Add(time.Duration(data[i]) * 20 * time.Millisecond) // up to 5.1 s a step
+			d := time.Duration(int(data[i+1])+1) * 100 * time.Microsecond
+			filter.add(now, d)
+			given[d] = true
+			got := filter.min()
+			if got <= 0 || got > d || !given[got] {
+				t.Fatalf("after %v at step %d: estimate %v (given %v)", d, i/2, got, given)
+			}
+		}
+	})
+}
