@@ -282,8 +282,9 @@ func (b *Batcher) sendLone(ctx context.Context, cmd redis.Cmder, required int) (
 }
 
 // answeredIn is the round trip of a send that began at start and ended
-// with err, or 0 when the node did not answer (the connection failed, or
-// the caller's context ended): only a reply measures how far the node is.
+// with err (go-redis's: a pipeline's is its first failed command's), or 0
+// when the node did not answer (the connection failed, or the caller's
+// context ended): only a reply measures how far the node is.
 func answeredIn(start time.Time, err error) time.Duration {
 	var re redis.Error
 	if err != nil && !errors.As(err, &re) {
@@ -472,12 +473,15 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) time.Duration {
 		*confirm = b.confirm(ctx, required)
 	}
 	start := time.Now()
+	// The error go-redis returns, not a command's Err: a command of an
+	// auto-pipeliner's batch (RunIndependent) must not be awaited here.
+	var err error
 	if perr := safe.Call(func() {
 		if len(live) == 1 && len(*confirm) == 0 {
-			_ = b.target.Process(ctx, live[0].cmd)
+			err = b.target.Process(ctx, live[0].cmd)
 			return
 		}
-		_, _ = b.target.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err = b.target.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, q := range live {
 				_ = p.Process(ctx, q.cmd)
 			}
@@ -495,7 +499,7 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) time.Duration {
 		}
 		return 0
 	}
-	return answeredIn(start, live[len(live)-1].cmd.Err())
+	return answeredIn(start, err)
 }
 
 // later returns the later of a and b.
