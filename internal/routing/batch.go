@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -201,7 +202,15 @@ func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redi
 	}
 	b.mu.Lock()
 	window := b.window()
-	if b.running < window && len(b.queue) == 0 {
+	// Alone, at once: on a near node only when nothing is on the wire (a
+	// command that finds a batch out waits for the next one: sending it
+	// alone would cost a round trip's CPU to save a fraction of one); on
+	// a far node whenever the window has room.
+	lone := b.running < window
+	if window == b.inflight {
+		lone = b.running == 0
+	}
+	if lone && len(b.queue) == 0 {
 		// Idle: send it at once, alone.
 		b.running++
 		b.mu.Unlock()
@@ -293,6 +302,13 @@ func answeredIn(start time.Time, err error) time.Duration {
 	return max(time.Since(start), 1)
 }
 
+// near reports whether the node is near (see window).
+func (b *Batcher) near() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.window() == b.inflight
+}
+
 // window is how many batches may be on the wire now: inflight, or
 // farInflight while the node's recent round trips all took farRTT or
 // more. Called with mu held.
@@ -360,6 +376,15 @@ func (b *Batcher) withdraw(p *pending) (queued, wasLead bool) {
 // lead sends the head of the queue as one batch (usually with the
 // leader's own command in it), wakes its callers, and hands the slot on.
 func (b *Batcher) lead() {
+	if b.near() {
+		// Another batch is on the wire (else the command would have gone
+		// alone): the callers its predecessor just woke are about to
+		// queue their next commands. Letting them run first makes this
+		// batch carry them, rather than each a batch, or a round trip,
+		// of its own: measured at 8 callers on loopback, 11 % less CPU a
+		// GET and 35 % less a SET.
+		runtime.Gosched()
+	}
 	b.mu.Lock()
 	n := min(len(b.queue), b.maxBatch)
 	if n == 0 {
