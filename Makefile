@@ -17,7 +17,7 @@ SERVER    ?= redis
 # Where make test-redis8 builds Redis 8.0 (outside the tree).
 REDIS8_CACHE ?= $(HOME)/.cache/rediskit/redis8
 
-.PHONY: all redis valkey test test-redis8 vet lint demo bench figures fuzz faults generate
+.PHONY: all redis valkey test test-redis8 vet lint demo bench bench-autopipeline figures fuzz faults generate
 
 all: test
 
@@ -133,6 +133,12 @@ faults: redis $(if $(filter valkey,$(SERVER)),valkey)
 # BENCHMARKS.md for the method and the figures.
 bench: redis
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The auto-pipelining comparison of BENCHMARKS.md (rediskit, go-redis and its
+# AutoPipeline, rueidis; throughput, CPU time and allocations a command) on a
+# Sentinel lab and a Cluster lab: about 12 minutes.
+bench-autopipeline: redis
+	$(GO) test -run '^$$' -bench 'AutoPipelineThroughput' -benchtime 1x -timeout 40m -v ./sentinel/ ./cluster/
 
 # The timelines README.md and BENCHMARKS.md embed, redrawn into docs/ from
 # fresh runs on a local lab (SERVER: redis or valkey), each figure captioned
