@@ -68,6 +68,9 @@ type Batcher struct {
 	queue   []*pending
 	running int // batches on the wire, or about to be
 	rtt     rttFilter
+	// far: the node's recent round trips all took farRTT or more (see
+	// observe). Atomic, so that a leader reads it without the lock.
+	far atomic.Bool
 	// pending structs for reuse (each with its wake channel): the
 	// contended path allocates nothing per command once warm.
 	pool sync.Pool
@@ -206,10 +209,7 @@ func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redi
 	// command that finds a batch out waits for the next one: sending it
 	// alone would cost a round trip's CPU to save a fraction of one); on
 	// a far node whenever the window has room.
-	lone := b.running < window
-	if window == b.inflight {
-		lone = b.running == 0
-	}
+	lone := b.running == 0 || (b.far.Load() && b.running < window)
 	if lone && len(b.queue) == 0 {
 		// Idle: send it at once, alone.
 		b.running++
@@ -302,21 +302,20 @@ func answeredIn(start time.Time, err error) time.Duration {
 	return max(time.Since(start), 1)
 }
 
-// near reports whether the node is near (see window).
-func (b *Batcher) near() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.window() == b.inflight
-}
-
 // window is how many batches may be on the wire now: inflight, or
-// farInflight while the node's recent round trips all took farRTT or
-// more. Called with mu held.
+// farInflight while the node is far.
 func (b *Batcher) window() int {
-	if rtt := b.rtt.min(); rtt >= b.farRTT {
+	if b.far.Load() {
 		return b.farInflight
 	}
 	return b.inflight
+}
+
+// observe records a round trip d measured at now, and whether the node is
+// far now. Called with mu held.
+func (b *Batcher) observe(now time.Time, d time.Duration) {
+	b.rtt.add(now, d)
+	b.far.Store(b.rtt.min() >= b.farRTT)
 }
 
 // rttFilter keeps the smallest round trip of the current window of
@@ -376,7 +375,7 @@ func (b *Batcher) withdraw(p *pending) (queued, wasLead bool) {
 // lead sends the head of the queue as one batch (usually with the
 // leader's own command in it), wakes its callers, and hands the slot on.
 func (b *Batcher) lead() {
-	if b.near() {
+	if !b.far.Load() {
 		// Another batch is on the wire (else the command would have gone
 		// alone): the callers its predecessor just woke are about to
 		// queue their next commands. Letting them run first makes this
@@ -422,7 +421,7 @@ func (b *Batcher) handOff() { b.handOffAfter(0) }
 func (b *Batcher) handOffAfter(rtt time.Duration) {
 	b.mu.Lock()
 	if rtt > 0 {
-		b.rtt.add(time.Now(), rtt)
+		b.observe(time.Now(), rtt)
 	}
 	var next *pending
 	for _, p := range b.queue {

@@ -551,7 +551,9 @@ func TestBatcherWindow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBatcher(rdb, tc.cfg)
 			if tc.rtt > 0 {
-				b.rtt.add(now, tc.rtt)
+				b.mu.Lock()
+				b.observe(now, tc.rtt)
+				b.mu.Unlock()
 			}
 			if got := b.window(); got != tc.want {
 				t.Errorf("window = %d, want %d", got, tc.want)
@@ -694,4 +696,46 @@ func FuzzRTTFilter(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRunIndependentStalledNodeDeadline: an auto-pipeliner's batch sent in
+// a round to a stalled node (SIGSTOP, ReadTimeout 20 s) ends by its
+// commands' deadline, as a Batcher's own batch does: every command fails
+// on the wire, none waits for the ReadTimeout.
+func TestRunIndependentStalledNodeDeadline(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Standalone())
+	opt := l.Node(0).Options()
+	opt.ReadTimeout, opt.WriteTimeout = 20*time.Second, 20*time.Second
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	b := NewBatcher(rdb, BatchConfig{})
+	if err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Node(0).Resume() }()
+	const deadline = 400 * time.Millisecond
+	callCtx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	cmds := make([]redis.Cmder, 6)
+	for i := range cmds {
+		cmds[i] = redis.NewStatusCmd(ctx, "set", "r"+strconv.Itoa(i), i)
+	}
+	start := time.Now()
+	if err := RunIndependent(callCtx, cmds, func(ctx context.Context, cmd redis.Cmder) error { return b.Do(ctx, cmd) }); err != nil {
+		t.Fatal(err)
+	}
+	// A margin for a loaded machine, far below the ReadTimeout this test
+	// tells apart.
+	if took, bound := time.Since(start), deadline+2*time.Second; took > bound {
+		t.Errorf("the round returned after %v, want by %v: past its commands' deadline", took, bound)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err == nil || errors.As(err, new(*UnsentError)) {
+			t.Errorf("command %d: %v, want a failure on the wire (it was sent)", i, err)
+		}
+	}
 }
