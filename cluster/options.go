@@ -91,6 +91,11 @@ type Config struct {
 	// AutoPipelineMaxBatch and AutoPipelineInflight bound a node's
 	// batches (commands in one, and on the wire at once). Defaults:
 	// routing.DefaultMaxBatch (256) and routing.DefaultMaxInflight (2).
+	// A near node's batches beyond the first go out only while the
+	// client has fewer than AutoPipelineInflight on the wire to all its
+	// nodes (measured on a lab cluster of 3 masters, SET from 64
+	// goroutines: 315k/s against 274k/s, 14.4 commands a batch against
+	// 9.1: the nodes' batches overlap each other's turnarounds already).
 	// A far node (round trips of routing.DefaultFarRoundTrip, 1 ms, or
 	// more) gets up to PoolSize batches on the wire, as in package
 	// sentinel.

@@ -161,7 +161,8 @@ func (ns *nodeSet) newReader(addr string) *reader {
 	o := ns.opts.nodeOptions(addr)
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
 	r := &reader{client: ns.clients.made(redis.NewClient(o)), owner: &ns.clients}
-	r.batch = routing.NewBatcher(r.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight})
+	r.batch = routing.NewBatcher(r.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight,
+		Wire: &ns.wire})
 	ns.mu.Lock()
 	closed := ns.closed
 	ns.mu.Unlock()

@@ -116,6 +116,9 @@ type nodeSet struct {
 	// clients are the clients of the caller's work, for OnNewNode and
 	// AddHook (hooks.go).
 	clients callerClients
+	// wire counts the batches the nodes' Batchers (masters' and
+	// readers') have on the wire.
+	wire routing.WireCount
 }
 
 // maxNodes bounds the node clients a client makes: a cluster has at most
@@ -139,7 +142,7 @@ func (ns *nodeSet) get(addr string) *node {
 	n := &node{addr: addr, id: uint64(len(ns.byID) + 1),
 		client: ns.clients.made(redis.NewClient(ns.opts.nodeOptions(addr))), ctl: redis.NewClient(ctl)}
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight,
-		Confirm: ns.opts.confirmCmds}) // durable writes' WAIT (durable.go)
+		Confirm: ns.opts.confirmCmds, Wire: &ns.wire}) // Confirm: durable writes' WAIT (durable.go)
 	if ns.closed {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
 		_ = n.ctl.Close()

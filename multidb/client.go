@@ -62,6 +62,7 @@ type Client struct {
 	pubsub  *pubsubRouter
 	cursors routing.UntaggedCursors // the SCAN cursors it could not tag (scan.go)
 	kick    chan struct{}           // wakes the manager when no database is healthy
+	wire    routing.WireCount       // the databases' batches on the wire
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -207,7 +208,8 @@ func (c *Client) newDatabase(d Database) *database {
 		routing.AddDialHook(db.client, respguard.Hook(c.cfg.ReplyLimits.ForData()))
 	}
 	if rc, ok := db.client.(*redis.Client); ok {
-		db.batch = routing.NewBatcher(rc, routing.BatchConfig{MaxBatch: c.cfg.AutoPipelineMaxBatch, MaxInflight: c.cfg.AutoPipelineInflight})
+		db.batch = routing.NewBatcher(rc, routing.BatchConfig{MaxBatch: c.cfg.AutoPipelineMaxBatch, MaxInflight: c.cfg.AutoPipelineInflight,
+			Wire: &c.wire})
 	}
 	pubsubbridge.AddHook(db.client)
 	db.subscriptions = &pubsubbridge.Target{Name: db.name, Client: db.client}

@@ -162,8 +162,9 @@ type Config struct {
 	AutoPipeline bool
 	// AutoPipelineMaxBatch and AutoPipelineInflight bound a batch's
 	// commands and the batches on the wire to a database at once.
-	// Defaults 256 and 2 (routing.DefaultMaxBatch, DefaultMaxInflight);
-	// a far database (round trips of routing.DefaultFarRoundTrip, 1 ms,
+	// Defaults 256 and 2 (routing.DefaultMaxBatch, DefaultMaxInflight),
+	// the databases' batches counted together as in package sentinel; a
+	// far database (round trips of routing.DefaultFarRoundTrip, 1 ms,
 	// or more) gets up to its pool's size, as in package sentinel.
 	AutoPipelineMaxBatch, AutoPipelineInflight int
 

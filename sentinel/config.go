@@ -233,7 +233,11 @@ type Config struct {
 	AutoPipelineMaxBatch int
 	// AutoPipelineInflight bounds the auto-pipelined batches on the wire
 	// to one near node at once, each on a connection of its own. Default
-	// 2. A far node (its round trips all took
+	// 2. A near node's batches beyond the first go out only while the
+	// client has fewer than AutoPipelineInflight on the wire in all (with
+	// reads on a replica and writes on the master, the two share it): the
+	// second batch hides the turnaround between batches, which batches to
+	// another node hide already. A far node (its round trips all took
 	// routing.DefaultFarRoundTrip, 1 ms, or more lately) gets up to
 	// PoolSize: there a command waiting for another's batch would wait a
 	// whole round trip, so each caller sends at once, as without

@@ -436,8 +436,9 @@
 // With Config.AutoPipeline, commands that concurrent callers run on the
 // same node at the same time share round trips: while one batch is on the
 // wire (at most AutoPipelineInflight of them per node, each on its own
-// connection), the commands that arrive queue, and the next batch sends up
-// to AutoPipelineMaxBatch of them as one pipeline. A far node (round trips
+// connection, and beyond the first only while the client has fewer than
+// that on the wire in all), the commands that arrive queue, and the next
+// batch sends up to AutoPipelineMaxBatch of them as one pipeline. A far node (round trips
 // of 1 ms or more) gets as many batches on the wire as the pool has
 // connections: there, waiting for another caller's batch would cost a
 // whole round trip, more than the shared one saves. Nothing else changes:

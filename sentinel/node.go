@@ -98,6 +98,8 @@ type nodeSet struct {
 	hooks  []redis.Hook // added to every node client, present and future
 	onNew  []func(*redis.Client)
 	closed bool
+	// wire counts the batches the nodes' Batchers have on the wire.
+	wire routing.WireCount
 }
 
 func newNodeSet(opts *Config) *nodeSet {
@@ -124,6 +126,7 @@ func (s *nodeSet) get(addr string) *node {
 		MaxInflight: opts.AutoPipelineInflight,
 		Confirm:     opts.confirmCmds,
 		Counts:      &counts.batch,
+		Wire:        &s.wire,
 	})
 	// The control client has the caller's dialer and credentials but not
 	// their connection settings (OnConnect, Protocol, pool policy): see

@@ -54,6 +54,20 @@ import (
 // make auto-pipelining pay; up to the pool's size for a far one, where
 // waiting costs a whole round trip and callers are better served each on
 // a connection of its own, as without auto-pipelining.
+//
+// A near node's second batch hides the turnaround between its batches
+// (the leader waking its callers and the next leader collecting their
+// next commands), during which nothing of the client's would be on the
+// wire. When the client has batches on the wire to other nodes too (a
+// cluster's masters, a replica beside its master), the turnaround is
+// hidden already, and a second batch only splits the node's commands in
+// two, one round trip more of CPU on the client, the network and the
+// server. So a near node opens a second batch only while the client has
+// fewer than MaxInflight batches on the wire in all (BatchConfig.Wire,
+// shared by the Batchers of one client). Measured on a lab cluster of 3
+// masters, SET from 64 goroutines: 14.4 commands a batch instead of 9.1,
+// 315k/s instead of 274k/s; on one Sentinel master, where the budget
+// changes nothing, two batches give 358k/s against 310k/s for one.
 type Batcher struct {
 	target   Target
 	maxBatch int
@@ -67,7 +81,10 @@ type Batcher struct {
 	mu      sync.Mutex
 	queue   []*pending
 	running int // batches on the wire, or about to be
-	rtt     rttFilter
+	// wire counts the batches on the wire of every Batcher of the client
+	// (running, summed); changed with mu held, read without.
+	wire *WireCount
+	rtt  rttFilter
 	// far: the node's recent round trips all took farRTT or more (see
 	// observe). Atomic, so that a leader reads it without the lock.
 	far atomic.Bool
@@ -84,6 +101,11 @@ type Batcher struct {
 type BatchCounts struct {
 	Batches, Commands atomic.Uint64
 }
+
+// WireCount is the number of batches a client's Batchers have on the
+// wire, shared by them (BatchConfig.Wire): a near node opens a second
+// batch only while it is below their MaxInflight (see Batcher).
+type WireCount struct{ n atomic.Int64 }
 
 // BatchConfig configures a Batcher.
 type BatchConfig struct {
@@ -107,6 +129,10 @@ type BatchConfig struct {
 	Confirm func(ctx context.Context, required int) []redis.Cmder
 	// Counts receives the Batcher's counts. Default: its own.
 	Counts *BatchCounts
+	// Wire is the count of batches on the wire that the Batchers of one
+	// client share. Default: the Batcher's own (it then opens a second
+	// batch to a near node whenever MaxInflight allows).
+	Wire *WireCount
 }
 
 // Defaults of BatchConfig.
@@ -151,8 +177,11 @@ func NewBatcher(target Target, cfg BatchConfig) *Batcher {
 	if cfg.Counts == nil {
 		cfg.Counts = &BatchCounts{}
 	}
+	if cfg.Wire == nil {
+		cfg.Wire = &WireCount{}
+	}
 	b := &Batcher{target: target, maxBatch: cfg.MaxBatch, inflight: cfg.MaxInflight, farInflight: cfg.FarInflight,
-		farRTT: cfg.FarRoundTrip, confirm: cfg.Confirm, counts: cfg.Counts}
+		farRTT: cfg.FarRoundTrip, confirm: cfg.Confirm, counts: cfg.Counts, wire: cfg.Wire}
 	b.pool.New = func() any { return &pending{wake: make(chan struct{}, 1)} }
 	return b
 }
@@ -204,24 +233,24 @@ func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redi
 		return s.r.do(ctx, s, b, cmd, required) // RunIndependent's order
 	}
 	b.mu.Lock()
-	window := b.window()
 	// Alone, at once: on a near node only when nothing is on the wire (a
 	// command that finds a batch out waits for the next one: sending it
 	// alone would cost a round trip's CPU to save a fraction of one); on
 	// a far node whenever the window has room.
-	lone := b.running == 0 || (b.far.Load() && b.running < window)
+	far := b.far.Load()
+	lone := b.running == 0 || (far && b.running < b.farInflight)
 	if lone && len(b.queue) == 0 {
 		// Idle: send it at once, alone.
-		b.running++
+		b.open()
 		b.mu.Unlock()
 		return b.sendLone(ctx, cmd, required)
 	}
 	p := b.pool.Get().(*pending) //nolint:forcetypeassert // the pool holds only *pending
 	p.ctx, p.cmd, p.required = ctx, cmd, required
 	b.queue = append(b.queue, p)
-	if b.running < window {
+	if b.mayOpen(far) {
 		// A batch slot is free but others queued first: lead now.
-		b.running++
+		b.open()
 		p.lead = true
 	}
 	b.mu.Unlock()
@@ -277,17 +306,25 @@ func (b *Batcher) sendLone(ctx context.Context, cmd redis.Cmder, required int) (
 		err = b.target.Process(ctx, cmd)
 	} else {
 		confirm = b.confirm(ctx, required)
-		_, _ = b.target.Pipelined(ctx, func(p redis.Pipeliner) error {
-			_ = p.Process(ctx, cmd)
-			for _, q := range confirm {
-				_ = p.Process(ctx, q)
-			}
-			return nil
-		})
-		err = cmd.Err()
+		err = b.sendConfirmed(ctx, cmd, confirm)
 	}
 	rtt = answeredIn(start, err)
 	return confirm, err
+}
+
+// sendConfirmed sends cmd and its confirmation commands as one pipeline,
+// and returns cmd's error. A function of its own so that the pipeline's
+// closure (which escapes) captures its own copies: the lone path without
+// confirmation allocates nothing of its own.
+func (b *Batcher) sendConfirmed(ctx context.Context, cmd redis.Cmder, confirm []redis.Cmder) error {
+	_, _ = b.target.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_ = p.Process(ctx, cmd)
+		for _, q := range confirm {
+			_ = p.Process(ctx, q)
+		}
+		return nil
+	})
+	return cmd.Err()
 }
 
 // answeredIn is the round trip of a send that began at start and ended
@@ -295,20 +332,59 @@ func (b *Batcher) sendLone(ctx context.Context, cmd redis.Cmder, required int) (
 // when the node did not answer (the connection failed, or the caller's
 // context ended): only a reply measures how far the node is.
 func answeredIn(start time.Time, err error) time.Duration {
-	var re redis.Error
-	if err != nil && !errors.As(err, &re) {
+	if err != nil && !isReply(err) {
 		return 0
 	}
 	return max(time.Since(start), 1)
 }
 
-// window is how many batches may be on the wire now: inflight, or
-// farInflight while the node is far.
+// isReply reports whether err is a server's error reply (redis.Nil too),
+// or wraps one. Not errors.As, whose target escapes: every nil reply
+// would cost an allocation.
+func isReply(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if _, ok := err.(redis.Error); ok { //nolint:errorlint // this is the unwrapping loop
+			return true
+		}
+	}
+	return false
+}
+
+// mayOpen reports whether another batch may go on the wire now (far: the
+// node is far): the first always; on a far node up to farInflight; on a
+// near one up to inflight, and beyond the first only while the client
+// has fewer than inflight batches on the wire in all (see Batcher).
+// Called with mu held.
+func (b *Batcher) mayOpen(far bool) bool {
+	switch {
+	case b.running == 0:
+		return true
+	case far:
+		return b.running < b.farInflight
+	}
+	return b.running < b.inflight && b.wire.n.Load() < int64(b.inflight)
+}
+
+// window is the most batches the node may have on the wire: inflight, or
+// farInflight while it is far (a near node's beyond the first also need
+// the client's budget: see mayOpen).
 func (b *Batcher) window() int {
 	if b.far.Load() {
 		return b.farInflight
 	}
 	return b.inflight
+}
+
+// open counts a batch going on the wire. Called with mu held.
+func (b *Batcher) open() {
+	b.running++
+	b.wire.n.Add(1)
+}
+
+// closeOne counts a batch off the wire. Called with mu held.
+func (b *Batcher) closeOne() {
+	b.running--
+	b.wire.n.Add(-1)
 }
 
 // observe records a round trip d measured at now, and whether the node is
@@ -431,7 +507,7 @@ func (b *Batcher) handOffAfter(rtt time.Duration) {
 		}
 	}
 	if next == nil {
-		b.running--
+		b.closeOne()
 		b.mu.Unlock()
 		return
 	}

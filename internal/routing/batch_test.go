@@ -562,6 +562,103 @@ func TestBatcherWindow(t *testing.T) {
 	}
 }
 
+// TestBatcherMayOpen: the first batch always goes; a far node's up to its
+// far window; a near node's second only while the client's Batchers have
+// fewer than MaxInflight batches on the wire in all.
+func TestBatcherMayOpen(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", PoolSize: 12}) // never dialled
+	defer rdb.Close()
+	for _, tc := range []struct {
+		name          string
+		running, wire int // the node's batches on the wire, the client's
+		far           bool
+		want          bool
+	}{
+		{"idle node, busy client", 0, 5, false, true},
+		{"near, alone in the client", 1, 1, false, true},
+		{"near, another node busy", 1, 2, false, false},
+		{"near, window full", 2, 2, false, false},
+		{"far, another node busy", 1, 4, true, true},
+		{"far, window full", 12, 12, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBatcher(rdb, BatchConfig{FarInflight: 12})
+			b.far.Store(tc.far)
+			b.running = tc.running
+			b.wire.n.Store(int64(tc.wire))
+			if got := b.mayOpen(tc.far); got != tc.want {
+				t.Errorf("mayOpen = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBatcherSharedWire: two Batchers of one client on a stalled node,
+// each with a command on the wire: a command queued behind one of them
+// waits for the next batch instead of opening a second, while a Batcher
+// counting only its own batches opens one. Once the node answers every
+// command has its reply and the counts are back to 0.
+func TestBatcherSharedWire(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l, rdb := standaloneClient(t)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wire WireCount
+	a := NewBatcher(rdb, BatchConfig{Wire: &wire})
+	other := NewBatcher(rdb, BatchConfig{Wire: &wire})
+	alone := NewBatcher(rdb, BatchConfig{})
+	if err := l.Node(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 6)
+	do := func(b *Batcher) { go func() { errs <- b.Do(ctx, redis.NewStatusCmd(ctx, "ping")) }() }
+	state := func(b *Batcher) (running, queued int) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.running, len(b.queue)
+	}
+	waitState := func(name string, b *Batcher, running, queued int) {
+		t.Helper()
+		testkit.WaitFor(t, 5*time.Second, fmt.Sprintf("%s: %d batches on the wire, %d queued", name, running, queued), func() bool {
+			r, q := state(b)
+			return r == running && q == queued
+		})
+	}
+	do(a)
+	do(other)
+	waitState("a", a, 1, 0)
+	waitState("other", other, 1, 0)
+	do(a) // the client has 2 batches out: it waits
+	do(alone)
+	waitState("alone", alone, 1, 0)
+	do(alone) // alone in its client: a second batch
+	waitState("alone's second", alone, 2, 0)
+	testkit.WaitFor(t, 5*time.Second, "a's second command queued or sent", func() bool {
+		r, q := state(a)
+		return r+q == 2
+	})
+	if r, q := state(a); r != 1 || q != 1 {
+		t.Errorf("a, with the client's budget spent: %d batches on the wire, %d queued; want 1, 1", r, q)
+	}
+	if err := l.Node(0).Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for name, b := range map[string]*Batcher{"a": a, "other": other, "alone": alone} {
+		if r, q := state(b); r != 0 || q != 0 {
+			t.Errorf("%s after the replies: %d batches on the wire, %d queued", name, r, q)
+		}
+	}
+	if n := wire.n.Load(); n != 0 {
+		t.Errorf("the shared count after the replies: %d", n)
+	}
+}
+
 // TestBatcherFarNodeSendsAtOnce: once the Batcher has measured a node 6 ms
 // away, concurrent callers (fewer than the pool's connections) each send
 // at once, alone, as without auto-pipelining: none waits for another's
