@@ -117,7 +117,7 @@ func NewClient(opts Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{opts: o, classifier: classify.New()}
-	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}}
+	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}, blocking: c.classifier.Blocking}
 	c.topo = newTopology(&c.opts, c.nodes)
 	c.pubsub = newPubsubRouter(c)
 	c.durableW = newDurableWatch(c)

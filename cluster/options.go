@@ -86,7 +86,9 @@ type Config struct {
 	// those that concurrent callers send to the same node while a batch
 	// is on the wire share the next round trip (internal/routing's
 	// Batcher, as in package sentinel). Each command is still routed,
-	// redirected, held and judged on its own.
+	// redirected, held and judged on its own. Blocking commands (BLPOP,
+	// XREAD BLOCK, WAIT, ...) are sent alone, never batched: they would
+	// hold their batch-mates' replies until they return.
 	AutoPipeline bool
 	// AutoPipelineMaxBatch and AutoPipelineInflight bound a node's
 	// batches (commands in one, and on the wire at once). Defaults:

@@ -162,7 +162,7 @@ func (ns *nodeSet) newReader(addr string) *reader {
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
 	r := &reader{client: ns.clients.made(redis.NewClient(o)), owner: &ns.clients}
 	r.batch = routing.NewBatcher(r.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight,
-		Wire: &ns.wire})
+		Wire: &ns.wire, Blocking: ns.blocking})
 	ns.mu.Lock()
 	closed := ns.closed
 	ns.mu.Unlock()

@@ -119,6 +119,9 @@ type nodeSet struct {
 	// wire counts the batches the nodes' Batchers (masters' and
 	// readers') have on the wire.
 	wire routing.WireCount
+	// blocking tells the Batchers the commands they must not batch (the
+	// client's classifier's Blocking).
+	blocking func(redis.Cmder) bool
 }
 
 // maxNodes bounds the node clients a client makes: a cluster has at most
@@ -142,7 +145,7 @@ func (ns *nodeSet) get(addr string) *node {
 	n := &node{addr: addr, id: uint64(len(ns.byID) + 1),
 		client: ns.clients.made(redis.NewClient(ns.opts.nodeOptions(addr))), ctl: redis.NewClient(ctl)}
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{MaxBatch: ns.opts.AutoPipelineMaxBatch, MaxInflight: ns.opts.AutoPipelineInflight,
-		Confirm: ns.opts.confirmCmds, Wire: &ns.wire}) // Confirm: durable writes' WAIT (durable.go)
+		Confirm: ns.opts.confirmCmds, Wire: &ns.wire, Blocking: ns.blocking}) // Confirm: durable writes' WAIT (durable.go)
 	if ns.closed {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
 		_ = n.ctl.Close()

@@ -1,6 +1,7 @@
 package multidb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -131,6 +132,35 @@ func TestAsyncAutoPipelineKeepsSubmitOrder(t *testing.T) {
 	for i, v := range got {
 		if v != fmt.Sprint(i) {
 			t.Fatalf("order[%d] = %s, want %d", i, v, i)
+		}
+	}
+}
+
+// TestAutoPipelineBlockingCommands: with Config.AutoPipeline, blocking
+// commands are never batched: two BLPOPs blocked on the active database
+// hold neither its other callers (their GETs are answered at once) nor
+// their own replies past the ReadTimeout.
+func TestAutoPipelineBlockingCommands(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	nodes := standalone(t, 1, lab.Config{})
+	c, _ := newClient(t, fast(Config{AutoPipeline: true}), nodes, 1)
+	popped := make(chan error, 2)
+	for _, q := range []string{"bq1", "bq2"} {
+		go func() { popped <- c.BLPop(ctx, 20*time.Second, q).Err() }()
+	}
+	testkit.WaitFor(t, 10*time.Second, "two clients blocked", func() bool {
+		info, err := nodes[0].Info(ctx, "clients")
+		return err == nil && info["blocked_clients"] == "2"
+	})
+	testkit.AllAnswer(ctx, t, 8, 5*time.Second, "GET beside the BLPOPs", func(ctx context.Context) error { return c.Get(ctx, "k").Err() })
+	for _, q := range []string{"bq1", "bq2"} {
+		if err := c.LPush(ctx, q, "x").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := <-popped; err != nil {
+			t.Errorf("BLPOP: %v", err)
 		}
 	}
 }

@@ -209,7 +209,7 @@ func (c *Client) newDatabase(d Database) *database {
 	}
 	if rc, ok := db.client.(*redis.Client); ok {
 		db.batch = routing.NewBatcher(rc, routing.BatchConfig{MaxBatch: c.cfg.AutoPipelineMaxBatch, MaxInflight: c.cfg.AutoPipelineInflight,
-			Wire: &c.wire})
+			Wire: &c.wire, Blocking: c.cfg.Classifier.Blocking})
 	}
 	pubsubbridge.AddHook(db.client)
 	db.subscriptions = &pubsubbridge.Target{Name: db.name, Client: db.client}

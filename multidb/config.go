@@ -157,8 +157,9 @@ type Config struct {
 	// it provably did not run). For a database on a *redis.Client the
 	// batching is the client's; a database on a rediskit client
 	// (sentinel.Client) is asked to batch them per node itself. A lone
-	// caller's command is sent at once, alone. Pipelines, transactions and
-	// SCAN are not batched.
+	// caller's command is sent at once, alone. Pipelines, transactions,
+	// blocking commands (BLPOP, XREAD BLOCK, WAIT, ...) and SCAN are not
+	// batched.
 	AutoPipeline bool
 	// AutoPipelineMaxBatch and AutoPipelineInflight bound a batch's
 	// commands and the batches on the wire to a database at once.

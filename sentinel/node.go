@@ -121,12 +121,19 @@ func (s *nodeSet) get(addr string) *node {
 	n := &node{addr: addr, counts: counts}
 	n.client = redis.NewClient(s.opts.nodeOptions(addr, dialer(s.opts)))
 	opts := s.opts
+	var blocking func(redis.Cmder) bool
+	if opts.Classifier != nil { // a Config that did not go through withDefaults has none
+		blocking = opts.Classifier.Blocking
+	}
 	n.batch = routing.NewBatcher(n.client, routing.BatchConfig{
 		MaxBatch:    opts.AutoPipelineMaxBatch,
 		MaxInflight: opts.AutoPipelineInflight,
 		Confirm:     opts.confirmCmds,
 		Counts:      &counts.batch,
 		Wire:        &s.wire,
+		// Blocking commands take runBlocking's path before they get
+		// here; this keeps any that would out of batches all the same.
+		Blocking: blocking,
 	})
 	// The control client has the caller's dialer and credentials but not
 	// their connection settings (OnConnect, Protocol, pool policy): see

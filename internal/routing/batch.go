@@ -77,12 +77,16 @@ type Batcher struct {
 	farInflight int
 	farRTT      time.Duration
 	confirm     func(ctx context.Context, required int) []redis.Cmder
+	blocking    func(redis.Cmder) bool
 
 	mu      sync.Mutex
 	queue   []*pending
 	running int // batches on the wire, or about to be
 	// wire counts the batches on the wire of every Batcher of the client
-	// (running, summed); changed with mu held, read without.
+	// (running, summed, those about to be sent included). Each Batcher
+	// changes it under its own mu and reads it without the others', so
+	// two nodes opening at the same moment may pass the budget by one:
+	// it bounds how much the client's batches overlap, it is no lock.
 	wire *WireCount
 	rtt  rttFilter
 	// far: the node's recent round trips all took farRTT or more (see
@@ -133,6 +137,13 @@ type BatchConfig struct {
 	// client share. Default: the Batcher's own (it then opens a second
 	// batch to a near node whenever MaxInflight allows).
 	Wire *WireCount
+	// Blocking reports the commands that may hold their connection for
+	// long (BLPOP, XREAD BLOCK, WAIT: classify.Classifier.Blocking): Do
+	// sends them on the target at once, outside any batch and the
+	// in-flight count. In a batch such a command would hold its
+	// batch-mates' replies, and on the wire it would hold a batch slot,
+	// until it returns. Nil: none.
+	Blocking func(redis.Cmder) bool
 }
 
 // Defaults of BatchConfig.
@@ -181,7 +192,7 @@ func NewBatcher(target Target, cfg BatchConfig) *Batcher {
 		cfg.Wire = &WireCount{}
 	}
 	b := &Batcher{target: target, maxBatch: cfg.MaxBatch, inflight: cfg.MaxInflight, farInflight: cfg.FarInflight,
-		farRTT: cfg.FarRoundTrip, confirm: cfg.Confirm, counts: cfg.Counts, wire: cfg.Wire}
+		farRTT: cfg.FarRoundTrip, confirm: cfg.Confirm, counts: cfg.Counts, wire: cfg.Wire, blocking: cfg.Blocking}
 	b.pool.New = func() any { return &pending{wake: make(chan struct{}, 1)} }
 	return b
 }
@@ -229,6 +240,15 @@ func (b *Batcher) Stats() BatchStats {
 }
 
 func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, required int) ([]redis.Cmder, error) {
+	if b.blocking != nil && b.blocking(cmd) {
+		// Never batched (see BatchConfig.Blocking), its confirmation
+		// still on its connection.
+		if required == 0 || b.confirm == nil {
+			return nil, b.target.Process(ctx, cmd)
+		}
+		confirm := b.confirm(ctx, required)
+		return confirm, b.sendConfirmed(ctx, cmd, confirm)
+	}
 	if s, ok := ctx.Value(roundKey{}).(roundSlot); ok && s.r != nil {
 		return s.r.do(ctx, s, b, cmd, required) // RunIndependent's order
 	}
@@ -359,17 +379,17 @@ func (b *Batcher) mayOpen(far bool) bool {
 	switch {
 	case b.running == 0:
 		return true
-	case far:
-		return b.running < b.farInflight
+	case b.running >= b.window(far):
+		return false
 	}
-	return b.running < b.inflight && b.wire.n.Load() < int64(b.inflight)
+	return far || b.wire.n.Load() < int64(b.inflight)
 }
 
 // window is the most batches the node may have on the wire: inflight, or
-// farInflight while it is far (a near node's beyond the first also need
+// farInflight when it is far (a near node's beyond the first also need
 // the client's budget: see mayOpen).
-func (b *Batcher) window() int {
-	if b.far.Load() {
+func (b *Batcher) window(far bool) int {
+	if far {
 		return b.farInflight
 	}
 	return b.inflight
@@ -569,14 +589,14 @@ func (b *Batcher) send(batch []*pending, confirm *[]redis.Cmder) time.Duration {
 	if !undated {
 		ctx = deadlineContext{ctx, latest}
 	}
-	if required > 0 && b.confirm != nil {
-		*confirm = b.confirm(ctx, required)
-	}
 	start := time.Now()
 	// The error go-redis returns, not a command's Err: a command of an
 	// auto-pipeliner's batch (RunIndependent) must not be awaited here.
 	var err error
 	if perr := safe.Call(func() {
+		if required > 0 && b.confirm != nil {
+			*confirm = b.confirm(ctx, required)
+		}
 		if len(live) == 1 && len(*confirm) == 0 {
 			err = b.target.Process(ctx, live[0].cmd)
 			return

@@ -555,7 +555,7 @@ func TestBatcherWindow(t *testing.T) {
 				b.observe(now, tc.rtt)
 				b.mu.Unlock()
 			}
-			if got := b.window(); got != tc.want {
+			if got := b.window(b.far.Load()); got != tc.want {
 				t.Errorf("window = %d, want %d", got, tc.want)
 			}
 		})
@@ -579,6 +579,7 @@ func TestBatcherMayOpen(t *testing.T) {
 		{"near, another node busy", 1, 2, false, false},
 		{"near, window full", 2, 2, false, false},
 		{"far, another node busy", 1, 4, true, true},
+		{"far, beyond the near window", 5, 5, true, true},
 		{"far, window full", 12, 12, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -600,7 +601,13 @@ func TestBatcherMayOpen(t *testing.T) {
 // command has its reply and the counts are back to 0.
 func TestBatcherSharedWire(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
-	l, rdb := standaloneClient(t)
+	l := lab.New(t, lab.Standalone())
+	opt := l.Node(0).Options()
+	// The node stays stopped while the test looks: its commands must not
+	// time out meanwhile, however slow the machine.
+	opt.ReadTimeout, opt.WriteTimeout = 20*time.Second, 20*time.Second
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -659,6 +666,50 @@ func TestBatcherSharedWire(t *testing.T) {
 	}
 }
 
+// TestBatcherBlockingCommandsAlone: commands BatchConfig.Blocking names
+// go straight to the node, outside batches and the in-flight count: with
+// two BLPOPs blocked on the server, the Batcher has nothing on the wire,
+// and other callers' commands run at once instead of queueing behind
+// them.
+func TestBatcherBlockingCommandsAlone(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l, rdb := standaloneClient(t)
+	b := NewBatcher(rdb, BatchConfig{Blocking: func(cmd redis.Cmder) bool { return cmd.Name() == "blpop" }})
+	popped := make(chan error, 2)
+	for _, q := range []string{"blocking:q1", "blocking:q2"} {
+		go func() {
+			cmd := redis.NewStringSliceCmd(ctx, "blpop", q, 20)
+			popped <- b.Do(ctx, cmd)
+		}()
+	}
+	testkit.WaitFor(t, 10*time.Second, "two clients blocked on the server", func() bool {
+		info, err := l.Node(0).Info(ctx, "clients")
+		return err == nil && info["blocked_clients"] == "2"
+	})
+	b.mu.Lock()
+	running := b.running
+	b.mu.Unlock()
+	if running != 0 || b.wire.n.Load() != 0 {
+		t.Errorf("with two BLPOPs blocked: %d batches on the wire (client: %d), want none", running, b.wire.n.Load())
+	}
+	// The node's other callers are not held: each has its reply long
+	// before the BLPOPs' 20 s.
+	testkit.AllAnswer(ctx, t, 8, 5*time.Second, "GET beside two BLPOPs", func(ctx context.Context) error {
+		return b.Do(ctx, redis.NewStringCmd(ctx, "get", "blocking:k"))
+	})
+	if err := rdb.LPush(ctx, "blocking:q1", "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.LPush(ctx, "blocking:q2", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-popped; err != nil {
+			t.Errorf("BLPOP: %v", err)
+		}
+	}
+}
+
 // TestBatcherFarNodeSendsAtOnce: once the Batcher has measured a node 6 ms
 // away, concurrent callers (fewer than the pool's connections) each send
 // at once, alone, as without auto-pipelining: none waits for another's
@@ -676,7 +727,7 @@ func TestBatcherFarNodeSendsAtOnce(t *testing.T) {
 	if err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping")); err != nil {
 		t.Fatal(err)
 	}
-	if w := b.window(); w != 16 {
+	if w := b.window(b.far.Load()); w != 16 {
 		t.Fatalf("window after a 6 ms round trip: %d, want the pool's 16", w)
 	}
 	const goroutines, each = 8, 10

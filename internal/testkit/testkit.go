@@ -2,8 +2,12 @@ package testkit
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Context returns a context that ends after d or when the test ends.
@@ -27,4 +31,25 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) time.
 		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(began)
+}
+
+// AllAnswer runs do from callers goroutines at once, each call bounded by
+// within, and fails t (naming what) for every call that returns an error
+// other than redis.Nil: for checking that calls are not held behind
+// others (blocked commands, a stalled batch).
+func AllAnswer(ctx context.Context, t testing.TB, callers int, within time.Duration, what string, do func(ctx context.Context) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			callCtx, cancel := context.WithTimeout(ctx, within)
+			defer cancel()
+			if err := do(callCtx); err != nil && !errors.Is(err, redis.Nil) {
+				t.Errorf("%s: %v", what, err)
+			}
+		}()
+	}
+	wg.Wait()
 }
