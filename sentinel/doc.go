@@ -438,10 +438,11 @@
 // wire (at most AutoPipelineInflight of them per node, each on its own
 // connection, and beyond the first only while the client has fewer than
 // that on the wire in all), the commands that arrive queue, and the next
-// batch sends up to AutoPipelineMaxBatch of them as one pipeline. A far node (round trips
-// of 1 ms or more) gets as many batches on the wire as the pool has
-// connections: there, waiting for another caller's batch would cost a
-// whole round trip, more than the shared one saves. Nothing else changes:
+// batch sends up to AutoPipelineMaxBatch of them as one pipeline. A far
+// node (round trips of 1 ms or more) gets as many batches on the wire as
+// the pool has connections: there, waiting for another caller's batch
+// would cost a whole round trip, more than the shared one saves. Nothing
+// else changes:
 // each command is routed on its own (a read to the replica the election
 // names, the write beside it to the master), held during a failover,
 // re-run once (a read) or only if it provably did not run (a write), or
