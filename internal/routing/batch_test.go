@@ -484,6 +484,20 @@ func TestRunIndependentGivesUpInRound(t *testing.T) {
 
 // standaloneClient starts a standalone lab server for the test and
 // returns it and a client of it, closed with the test.
+// stoppableClient is standaloneClient with 20 s socket timeouts: the
+// tests that stop the server (SIGSTOP) look at the Batcher while it is
+// stopped, and their commands must not time out meanwhile, however slow
+// the machine.
+func stoppableClient(t *testing.T) (*lab.Lab, *redis.Client) {
+	t.Helper()
+	l := lab.New(t, lab.Standalone())
+	opt := l.Node(0).Options()
+	opt.ReadTimeout, opt.WriteTimeout = 20*time.Second, 20*time.Second
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return l, rdb
+}
+
 func standaloneClient(t *testing.T) (*lab.Lab, *redis.Client) {
 	t.Helper()
 	l := lab.New(t, lab.Standalone())
@@ -601,13 +615,7 @@ func TestBatcherMayOpen(t *testing.T) {
 // command has its reply and the counts are back to 0.
 func TestBatcherSharedWire(t *testing.T) {
 	ctx := testkit.Context(t, 30*time.Second)
-	l := lab.New(t, lab.Standalone())
-	opt := l.Node(0).Options()
-	// The node stays stopped while the test looks: its commands must not
-	// time out meanwhile, however slow the machine.
-	opt.ReadTimeout, opt.WriteTimeout = 20*time.Second, 20*time.Second
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
+	l, rdb := stoppableClient(t)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -760,11 +768,7 @@ func TestBatcherFarNodeSendsAtOnce(t *testing.T) {
 // *UnsentError), none waiting for the ReadTimeout.
 func TestBatcherStalledNodeDeadlines(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
-	l := lab.New(t, lab.Standalone())
-	opt := l.Node(0).Options()
-	opt.ReadTimeout, opt.WriteTimeout = 20*time.Second, 20*time.Second
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
+	l, rdb := stoppableClient(t)
 	b := NewBatcher(rdb, BatchConfig{MaxInflight: 1})
 	if err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping")); err != nil {
 		t.Fatal(err)
@@ -852,11 +856,7 @@ func FuzzRTTFilter(f *testing.F) {
 // on the wire, none waits for the ReadTimeout.
 func TestRunIndependentStalledNodeDeadline(t *testing.T) {
 	ctx := testkit.Context(t, 60*time.Second)
-	l := lab.New(t, lab.Standalone())
-	opt := l.Node(0).Options()
-	opt.ReadTimeout, opt.WriteTimeout = 20*time.Second, 20*time.Second
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
+	l, rdb := stoppableClient(t)
 	b := NewBatcher(rdb, BatchConfig{})
 	if err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping")); err != nil {
 		t.Fatal(err)
