@@ -64,7 +64,10 @@ const (
 
 // Event is something the client decided or noticed.
 type Event struct {
-	Kind       EventKind
+	Kind EventKind
+	// Time is when it happened: for EventMasterChanged and
+	// EventReplicasChanged the moment the client began routing by the new
+	// topology, before any command or subscription could act on it.
 	Time       time.Time
 	MasterName string
 	Master     string // the master (or node) concerned

@@ -679,6 +679,10 @@ func (t *topology) install(next *snapshot) {
 	if masterChanged || replicasChanged {
 		t.selector.UpdateTopology(Topology{Master: next.masterAddr(), Replicas: slices.Clone(next.replicaAddrs)})
 	}
+	// The events are stamped with the moment the snapshot changed: what
+	// follows it (a subscription moving, a read switching) happens after
+	// that moment, never before the time the Observer is told.
+	installedAt := time.Now()
 	t.snap.Store(next)
 	close(cur.superseded)
 
@@ -695,14 +699,14 @@ func (t *topology) install(next *snapshot) {
 	if masterChanged {
 		if old := cur.masterAddr(); old != "" {
 			t.stats.masterChanges.Add(1)
-			t.emit(Event{Kind: EventMasterChanged, Master: next.masterAddr(), OldMaster: old, Sentinel: next.sentinel})
+			t.emit(Event{Kind: EventMasterChanged, Time: installedAt, Master: next.masterAddr(), OldMaster: old, Sentinel: next.sentinel})
 			t.log.Info("master changed", "master", next.masterAddr(), "old", old, "sentinel", next.sentinel)
 		} else {
 			t.log.Info("master found", "master", next.masterAddr(), "sentinel", next.sentinel)
 		}
 	}
 	if replicasChanged {
-		t.emit(Event{Kind: EventReplicasChanged, Master: next.masterAddr(), Replicas: next.replicaAddrs})
+		t.emit(Event{Kind: EventReplicasChanged, Time: installedAt, Master: next.masterAddr(), Replicas: next.replicaAddrs})
 		t.log.Info("replicas changed", "replicas", next.replicaAddrs)
 	}
 	if !slices.Equal(cur.durable, next.durable) {
