@@ -19,7 +19,8 @@ import (
 // the lab's in-process proxy, whose CPU the process's figures include),
 // GET and SET of 10,000 keys spread over the slots from 1, 8, 64 and 256
 // goroutines: go-redis's ClusterClient, its AutoPipeline(), rediskit
-// without and with Config.AutoPipeline, and rueidis. Clients take turns
+// without and with Config.AutoPipeline, rueidis, and the ceiling of
+// rueidis's shape (benchcmp.Stream to each master). Clients take turns
 // within each of 3 rounds of 2 s; the figures are medians, with the
 // ratios to go-redis, rueidis and go-redis's AutoPipeline and the
 // process's CPU time and allocations per command. One sub-benchmark per
@@ -60,6 +61,28 @@ func BenchmarkAutoPipelineThroughput(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// The ceiling of rueidis's shape on this machine: a pipelining
+	// connection per master that does no work of its own, found by slot.
+	slots, err := plain.ClusterSlots(ctx).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var bySlot [Slots]*benchcmp.Stream
+	streams := map[string]*benchcmp.Stream{}
+	for _, r := range slots {
+		addr := r.Nodes[0].Addr
+		if streams[addr] == nil {
+			s, err := benchcmp.DialStream(ctx, addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			streams[addr] = s
+		}
+		for slot := r.Start; slot <= r.End; slot++ {
+			bySlot[slot] = streams[addr]
+		}
+	}
 	do := func(c redis.Cmdable) func(ctx context.Context, op, key string) error {
 		return func(ctx context.Context, op, key string) error { return benchcmp.RunOp(ctx, c, op, key) }
 	}
@@ -74,6 +97,7 @@ func BenchmarkAutoPipelineThroughput(b *testing.B) {
 			}
 			return rue.Do(ctx, rue.B().Get().Key(key).Build()).Error()
 		}},
+		{Name: "ceiling", Do: func(ctx context.Context, op, key string) error { return bySlot[Slot(key)].Do(ctx, op, key) }},
 	}
 	for _, c := range clients {
 		if err := c.Do(ctx, "GET", keys[0]); err != nil {
@@ -86,7 +110,7 @@ func BenchmarkAutoPipelineThroughput(b *testing.B) {
 				table := benchcmp.Comparison{
 					Rounds: 3, Turn: 2 * time.Second, Ops: []string{"GET", "SET"}, Goroutines: []int{goroutines},
 					Keys: keys, Clients: clients, Tag: "cluster",
-					Base: "go-redis", Versus: []string{"rueidis", "go-redis AutoPipeline"},
+					Base: "go-redis", Versus: []string{"rueidis", "go-redis AutoPipeline", "ceiling"},
 				}.Run(b)
 				b.Logf("%s, 3 masters: medians of 3 rounds of 2 s per client\n%s", l.ServerVersion(), table)
 			}

@@ -29,9 +29,10 @@ var apBenchKeys = func() []string {
 // master (no added latency), GET and SET throughput from 1, 8, 64 and 256
 // goroutines: plain go-redis, go-redis's AutoPipeline on a plain client,
 // rediskit's client without and with Config.AutoPipeline, rediskit's
-// AutoPipeline(), and rueidis (which pipelines concurrent commands
-// itself); then GET on the replica (rediskit reading with
-// ReplicaPreferred). Each round gives each client the same time in turn;
+// AutoPipeline(), rueidis (which pipelines concurrent commands itself)
+// and benchcmp.Stream, the ceiling of rueidis's shape (one connection
+// streaming commands, no work of its own); then GET on the replica
+// (rediskit reading with ReplicaPreferred). Each round gives each client the same time in turn;
 // the figures are the medians of the rounds: throughput, its ratio to
 // plain go-redis, to rueidis and to go-redis's AutoPipeline, and the
 // process's CPU time and allocations per command (the client's own cost:
@@ -57,7 +58,7 @@ func BenchmarkAutoPipelineThroughput(b *testing.B) {
 						table := benchcmp.Comparison{
 							Rounds: 3, Turn: 2 * time.Second, Ops: ops, Goroutines: []int{goroutines},
 							Keys: apBenchKeys, Clients: clients, Tag: target,
-							Base: "go-redis", Versus: []string{"rueidis", "go-redis AutoPipeline"},
+							Base: "go-redis", Versus: []string{"rueidis", "go-redis AutoPipeline", "ceiling"},
 						}.Run(b)
 						b.Logf("%s, %s: medians of 3 rounds of 2 s per client\n%s", target, l.ServerVersion(), table)
 					}
@@ -114,6 +115,13 @@ func throughputClients(b *testing.B, l *lab.Lab, target string) ([]benchcmp.Clie
 		b.Fatal(err)
 	}
 	closers = append(closers, rue.Close)
+	// The ceiling of rueidis's shape on this machine: a pipelining
+	// connection that does no work of its own.
+	ceiling, err := benchcmp.DialStream(ctx, opt.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	closers = append(closers, func() { _ = ceiling.Close() })
 	for _, c := range []*Client{ours, oursAuto} {
 		if err := c.Ping(ctx).Err(); err != nil {
 			b.Fatal(err)
@@ -131,6 +139,7 @@ func throughputClients(b *testing.B, l *lab.Lab, target string) ([]benchcmp.Clie
 		{Name: "rediskit Config.AutoPipeline", Do: func(ctx context.Context, op, key string) error { return benchcmp.RunOp(ctx, oursAuto, op, key) }},
 		{Name: "rediskit AutoPipeline()", Do: func(ctx context.Context, op, key string) error { return benchcmp.RunOp(ctx, oursAP, op, key) }},
 		{Name: "rueidis", Do: rueidisDo(rue)},
+		{Name: "ceiling", Do: ceiling.Do},
 	}
 	return clients, func() {
 		for _, c := range closers {
