@@ -1,0 +1,438 @@
+package clientcache
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/OneOfOne/xxhash"
+)
+
+// Store holds cached replies, per node and Redis key, within a bound in
+// bytes. It knows nothing of commands or connections: the client reserves
+// a read before sending it (Reserve), fills the entry with its reply
+// (Fill) unless an invalidation came first, and serves it (Get) while the
+// node's tracking is unbroken since the fill. Safe for concurrent use.
+type Store struct {
+	maxTTL   time.Duration
+	shardMax int64 // bytes a shard may hold
+	shards   [numShards]shard
+	bytes    atomic.Int64
+	counts   Counts
+}
+
+// numShards spreads the locks: a hit takes its shard's mutex (to move the
+// entry to the front of the shard's recency list), so at 256 readers on
+// random keys two rarely meet.
+const numShards = 64
+
+// entryOverhead is what an entry costs besides its key and value: the
+// entry struct, its list links, the maps' slots. An estimate, so that a
+// cache of many small replies stays within its bound too.
+const entryOverhead = 160
+
+// Counts are a store's counters since it was made.
+type Counts struct {
+	Hits, Misses, StaleHits     atomic.Uint64
+	Fills, FillsRaced           atomic.Uint64 // FillsRaced: an invalidation or a flush came between Reserve and Fill
+	Invalidations, Evictions    atomic.Uint64 // Invalidations: of keys that had entries or reads in flight
+	TooLarge                    atomic.Uint64 // replies larger than a shard's share of the bound, not cached
+	FlushedEntries, Expirations atomic.Uint64
+}
+
+// NewStore returns a store that holds at most maxBytes (estimated: keys,
+// values as their fillers size them, and a fixed overhead an entry) and
+// keeps no entry longer than maxTTL.
+func NewStore(maxBytes int64, maxTTL time.Duration) *Store {
+	s := &Store{maxTTL: maxTTL, shardMax: max(maxBytes/numShards, 1)}
+	for i := range s.shards {
+		s.shards[i].keys = map[nodeKey]*keyState{}
+	}
+	return s
+}
+
+// Node is one server's part of a store. Its entries are served while its
+// epoch is the one they were filled in: the tracker ends the epoch
+// (Flush) whenever invalidations may have been missed, which makes every
+// entry filled before it unconfirmed at once, without walking them.
+type Node struct {
+	addr  string
+	epoch atomic.Uint64
+	// until is when the node's tracking stops being known alive (unix
+	// nanoseconds; 0: not alive): the tracker moves it forward with every
+	// message or heartbeat reply its invalidation connection reads, so a
+	// connection that goes silent stops the node's hits by then.
+	until atomic.Int64
+
+	mu sync.Mutex
+	// ends are when the latest epochs ended (by epoch % len): a stale
+	// entry's age counts from the end of the epoch it was filled in, the
+	// last moment it was known current. Older epochs count as ended too
+	// long ago to serve.
+	ends [epochsKept]epochEnd
+}
+
+// epochsKept bounds the ended epochs a node remembers: flushes come with
+// lost connections and topology changes, seconds apart at the most.
+const epochsKept = 16
+
+type epochEnd struct {
+	epoch uint64
+	at    time.Time
+}
+
+// NewNode returns the part of the cache for the server at addr.
+func NewNode(addr string) *Node { return &Node{addr: addr} }
+
+// Addr is the node's address.
+func (n *Node) Addr() string { return n.addr }
+
+// Flush ends the node's epoch at now: its entries are no longer served
+// fresh (Get); with a MaxStale, GetStale may still serve them.
+func (n *Node) Flush(now time.Time) {
+	n.mu.Lock()
+	old := n.epoch.Add(1) - 1
+	n.ends[old%epochsKept] = epochEnd{epoch: old, at: now}
+	n.mu.Unlock()
+}
+
+// confirm records that the node's tracking is alive until then.
+func (n *Node) confirm(until time.Time) { n.until.Store(until.UnixNano()) }
+
+// unconfirm records that the node's tracking is not alive.
+func (n *Node) unconfirm() { n.until.Store(0) }
+
+// Confirmed reports whether the node's tracking is known alive at now.
+func (n *Node) Confirmed(now time.Time) bool { return now.UnixNano() < n.until.Load() }
+
+// endOf is when epoch ended, or false if it is not one of the latest
+// ended.
+func (n *Node) endOf(epoch uint64) (time.Time, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if e := n.ends[epoch%epochsKept]; e.epoch == epoch && !e.at.IsZero() {
+		return e.at, true
+	}
+	return time.Time{}, false
+}
+
+type nodeKey struct {
+	node *Node
+	key  string
+}
+
+// keyState is one Redis key of one node: its cached replies (one a
+// command shape: GET, STRLEN, HGET of a field...) and the reads of it in
+// flight. Invalidating the key removes the keyState from its shard; a
+// read reserved before then holds the old one, and its Fill finds it gone.
+type keyState struct {
+	entries map[string]*entry
+	pending int // reads reserved and not yet filled or abandoned
+}
+
+type entry struct {
+	nk         nodeKey
+	sub        string
+	value      any
+	size       int64
+	epoch      uint64
+	filled     time.Time
+	expires    time.Time
+	prev, next *entry // the shard's recency list
+}
+
+type shard struct {
+	mu    sync.Mutex
+	keys  map[nodeKey]*keyState
+	bytes int64
+	head  entry // sentinel of the recency list: head.next is the most recent
+}
+
+func (s *Store) shardOf(nk nodeKey) *shard {
+	h := xxhash.ChecksumString64S(nk.key, uint64(len(nk.node.addr)))
+	return &s.shards[h%numShards]
+}
+
+// unconfirmed is an epoch no node reaches: a read reserved while its
+// node has no tracking connection is reserved at it, and never filled.
+const unconfirmed = ^uint64(0)
+
+// Ticket is a reserved read: Fill or Abandon it.
+type Ticket struct {
+	nk    nodeKey
+	sub   string
+	ks    *keyState
+	epoch uint64
+	done  bool
+}
+
+// Reserve marks a read of key (as the command shape sub) on node as in
+// flight, before it is sent: an invalidation of the key or a flush of the
+// node before its Fill makes the Fill drop the reply, and so does a node
+// without a tracking connection at the Reserve.
+func (s *Store) Reserve(node *Node, key, sub string) *Ticket {
+	epoch := node.epoch.Load()
+	if node.until.Load() == 0 {
+		// No tracking: the reply may miss its invalidation, and the
+		// tracker's next connection starts a new epoch anyway.
+		epoch = unconfirmed
+	}
+	nk := nodeKey{node, key}
+	sh := s.shardOf(nk)
+	sh.mu.Lock()
+	ks := sh.keys[nk]
+	if ks == nil {
+		ks = &keyState{}
+		sh.keys[nk] = ks
+	}
+	ks.pending++
+	sh.mu.Unlock()
+	return &Ticket{nk: nk, sub: sub, ks: ks, epoch: epoch}
+}
+
+// Fill stores the reply value of a reserved read, size bytes, for at most
+// ttl (and the store's MaxTTL) from now, unless the key was invalidated or
+// the node flushed since the Reserve. It reports whether it stored it.
+func (s *Store) Fill(t *Ticket, value any, size int64, ttl time.Duration, now time.Time) bool {
+	if t.done {
+		return false
+	}
+	t.done = true
+	if ttl <= 0 || ttl > s.maxTTL {
+		ttl = s.maxTTL
+	}
+	size += int64(len(t.nk.key)+len(t.sub)) + entryOverhead
+	sh := s.shardOf(t.nk)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t.ks.pending--
+	if sh.keys[t.nk] != t.ks || t.nk.node.epoch.Load() != t.epoch {
+		s.counts.FillsRaced.Add(1)
+		s.dropIfIdle(sh, t.nk, t.ks)
+		return false
+	}
+	if size > s.shardMax {
+		s.counts.TooLarge.Add(1)
+		s.dropIfIdle(sh, t.nk, t.ks)
+		return false
+	}
+	if t.ks.entries == nil {
+		t.ks.entries = map[string]*entry{}
+	}
+	if old := t.ks.entries[t.sub]; old != nil {
+		s.unlink(sh, old)
+	}
+	e := &entry{nk: t.nk, sub: t.sub, value: value, size: size, epoch: t.epoch, filled: now, expires: now.Add(ttl)}
+	t.ks.entries[t.sub] = e
+	s.link(sh, e)
+	for sh.bytes > s.shardMax {
+		victim := sh.head.prev
+		s.remove(sh, victim)
+		s.counts.Evictions.Add(1)
+	}
+	s.counts.Fills.Add(1)
+	return true
+}
+
+// Abandon ends a reserved read that has no reply to cache (an error, a
+// cancelled call). Idempotent, and a no-op after Fill.
+func (s *Store) Abandon(t *Ticket) {
+	if t.done {
+		return
+	}
+	t.done = true
+	sh := s.shardOf(t.nk)
+	sh.mu.Lock()
+	t.ks.pending--
+	s.dropIfIdle(sh, t.nk, t.ks)
+	sh.mu.Unlock()
+}
+
+// Get returns the cached reply of key (as sub) on node, if there is one
+// filled in the node's current epoch, not expired at now, and the node's
+// tracking is known alive at now.
+func (s *Store) Get(node *Node, key, sub string, now time.Time) (any, bool) {
+	nk := nodeKey{node, key}
+	sh := s.shardOf(nk)
+	epoch := node.epoch.Load()
+	confirmed := node.Confirmed(now)
+	sh.mu.Lock()
+	e := s.lookup(sh, nk, sub)
+	switch {
+	case e == nil:
+	case !confirmed:
+		e = nil // until the tracker hears from the server again
+	case !now.Before(e.expires):
+		// Past its TTL: a miss, whose fill replaces it. Kept until then
+		// (or evicted): GetStale may serve it while the node is down.
+		s.counts.Expirations.Add(1)
+		e = nil
+	case e.epoch != epoch:
+		e = nil // unconfirmed: kept for GetStale until evicted or replaced
+	default:
+		s.touch(sh, e)
+	}
+	sh.mu.Unlock()
+	if e == nil {
+		s.counts.Misses.Add(1)
+		return nil, false
+	}
+	s.counts.Hits.Add(1)
+	return e.value, true
+}
+
+// GetStale returns the cached reply of key (as sub) on node when it can
+// no longer be confirmed, for a node that cannot be reached: any entry,
+// of this epoch or an ended one, whose age is at most maxStale. The age
+// is the time since the entry was last known current: for an entry of
+// the current epoch, since the node's tracking was last known alive (0
+// while it is), else since its epoch ended. Expiry (the TTL)
+// does not apply: serving stale is the point.
+func (s *Store) GetStale(node *Node, key, sub string, now time.Time, maxStale time.Duration) (value any, age time.Duration, ok bool) {
+	if maxStale <= 0 {
+		return nil, 0, false
+	}
+	nk := nodeKey{node, key}
+	sh := s.shardOf(nk)
+	epoch := node.epoch.Load()
+	sh.mu.Lock()
+	e := s.lookup(sh, nk, sub)
+	if e != nil {
+		known := true
+		if e.epoch != epoch {
+			var end time.Time
+			end, known = node.endOf(e.epoch)
+			age = max(now.Sub(end), 0)
+		} else if until := node.until.Load(); until != 0 {
+			age = max(now.Sub(time.Unix(0, until)), 0)
+		}
+		if !known || age > maxStale {
+			e = nil
+		} else {
+			value = e.value
+		}
+	}
+	sh.mu.Unlock()
+	if e == nil {
+		return nil, 0, false
+	}
+	s.counts.StaleHits.Add(1)
+	return value, age, true
+}
+
+// Invalidate removes every entry of key on node, and makes the reads of
+// it in flight drop their replies.
+func (s *Store) Invalidate(node *Node, key string) {
+	nk := nodeKey{node, key}
+	sh := s.shardOf(nk)
+	sh.mu.Lock()
+	ks := sh.keys[nk]
+	if ks != nil {
+		for _, e := range ks.entries {
+			s.unlink(sh, e)
+		}
+		delete(sh.keys, nk)
+		s.counts.Invalidations.Add(1)
+	}
+	sh.mu.Unlock()
+}
+
+// Purge removes every entry of node (a node the client no longer uses, or
+// a flush the server announced): what Flush makes unconfirmed, Purge
+// frees. Reads in flight on it drop their replies.
+func (s *Store) Purge(node *Node) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for nk, ks := range sh.keys {
+			if nk.node != node {
+				continue
+			}
+			for _, e := range ks.entries {
+				s.unlink(sh, e)
+				s.counts.FlushedEntries.Add(1)
+			}
+			delete(sh.keys, nk)
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// Bytes is the store's estimated size; Entries its entries.
+func (s *Store) Bytes() int64 { return s.bytes.Load() }
+
+// Entries counts the store's entries (walking every shard).
+func (s *Store) Entries() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, ks := range sh.keys {
+			n += len(ks.entries)
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Counts returns the store's counters.
+func (s *Store) Counts() *Counts { return &s.counts }
+
+func (s *Store) lookup(sh *shard, nk nodeKey, sub string) *entry {
+	ks := sh.keys[nk]
+	if ks == nil {
+		return nil
+	}
+	return ks.entries[sub]
+}
+
+// dropIfIdle removes ks from the shard if it is still the key's state and
+// holds nothing: no entry, no read in flight.
+func (s *Store) dropIfIdle(sh *shard, nk nodeKey, ks *keyState) {
+	if ks.pending == 0 && len(ks.entries) == 0 && sh.keys[nk] == ks {
+		delete(sh.keys, nk)
+	}
+}
+
+// remove takes e out of its key and the recency list.
+func (s *Store) remove(sh *shard, e *entry) {
+	ks := sh.keys[e.nk]
+	if ks != nil && ks.entries[e.sub] == e {
+		delete(ks.entries, e.sub)
+		s.dropIfIdle(sh, e.nk, ks)
+	}
+	s.unlink(sh, e)
+}
+
+func (s *Store) link(sh *shard, e *entry) {
+	if sh.head.next == nil {
+		sh.head.next, sh.head.prev = &sh.head, &sh.head
+	}
+	e.prev, e.next = &sh.head, sh.head.next
+	sh.head.next.prev = e
+	sh.head.next = e
+	sh.bytes += e.size
+	s.bytes.Add(e.size)
+}
+
+func (s *Store) unlink(sh *shard, e *entry) {
+	if e.prev == nil {
+		return
+	}
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	e.prev, e.next = nil, nil
+	sh.bytes -= e.size
+	s.bytes.Add(-e.size)
+}
+
+func (s *Store) touch(sh *shard, e *entry) {
+	if sh.head.next == e {
+		return
+	}
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	e.prev, e.next = &sh.head, sh.head.next
+	sh.head.next.prev = e
+	sh.head.next = e
+}

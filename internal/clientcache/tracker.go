@@ -1,0 +1,361 @@
+package clientcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/internal/safe"
+)
+
+// InvalidationChannel is where Redis sends a redirected client's
+// invalidations (RESP2).
+const InvalidationChannel = "__redis__:invalidate"
+
+// Defaults of TrackerConfig.
+const (
+	// DefaultHeartbeat is how often an idle invalidation connection is
+	// pinged. Its entries are served only while a reply came within
+	// DefaultHeartbeatTimeout: a connection that stalls (a partition, a
+	// black hole) stops its node's hits within that time.
+	DefaultHeartbeat = 100 * time.Millisecond
+	// DefaultHeartbeatTimeout: see DefaultHeartbeat.
+	DefaultHeartbeatTimeout = 300 * time.Millisecond
+	// DefaultRedialBackoff is the wait before dialling again after the
+	// invalidation connection was lost or could not be made.
+	DefaultRedialBackoff = 100 * time.Millisecond
+)
+
+// TrackerConfig configures a Tracker.
+type TrackerConfig struct {
+	// Options are the node's go-redis options (address, credentials, TLS,
+	// dialer, timeouts); the tracker clones them for its connection
+	// (RESP2, no retries).
+	Options *redis.Options
+	// Prefixes restrict the tracking to keys with one of these prefixes
+	// (CLIENT TRACKING BCAST PREFIX); none: every key. A key outside them
+	// must not be cached (Tracks).
+	Prefixes []string
+	Store    *Store
+	Node     *Node
+	// Heartbeat, HeartbeatTimeout, RedialBackoff: defaults
+	// DefaultHeartbeat, DefaultHeartbeatTimeout, DefaultRedialBackoff.
+	Heartbeat, HeartbeatTimeout, RedialBackoff time.Duration
+	// Logger receives the tracker's changes of state. Default: discard.
+	Logger *slog.Logger
+	// OnFlush is called (from the tracker's goroutine) when the node's
+	// entries stop being served, with the cause; nil: nothing.
+	OnFlush func(cause FlushCause)
+}
+
+// FlushCause says why a node's cached entries were dropped or stopped
+// being served.
+type FlushCause string
+
+// The causes a tracker reports.
+const (
+	FlushConnectionLost FlushCause = "tracking connection lost"
+	FlushHeartbeat      FlushCause = "tracking connection silent"
+	FlushServer         FlushCause = "server flushed" // FLUSHALL, FLUSHDB, or an invalidation the tracker could not read
+	FlushClosed         FlushCause = "closed"
+)
+
+// Tracker keeps one node's invalidation connection: one connection that
+// asks the server to track every key in broadcast mode (CLIENT TRACKING
+// ON BCAST), redirects the invalidations to itself, and subscribes to
+// them. The tracking lives and dies with that one connection, whatever
+// connections the reads go on: a read's entry is trusted only while the
+// connection it was reserved under lives. One goroutine owns the
+// connection (reads its messages, pings it).
+type Tracker struct {
+	cfg    TrackerConfig
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// connID is the client id of the invalidation connection go-redis
+	// made last (set by its OnConnect).
+	connID atomic.Int64
+}
+
+// ErrTrackingUnavailable is returned when a server will not track reads:
+// CLIENT TRACKING unknown (Redis before 6) or refused (ACL).
+var ErrTrackingUnavailable = errors.New("client-side caching: the server does not track reads")
+
+// StartTracker connects the node's invalidation connection, checks that
+// the server tracks reads redirected to it, and keeps it until Close. The
+// first connection is made before it returns (bounded by ctx): an error
+// says why caching cannot work on this node (ErrTrackingUnavailable, or
+// the dial's error).
+func StartTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if cfg.RedialBackoff <= 0 {
+		cfg.RedialBackoff = DefaultRedialBackoff
+	}
+	t := &Tracker{cfg: cfg, log: cfg.Logger}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	first, err := t.connect(ctx)
+	if err != nil {
+		t.cancel()
+		return nil, err
+	}
+	safe.Go(&t.wg, func(err error) {
+		t.log.Error("client-side caching: tracker panic", "node", cfg.Node.Addr(), "err", err)
+	}, func() {
+		t.run(first)
+	})
+	return t, nil
+}
+
+// Tracks reports whether the tracker's invalidations cover key.
+func (t *Tracker) Tracks(key string) bool {
+	if len(t.cfg.Prefixes) == 0 {
+		return true
+	}
+	for _, p := range t.cfg.Prefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops the tracker: the node's entries stop being served, its
+// connections close.
+func (t *Tracker) Close() error {
+	t.cancel()
+	t.wg.Wait()
+	return nil
+}
+
+// session is one invalidation connection.
+type session struct {
+	sub *redis.Client
+	ps  *redis.PubSub
+	id  int64
+	// subscribed is when the SUBSCRIBE was sent: its reply proves the
+	// tracking alive after then.
+	subscribed time.Time
+}
+
+func (s *session) close() {
+	_ = s.ps.Close()
+	_ = s.sub.Close()
+}
+
+// connect makes the invalidation connection: CLIENT ID, CLIENT TRACKING
+// ON REDIRECT to itself BCAST, then SUBSCRIBE.
+func (t *Tracker) connect(ctx context.Context) (*session, error) {
+	opt := *t.cfg.Options
+	opt.Protocol = 2
+	opt.MaxRetries = -1
+	opt.PoolSize, opt.MinIdleConns, opt.MaxIdleConns = 1, 0, 1
+	var refused error
+	opt.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+		id, err := cn.ClientID(ctx).Result()
+		if err != nil {
+			return err
+		}
+		args := []any{"CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST"}
+		for _, p := range t.cfg.Prefixes {
+			args = append(args, "PREFIX", p)
+		}
+		if err := cn.Do(ctx, args...).Err(); err != nil {
+			if isTrackingRefused(err) {
+				refused = err
+			}
+			return err
+		}
+		t.connID.Store(id)
+		return nil
+	}
+	s := &session{sub: redis.NewClient(&opt), subscribed: time.Now()}
+	s.ps = s.sub.Subscribe(ctx, InvalidationChannel)
+	if _, err := s.ps.ReceiveTimeout(ctx, t.cfg.HeartbeatTimeout+opt.ReadTimeout); err != nil {
+		s.close()
+		if refused != nil {
+			return nil, fmt.Errorf("%w: CLIENT TRACKING on %s: %v", ErrTrackingUnavailable, t.cfg.Node.Addr(), refused)
+		}
+		return nil, fmt.Errorf("client-side caching: subscribing to invalidations on %s: %w", t.cfg.Node.Addr(), err)
+	}
+	s.id = t.connID.Load()
+	return s, nil
+}
+
+// isTrackingRefused: the server does not know CLIENT TRACKING, or the ACL
+// forbids it.
+func isTrackingRefused(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "ERR unknown") || strings.HasPrefix(msg, "ERR Unknown") ||
+		strings.HasPrefix(msg, "ERR syntax") || strings.HasPrefix(msg, "NOPERM")
+}
+
+// run owns the sessions: it starts each one's epoch, applies its
+// invalidations, pings it, and on loss ends the node's epoch and makes
+// the next.
+func (t *Tracker) run(s *session) {
+	node := t.cfg.Node
+	for {
+		// A new epoch for the new connection: a read reserved while
+		// there was none may have missed an invalidation, and its fill
+		// must find its epoch ended.
+		node.Flush(time.Now())
+		node.confirm(s.subscribed.Add(t.cfg.HeartbeatTimeout))
+		t.log.Info("client-side caching: tracking", "node", node.Addr(), "client_id", s.id)
+		cause, err := t.serve(s)
+		node.unconfirm()
+		node.Flush(time.Now())
+		s.close()
+		if t.cfg.OnFlush != nil {
+			t.cfg.OnFlush(cause)
+		}
+		if cause == FlushClosed {
+			return
+		}
+		t.log.Warn("client-side caching: tracking lost; the node's entries are not served", "node", node.Addr(), "cause", string(cause), "err", err)
+		for {
+			select {
+			case <-t.ctx.Done():
+				return
+			case <-time.After(t.cfg.RedialBackoff):
+			}
+			ctx, cancel := context.WithTimeout(t.ctx, t.cfg.HeartbeatTimeout+t.cfg.Options.DialTimeout+t.cfg.Options.ReadTimeout)
+			next, err := t.connect(ctx)
+			cancel()
+			if err == nil {
+				s = next
+				break
+			}
+			if t.ctx.Err() != nil {
+				return
+			}
+			t.log.Warn("client-side caching: tracking not restored", "node", node.Addr(), "err", err)
+		}
+	}
+}
+
+// serve reads the session's messages until it is lost or the tracker
+// closes, and says why it ended.
+//
+// One PING at a time, every Heartbeat: its reply proves that every
+// invalidation the server sent before it read the PING has arrived (one
+// connection keeps order), so the node's entries may be served until
+// HeartbeatTimeout after the PING was sent. Nothing else extends that: an
+// invalidation read now may have waited in a buffer.
+func (t *Tracker) serve(s *session) (FlushCause, error) {
+	hb := heartbeat{last: s.subscribed}
+	for {
+		if t.ctx.Err() != nil {
+			return FlushClosed, nil
+		}
+		wait, err := t.beat(s, &hb, time.Now())
+		if err != nil {
+			if hb.silent {
+				return FlushHeartbeat, err
+			}
+			return FlushConnectionLost, err
+		}
+		msg, err := s.ps.ReceiveTimeout(t.ctx, wait)
+		if msg != nil {
+			t.handle(msg, &hb)
+			continue
+		}
+		if cause, err := t.failed(s, err); cause != "" {
+			return cause, err
+		}
+	}
+}
+
+// heartbeat is serve's PING state.
+type heartbeat struct {
+	last   time.Time // the latest PING sent (or the SUBSCRIBE)
+	out    time.Time // the PING unanswered, or zero
+	silent bool      // beat gave up waiting for a reply
+}
+
+// beat sends the next PING when one is due, and returns how long to wait
+// for a message, or an error when the connection is lost or silent.
+func (t *Tracker) beat(s *session, hb *heartbeat, now time.Time) (time.Duration, error) {
+	if hb.out.IsZero() && now.Sub(hb.last) >= t.cfg.Heartbeat {
+		hb.out, hb.last = now, now
+		if err := s.ps.Ping(t.ctx); err != nil {
+			return 0, err
+		}
+	}
+	if hb.out.IsZero() {
+		return max(hb.last.Add(t.cfg.Heartbeat).Sub(now), time.Millisecond), nil
+	}
+	if waited := now.Sub(hb.out); waited >= t.cfg.HeartbeatTimeout {
+		hb.silent = true
+		return 0, fmt.Errorf("no reply to a PING in %v", waited.Round(time.Millisecond))
+	}
+	return max(hb.out.Add(t.cfg.HeartbeatTimeout).Sub(now), time.Millisecond), nil
+}
+
+// handle applies one message: invalidations, or a PING's reply.
+func (t *Tracker) handle(msg any, hb *heartbeat) {
+	node := t.cfg.Node
+	switch m := msg.(type) {
+	case *redis.Message:
+		if m.Channel != InvalidationChannel {
+			return
+		}
+		if len(m.PayloadSlice) == 0 && m.Payload != "" {
+			t.cfg.Store.Invalidate(node, m.Payload)
+		}
+		for _, key := range m.PayloadSlice {
+			t.cfg.Store.Invalidate(node, key)
+		}
+	case *redis.Pong:
+		if !hb.out.IsZero() {
+			node.confirm(hb.out.Add(t.cfg.HeartbeatTimeout))
+			hb.out = time.Time{}
+		}
+	}
+}
+
+// failed judges a receive that returned no message: a timeout (the next
+// beat decides), a flush the server announced, or the connection lost.
+func (t *Tracker) failed(s *session, err error) (FlushCause, error) {
+	switch {
+	case err == nil, isTimeout(err):
+	case t.ctx.Err() != nil:
+		return FlushClosed, nil
+	case strings.HasPrefix(err.Error(), "redis: unsupported pubsub message payload"):
+		// An invalidation without keys: the server flushed the database
+		// (FLUSHALL, FLUSHDB), or sent what go-redis could not read as
+		// keys. Either way no entry of the node can be trusted.
+		t.cfg.Store.Purge(t.cfg.Node)
+		if t.cfg.OnFlush != nil {
+			t.cfg.OnFlush(FlushServer)
+		}
+	default:
+		return FlushConnectionLost, err
+	}
+	if id := t.connID.Load(); id != s.id {
+		// go-redis reconnected the subscription under us: the tracking was
+		// the old connection's.
+		return FlushConnectionLost, errors.New("the subscription was reconnected")
+	}
+	return "", nil
+}
+
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
