@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/eventq"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/logdedup"
@@ -533,6 +534,16 @@ func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []red
 	if routing.IsInternal(ctx) {
 		return routing.Run(ctx, n.ctl, cmd, cmds)
 	}
+	if cmd != nil && n.cache != nil {
+		if ttl, ok := clientcache.TTL(ctx); ok {
+			return n.cache.Do(cmd, ttl, func() error { return c.send(ctx, n, cmd, nil) })
+		}
+	}
+	return c.send(ctx, n, cmd, cmds)
+}
+
+// send is runOn's sending: auto-pipelined, or on the node's pool.
+func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, cmds []redis.Cmder) error {
 	if cmd != nil && c.batched(ctx) {
 		return n.batch.Do(ctx, cmd)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/redisopt"
@@ -216,6 +217,11 @@ type Config struct {
 	// DefaultDurableTimeout (1 s), or half of ReadTimeout when that is
 	// shorter (a third with DurableAOF).
 	DurableTimeout time.Duration
+
+	// Cache turns on client-side caching: reads whose context asks for it
+	// (clientcache.WithTTL) are served from replies the server promised to
+	// invalidate, per node (see package clientcache). Nil: no cache.
+	Cache *clientcache.Config
 
 	// AutoPipeline makes the client auto-pipeline its single commands:
 	// commands that concurrent callers run on the same node at the same
@@ -550,6 +556,13 @@ func (o Config) withDefaults() (Config, error) {
 	zero.Default(&o.SentinelPollInterval, DefaultSentinelPollInterval)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Cache != nil {
+		cc := o.Cache.WithDefaults()
+		if cc.HeartbeatTimeout <= cc.Heartbeat {
+			return o, configError("Cache.HeartbeatTimeout", fmt.Sprintf("%v is not above Cache.Heartbeat (%v): every ping would time out before the next", cc.HeartbeatTimeout, cc.Heartbeat))
+		}
+		o.Cache = &cc
 	}
 	return o, nil
 }

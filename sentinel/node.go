@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/cachestore"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
@@ -38,6 +39,9 @@ type node struct {
 	// aofReady); nil until a DurableAOF write asks.
 	aof  atomic.Pointer[aofState]
 	once sync.Once
+	// cache is the node's part of the client-side cache (Config.Cache),
+	// or nil.
+	cache *cachestore.NodeCache
 }
 
 // nodeCounts are the calls a client sent to one address, across the
@@ -68,6 +72,9 @@ func (n *node) retire() {
 
 func (n *node) close() {
 	n.once.Do(func() {
+		if n.cache != nil {
+			n.cache.Close()
+		}
 		_ = n.client.Close()
 		_ = n.ctl.Close()
 	})
@@ -100,6 +107,9 @@ type nodeSet struct {
 	closed bool
 	// wire counts the batches the nodes' Batchers have on the wire.
 	wire routing.WireCount
+	// cache is the client-side cache (Config.Cache) of the topology's
+	// nodes; nil without one, and for the nodes Diagnose makes.
+	cache *cachestore.Cache
 }
 
 func newNodeSet(opts *Config) *nodeSet {
@@ -161,8 +171,24 @@ func (s *nodeSet) get(addr string) *node {
 	for _, fn := range s.onNew {
 		fn(n.client)
 	}
+	if s.cache != nil {
+		// Its tracker connects in the background: the topology goroutine
+		// that makes nodes never waits on the network.
+		n.cache = s.cache.Track(s.opts.nodeOptions(addr, dialer(s.opts)))
+	}
 	s.live[addr] = n
 	return n
+}
+
+// withCache gives the set's nodes the client-side cache of Config.Cache.
+func (s *nodeSet) withCache() {
+	c := s.opts.Cache
+	if c == nil {
+		return
+	}
+	s.cache = cachestore.New(cachestore.Config{MaxBytes: c.MaxBytes, MaxTTL: c.MaxTTL, Prefixes: c.Prefixes,
+		Heartbeat: c.Heartbeat, HeartbeatTimeout: c.HeartbeatTimeout, Classifier: s.opts.Classifier,
+		Logger: s.opts.Logger})
 }
 
 // onNewNode calls fn for every node client, present and future (see
@@ -249,6 +275,9 @@ func (s *nodeSet) closeAll() {
 	for _, n := range all {
 		n.retired.Store(true)
 		n.close()
+	}
+	if s.cache != nil {
+		s.cache.Close()
 	}
 }
 

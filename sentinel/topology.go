@@ -104,6 +104,7 @@ func newTopology(ctx context.Context, opts *Config, log *slog.Logger, emit func(
 		ctx:           ctx,
 	}
 	t.nodes = newNodeSet(opts)
+	t.nodes.withCache()
 	t.sentinels = newSentinelSet(opts)
 	t.snap.Store(&snapshot{superseded: make(chan struct{})})
 	return t

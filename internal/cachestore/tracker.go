@@ -1,4 +1,4 @@
-package clientcache
+package cachestore
 
 import (
 	"context"
@@ -83,18 +83,33 @@ type Tracker struct {
 	// connID is the client id of the invalidation connection go-redis
 	// made last (set by its OnConnect).
 	connID atomic.Int64
+
+	mu  sync.Mutex
+	cur *session // the session being served, for stop
 }
 
 // ErrTrackingUnavailable is returned when a server will not track reads:
 // CLIENT TRACKING unknown (Redis before 6) or refused (ACL).
 var ErrTrackingUnavailable = errors.New("client-side caching: the server does not track reads")
 
-// StartTracker connects the node's invalidation connection, checks that
-// the server tracks reads redirected to it, and keeps it until Close. The
-// first connection is made before it returns (bounded by ctx): an error
-// says why caching cannot work on this node (ErrTrackingUnavailable, or
-// the dial's error).
-func StartTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
+// NewTracker starts keeping the node's invalidation connection, until
+// Close. It returns at once: its goroutine connects (and reconnects after
+// a loss), and the node's entries are served only while a connection
+// holds. Use CheckTracking first to refuse a server that will not track.
+func NewTracker(cfg TrackerConfig) *Tracker {
+	t := newTracker(cfg)
+	t.start(&t.wg)
+	return t
+}
+
+// start runs the tracker's goroutine, counted by wg.
+func (t *Tracker) start(wg *sync.WaitGroup) {
+	safe.Go(wg, func(err error) {
+		t.log.Error("client-side caching: tracker panic", "node", t.cfg.Node.Addr(), "err", err)
+	}, t.run)
+}
+
+func newTracker(cfg TrackerConfig) *Tracker {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
@@ -108,18 +123,26 @@ func StartTracker(ctx context.Context, cfg TrackerConfig) (*Tracker, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	t.ctx, t.cancel = context.WithCancel(context.Background())
-	first, err := t.connect(ctx)
-	if err != nil {
-		t.cancel()
-		return nil, err
+	if t.cfg.Node == nil {
+		t.cfg.Node = NewNode(cfg.Options.Addr)
 	}
-	safe.Go(&t.wg, func(err error) {
-		t.log.Error("client-side caching: tracker panic", "node", cfg.Node.Addr(), "err", err)
-	}, func() {
-		t.run(first)
-	})
-	return t, nil
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	return t
+}
+
+// CheckTracking makes one invalidation connection to the server of opts
+// and closes it: an error says why caching cannot work there
+// (ErrTrackingUnavailable: CLIENT TRACKING unknown or refused; or the
+// dial's error). Bounded by ctx.
+func CheckTracking(ctx context.Context, opts *redis.Options, prefixes []string) error {
+	t := newTracker(TrackerConfig{Options: opts, Prefixes: prefixes})
+	defer t.cancel()
+	s, err := t.connect(ctx)
+	if err != nil {
+		return err
+	}
+	s.close()
+	return nil
 }
 
 // Tracks reports whether the tracker's invalidations cover key.
@@ -135,12 +158,23 @@ func (t *Tracker) Tracks(key string) bool {
 	return false
 }
 
-// Close stops the tracker: the node's entries stop being served, its
-// connections close.
+// Close stops the tracker and waits for its goroutine: the node's entries
+// stop being served, its connection closes.
 func (t *Tracker) Close() error {
-	t.cancel()
+	t.stop()
 	t.wg.Wait()
 	return nil
+}
+
+// stop tells the tracker's goroutine to end, and closes its connection so
+// that a read in progress returns now.
+func (t *Tracker) stop() {
+	t.cancel()
+	t.mu.Lock()
+	if t.cur != nil {
+		_ = t.cur.ps.Close()
+	}
+	t.mu.Unlock()
 }
 
 // session is one invalidation connection.
@@ -205,12 +239,44 @@ func isTrackingRefused(err error) bool {
 		strings.HasPrefix(msg, "ERR syntax") || strings.HasPrefix(msg, "NOPERM")
 }
 
-// run owns the sessions: it starts each one's epoch, applies its
-// invalidations, pings it, and on loss ends the node's epoch and makes
-// the next.
-func (t *Tracker) run(s *session) {
+// run owns the sessions: it makes each one, starts its epoch, serves it,
+// and on its loss ends the node's epoch and makes the next.
+func (t *Tracker) run() {
 	node := t.cfg.Node
+	failures := 0
 	for {
+		ctx, cancel := context.WithTimeout(t.ctx, t.cfg.HeartbeatTimeout+t.cfg.Options.DialTimeout+t.cfg.Options.ReadTimeout)
+		s, err := t.connect(ctx)
+		cancel()
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return
+			}
+			// Once a run of failures: a node that stays down must not
+			// fill the log.
+			failures++
+			if failures == 1 {
+				level := slog.LevelWarn
+				if errors.Is(err, ErrTrackingUnavailable) {
+					level = slog.LevelError // not a fault that passes: caching is off on this node
+				}
+				t.log.Log(t.ctx, level, "client-side caching: no tracking connection; the node's reads are not cached", "node", node.Addr(), "err", err)
+			}
+			select {
+			case <-t.ctx.Done():
+				return
+			case <-time.After(t.cfg.RedialBackoff):
+			}
+			continue
+		}
+		failures = 0
+		t.mu.Lock()
+		t.cur = s
+		t.mu.Unlock()
+		if t.ctx.Err() != nil { // stopped before t.cur was set
+			s.close()
+			return
+		}
 		// A new epoch for the new connection: a read reserved while
 		// there was none may have missed an invalidation, and its fill
 		// must find its epoch ended.
@@ -220,6 +286,9 @@ func (t *Tracker) run(s *session) {
 		cause, err := t.serve(s)
 		node.unconfirm()
 		node.Flush(time.Now())
+		t.mu.Lock()
+		t.cur = nil
+		t.mu.Unlock()
 		s.close()
 		if t.cfg.OnFlush != nil {
 			t.cfg.OnFlush(cause)
@@ -228,23 +297,10 @@ func (t *Tracker) run(s *session) {
 			return
 		}
 		t.log.Warn("client-side caching: tracking lost; the node's entries are not served", "node", node.Addr(), "cause", string(cause), "err", err)
-		for {
-			select {
-			case <-t.ctx.Done():
-				return
-			case <-time.After(t.cfg.RedialBackoff):
-			}
-			ctx, cancel := context.WithTimeout(t.ctx, t.cfg.HeartbeatTimeout+t.cfg.Options.DialTimeout+t.cfg.Options.ReadTimeout)
-			next, err := t.connect(ctx)
-			cancel()
-			if err == nil {
-				s = next
-				break
-			}
-			if t.ctx.Err() != nil {
-				return
-			}
-			t.log.Warn("client-side caching: tracking not restored", "node", node.Addr(), "err", err)
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-time.After(t.cfg.RedialBackoff):
 		}
 	}
 }

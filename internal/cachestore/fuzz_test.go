@@ -1,4 +1,4 @@
-package clientcache
+package cachestore
 
 import (
 	"testing"

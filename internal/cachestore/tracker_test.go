@@ -1,4 +1,4 @@
-package clientcache
+package cachestore
 
 import (
 	"context"
@@ -46,11 +46,9 @@ func TestTracker(t *testing.T) {
 	store := NewStore(1<<20, time.Hour)
 	node := NewNode(ln.Addr())
 	var fl testkit.Recorder[FlushCause]
-	tr, err := StartTracker(ctx, TrackerConfig{Options: ln.Options(), Store: store, Node: node, OnFlush: fl.Add, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := NewTracker(TrackerConfig{Options: ln.Options(), Store: store, Node: node, OnFlush: fl.Add, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	defer tr.Close()
+	testkit.WaitFor(t, 5*time.Second, "the tracking connection", func() bool { return node.Confirmed(time.Now()) })
 
 	// cacheKey writes v to key (through another client, as another
 	// process would) and reads it until it is a hit of v: until the
@@ -170,11 +168,14 @@ func TestTrackerRefused(t *testing.T) {
 	}
 	opt := ln.Options()
 	opt.Username, opt.Password = "notrack", "pw"
-	_, err := StartTracker(ctx, TrackerConfig{Options: opt, Store: NewStore(1<<20, time.Hour), Node: NewNode(ln.Addr())})
+	err := CheckTracking(ctx, opt, nil)
 	if !errors.Is(err, ErrTrackingUnavailable) {
-		t.Fatalf("StartTracker with CLIENT TRACKING forbidden: %v, want ErrTrackingUnavailable", err)
+		t.Fatalf("CheckTracking with CLIENT TRACKING forbidden: %v, want ErrTrackingUnavailable", err)
 	}
 	t.Log(err)
+	if err := CheckTracking(ctx, ln.Options(), []string{"a:", "b:"}); err != nil {
+		t.Fatalf("CheckTracking as the default user: %v", err)
+	}
 }
 
 // testWriter logs through t.

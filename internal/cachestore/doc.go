@@ -1,4 +1,4 @@
-// Package clientcache is the machinery of rediskit's server-assisted
+// Package cachestore is the machinery of rediskit's server-assisted
 // client-side cache, under every topology: a Store of cached replies per
 // node and key, bounded in bytes, and a Tracker per node that keeps the
 // server's promise to send invalidations and says, at every moment,
@@ -80,4 +80,4 @@
 // MaxStale, the age counted from the last moment the entry was known
 // current (the end of its epoch, or the node's last confirmation), and
 // tells the caller it did.
-package clientcache
+package cachestore

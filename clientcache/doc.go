@@ -1,0 +1,44 @@
+// Package clientcache configures rediskit's server-assisted client-side
+// cache: reads served in process, from replies the server promised to
+// invalidate, and never served once that promise may have lapsed.
+//
+// Turn it on in a client's config (sentinel.Config.Cache, which also
+// covers a standalone server) and ask for it per read with WithTTL:
+//
+//	c, err := sentinel.NewClient(sentinel.Config{..., Cache: &clientcache.Config{MaxBytes: 256 << 20}})
+//	v, err := c.Get(clientcache.WithTTL(ctx, time.Minute), "user:42").Result()
+//
+// # What is cached
+//
+// Reads of one key whose reply depends only on the key's value, and that
+// the command table says are read-only: GET, GETRANGE, STRLEN, EXISTS
+// (one key), TYPE, GETBIT, BITCOUNT, BITPOS; HGET, HMGET, HGETALL,
+// HEXISTS, HLEN, HSTRLEN, HKEYS, HVALS; LINDEX, LLEN, LRANGE, LPOS;
+// SMEMBERS, SISMEMBER, SMISMEMBER, SCARD; ZCARD, ZCOUNT, ZLEXCOUNT, ZSCORE,
+// ZMSCORE, ZRANK, ZREVRANK, ZRANGE and its BYSCORE / BYLEX / REV forms. A
+// missing key's reply (redis.Nil) is cached too. Not cached: replies that
+// change without a write (TTL, PTTL, OBJECT), random ones (SRANDMEMBER,
+// HRANDFIELD), multi-key reads (MGET), pipelines and transactions, and any
+// write. An entry is kept per node and per command shape: GET k and
+// STRLEN k are two entries, both ended by one invalidation of k.
+//
+// # When an entry is served
+//
+// Each node the client reads from has one tracking connection (CLIENT
+// TRACKING in broadcast mode, the invalidations redirected to itself), and
+// an entry is served only while the connection it was filled under holds
+// and has answered a ping within HeartbeatTimeout. So:
+//
+//   - a write by anyone ends the key's entries when its invalidation
+//     arrives, in the same event-loop turn as the write's reply on the
+//     server; a read in flight when it arrives is not cached;
+//   - the tracking connection lost (killed, the server restarted) ends
+//     every entry of the node at once; silent (a partition), within
+//     HeartbeatTimeout of its last answered ping;
+//   - a Sentinel switch moves reads to another node, whose entries are its
+//     own: what the old master served is not served for the new one;
+//   - FLUSHALL and FLUSHDB end every entry of the node.
+//
+// A server that cannot track (Redis before 6, CLIENT TRACKING forbidden by
+// the ACL) makes the client's constructor fail with ErrTrackingUnavailable.
+package clientcache

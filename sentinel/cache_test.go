@@ -1,0 +1,175 @@
+package sentinel
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/clientcache"
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
+)
+
+// TestCache reads through the client-side cache on a Sentinel lab: a
+// repeated read is served without reaching the master, another client's
+// write ends it, a failover moves reads to the new master's own entries
+// (what the old master served is never served for it), and a read
+// without WithTTL is never cached.
+func TestCache(t *testing.T) {
+	ctx := testkit.Context(t, 90*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	c, _ := newTestClient(t, l, func(cfg *Config) { cfg.Cache = &clientcache.Config{} })
+	cached := clientcache.WithTTL(ctx, time.Minute)
+	other := l.Node(0).NewClient()
+	defer other.Close()
+
+	master, err := l.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Served from the cache: the master sees the first GET only.
+	if err := c.Set(ctx, "k", "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "a cached read", func() bool {
+		before := calls(t, master, "get")
+		v, err := c.Get(cached, "k").Result()
+		if err != nil || v != "v1" {
+			t.Fatalf("GET k: %q %v", v, err)
+		}
+		return calls(t, master, "get") == before
+	})
+	for range 10 {
+		if v, err := c.Get(cached, "k").Result(); err != nil || v != "v1" {
+			t.Fatalf("GET k: %q %v", v, err)
+		}
+	}
+	// A missing key's nil is cached too, and typed as redis.Nil.
+	for range 3 {
+		if err := c.Get(cached, "missing").Err(); err != redis.Nil { //nolint:errorlint // go-redis's own sentinel value
+			t.Fatalf("GET missing: %v, want redis.Nil", err)
+		}
+	}
+	// Without WithTTL a read goes to the server.
+	before := calls(t, master, "get")
+	if err := c.Get(ctx, "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls(t, master, "get"); got != before+1 {
+		t.Fatalf("an uncached GET ran %d times on the master, want 1", got-before)
+	}
+
+	// Another client's write ends the entry.
+	if err := other.Set(ctx, "k", "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the invalidation", func() bool {
+		v, err := c.Get(cached, "k").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v == "v2"
+	})
+
+	// A failover: the new master's entries are its own.
+	for _, key := range []string{"a", "b", "c"} {
+		if err := c.Set(ctx, key, "old", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitFor(t, 10*time.Second, "replication of "+key, func() bool {
+			return l.Node(1).Do(ctx, "GET", key).Val() == "old"
+		})
+		if err := c.Get(cached, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := l.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the client on the new master", func() bool {
+		return c.Stats().Master == res.NewMaster.Addr()
+	})
+	// Written on the new master by another client: the client must read
+	// it, not what the old master served.
+	nm := res.NewMaster.NewClient()
+	defer nm.Close()
+	for _, key := range []string{"a", "b", "c"} {
+		if err := nm.Set(ctx, key, "new", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Get(cached, key).Result(); err != nil || v != "new" {
+			t.Fatalf("after the failover, GET %s: %q %v, want new", key, v, err)
+		}
+	}
+}
+
+// TestCacheTrackingRefused: a server that will not track (the ACL forbids
+// CLIENT TRACKING) leaves reads uncached, correct, and says so in the log
+// at error level.
+func TestCacheTrackingRefused(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Standalone())
+	admin := l.Node(0).NewClient()
+	defer admin.Close()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "notrack", "on", ">pw", "~*", "+@all", "-client|tracking").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var logs testkit.Buffer
+	c, err := NewClient(Config{Primary: l.Node(0).Addr(), Username: "notrack", Password: "pw",
+		Cache: &clientcache.Config{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cached := clientcache.WithTTL(ctx, time.Minute)
+	if err := admin.Set(ctx, "k", "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the refusal in the log", func() bool {
+		if v, err := c.Get(cached, "k").Result(); err != nil || v != "v1" {
+			t.Fatalf("GET k: %q %v", v, err)
+		}
+		return strings.Contains(logs.String(), "reads are not cached")
+	})
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "NOPERM") {
+		t.Fatalf("the log does not say why at error level:\n%s", logs.String())
+	}
+	before := calls(t, l.Node(0), "get")
+	for range 5 {
+		if err := c.Get(cached, "k").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := calls(t, l.Node(0), "get") - before; got != 5 {
+		t.Fatalf("%d of 5 GETs reached the server; with tracking refused every one must", got)
+	}
+	if err := admin.Set(ctx, "k", "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Get(cached, "k").Result(); v != "v2" {
+		t.Fatalf("GET k after a write: %q, want v2", v)
+	}
+}
+
+// TestCacheConfig: a heartbeat timeout that cannot outlast the heartbeat
+// is refused with the field named.
+func TestCacheConfig(t *testing.T) {
+	_, err := NewClient(Config{Primary: "127.0.0.1:1", Cache: &clientcache.Config{Heartbeat: time.Second, HeartbeatTimeout: time.Second}})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Cache.HeartbeatTimeout" {
+		t.Fatalf("NewClient: %v, want a ConfigError on Cache.HeartbeatTimeout", err)
+	}
+	c, err := NewClient(Config{Primary: "127.0.0.1:1", Cache: &clientcache.Config{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.opts.Cache; got.MaxBytes != clientcache.DefaultMaxBytes || got.MaxTTL != clientcache.DefaultMaxTTL {
+		t.Fatalf("defaults: %+v", got)
+	}
+	_ = c.Close()
+}
