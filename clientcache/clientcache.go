@@ -2,13 +2,14 @@ package clientcache
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
-
-	"github.com/rediskit/rediskit/internal/cachestore"
 )
 
-// Config turns on client-side caching for a client (sentinel.Config.Cache).
-// Only reads whose context asks for it (WithTTL) are cached.
+// Config turns on client-side caching for a client (sentinel.Config.Cache,
+// cluster.Config.Cache). Only reads whose context asks for it (WithTTL)
+// are cached.
 type Config struct {
 	// MaxBytes bounds the memory the cache holds (keys, replies and a
 	// fixed overhead an entry, estimated); the least recently used entries
@@ -32,17 +33,20 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultMaxBytes         = 64 << 20
-	DefaultMaxTTL           = 10 * time.Minute
-	DefaultHeartbeat        = cachestore.DefaultHeartbeat
-	DefaultHeartbeatTimeout = cachestore.DefaultHeartbeatTimeout
+	DefaultMaxBytes = 64 << 20
+	DefaultMaxTTL   = 10 * time.Minute
+	// DefaultHeartbeat: ten pings a second a node, each a few bytes.
+	DefaultHeartbeat = 100 * time.Millisecond
+	// DefaultHeartbeatTimeout: a reply may be late by two heartbeats on a
+	// busy machine before the node's entries stop being served.
+	DefaultHeartbeatTimeout = 300 * time.Millisecond
 )
 
-// ErrTrackingUnavailable is returned by a client's constructor when the
-// server will not track reads for the cache (CLIENT TRACKING unknown, as
-// on Redis before 6, or forbidden by the ACL): caching is refused at
-// start, never silently off.
-var ErrTrackingUnavailable = cachestore.ErrTrackingUnavailable
+// ErrTrackingUnavailable is the error of a server that will not track
+// reads for the cache (CLIENT TRACKING unknown, as on Redis before 6, or
+// forbidden by the ACL). The client's reads on that node are not cached,
+// and it logs this error at error level: caching is never silently off.
+var ErrTrackingUnavailable = errors.New("client-side caching: the server does not track reads")
 
 // WithDefaults returns c with its zero fields set to the defaults.
 func (c Config) WithDefaults() Config {
@@ -59,6 +63,15 @@ func (c Config) WithDefaults() Config {
 		c.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
 	return c
+}
+
+// Check returns the field of c (with its defaults) that cannot be used,
+// and why; "" when every field can.
+func (c Config) Check() (field, problem string) {
+	if c.HeartbeatTimeout <= c.Heartbeat {
+		return "HeartbeatTimeout", fmt.Sprintf("%v is not above Heartbeat (%v): every ping would time out before the next", c.HeartbeatTimeout, c.Heartbeat)
+	}
+	return "", ""
 }
 
 type ttlKey struct{}

@@ -3,7 +3,8 @@
 // invalidate, and never served once that promise may have lapsed.
 //
 // Turn it on in a client's config (sentinel.Config.Cache, which also
-// covers a standalone server) and ask for it per read with WithTTL:
+// covers a standalone server; cluster.Config.Cache) and ask for it per
+// read with WithTTL:
 //
 //	c, err := sentinel.NewClient(sentinel.Config{..., Cache: &clientcache.Config{MaxBytes: 256 << 20}})
 //	v, err := c.Get(clientcache.WithTTL(ctx, time.Minute), "user:42").Result()
@@ -35,8 +36,13 @@
 //   - the tracking connection lost (killed, the server restarted) ends
 //     every entry of the node at once; silent (a partition), within
 //     HeartbeatTimeout of its last answered ping;
-//   - a Sentinel switch moves reads to another node, whose entries are its
-//     own: what the old master served is not served for the new one;
+//   - a Sentinel switch, a cluster shard's failover or a slot migration
+//     moves reads to another node, whose entries are its own; the node
+//     that lost the master role or the slots has its entries ended as
+//     soon as the client sees the change (Sentinel's +switch-master, the
+//     cluster's next slot map). Until then a demoted master, now a replica
+//     of the new one, invalidates as it applies the new master's writes:
+//     its entries lag the new master by its replication delay, no more;
 //   - FLUSHALL and FLUSHDB end every entry of the node.
 //
 // A server that cannot track (Redis before 6, CLIENT TRACKING forbidden by

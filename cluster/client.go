@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/internal/cachestore"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
@@ -118,6 +119,9 @@ func NewClient(opts Config) (*Client, error) {
 	}
 	c := &Client{opts: o, classifier: classify.New()}
 	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}, blocking: c.classifier.Blocking}
+	if o.Cache != nil {
+		c.nodes.cache = cachestore.New(*o.Cache, c.classifier, o.Logger)
+	}
 	c.topo = newTopology(&c.opts, c.nodes)
 	c.pubsub = newPubsubRouter(c)
 	c.durableW = newDurableWatch(c)
@@ -525,16 +529,26 @@ func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err e
 func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, asking, write bool) error {
 	n.count(write)
 	if !asking {
-		if c.opts.AutoPipeline || routing.Batching(ctx) {
-			return n.batch.Do(ctx, cmd)
+		if n.cache != nil {
+			// An asked-for slot is moving: its reads are not cached.
+			return n.cache.Run(ctx, cmd, func() error { return c.sendOn(ctx, n.client, n.batch, cmd) })
 		}
-		return n.client.Process(ctx, cmd)
+		return c.sendOn(ctx, n.client, n.batch, cmd)
 	}
 	_, _ = n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Do(ctx, "ASKING")
 		return p.Process(ctx, cmd)
 	})
 	return cmd.Err()
+}
+
+// sendOn sends cmd on a node's pool, or its Batcher when auto-pipelined
+// (Config.AutoPipeline, or from one of the client's auto-pipeliners).
+func (c *Client) sendOn(ctx context.Context, pool *redis.Client, batch *routing.Batcher, cmd redis.Cmder) error {
+	if c.opts.AutoPipeline || routing.Batching(ctx) {
+		return batch.Do(ctx, cmd)
+	}
+	return pool.Process(ctx, cmd)
 }
 
 // waitChange waits until the snapshot is replaced, until, or ctx ends.

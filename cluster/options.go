@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
@@ -81,6 +82,12 @@ type Config struct {
 	// LOADING, a dial failure) are retried until WriteHoldTimeout instead.
 	// Default DefaultMaxRedirects.
 	MaxRedirects int
+
+	// Cache turns on client-side caching: reads whose context asks for it
+	// (clientcache.WithTTL) are served from replies the server promised to
+	// invalidate, per node, masters and the replicas reads go to (see
+	// package clientcache). Nil: no cache.
+	Cache *clientcache.Config
 
 	// AutoPipeline makes the client auto-pipeline its single commands:
 	// those that concurrent callers send to the same node while a batch
@@ -254,6 +261,13 @@ func (o Config) withDefaults() (Config, error) {
 	}
 	if err := o.checkReadFrom(); err != nil {
 		return o, err
+	}
+	if o.Cache != nil {
+		cc := o.Cache.WithDefaults()
+		if field, problem := cc.Check(); field != "" {
+			return o, configError("Cache."+field, problem)
+		}
+		o.Cache = &cc
 	}
 	return o, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/cachestore"
 	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/routing"
@@ -133,6 +134,9 @@ type reader struct {
 	retired  atomic.Bool
 	once     sync.Once
 	owner    *callerClients // forgets client when it closes
+	// cache is the replica node's part of the client-side cache (its
+	// node's: the node's tracker outlives the reader), or nil.
+	cache *cachestore.NodeCache
 }
 
 func (r *reader) release() {
@@ -179,6 +183,7 @@ func (ns *nodeSet) acquireReader(n *node) *reader {
 		r := n.rd.Load()
 		if r == nil {
 			r = ns.newReader(n.addr)
+			r.cache = n.cache
 			if !n.rd.CompareAndSwap(nil, r) {
 				r.close()
 				continue
@@ -440,10 +445,10 @@ func (c *Client) sendAttempt(ctx context.Context, n *node, cmd redis.Cmder, a *a
 	a.rd, a.done = nil, nil
 	n.count(false)
 	var err error
-	if c.opts.AutoPipeline || routing.Batching(ctx) {
-		err = rd.batch.Do(ctx, cmd)
+	if rd.cache != nil {
+		err = rd.cache.Run(ctx, cmd, func() error { return c.sendOn(ctx, rd.client, rd.batch, cmd) })
 	} else {
-		err = rd.client.Process(ctx, cmd)
+		err = c.sendOn(ctx, rd.client, rd.batch, cmd)
 	}
 	rd.release()
 	if done != nil {

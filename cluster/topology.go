@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/cachestore"
 	"github.com/rediskit/rediskit/internal/eventq"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/isolation"
@@ -38,6 +39,10 @@ type node struct {
 	// rd is the client of the reads sent to the node as a replica
 	// (READONLY connections; see readfrom.go), nil until the first.
 	rd atomic.Pointer[reader]
+	// cache is the node's part of the client-side cache (Config.Cache),
+	// or nil: one tracker a node, whether it is read as a master or as a
+	// replica.
+	cache *cachestore.NodeCache
 }
 
 // count counts a command sent to the node.
@@ -122,6 +127,8 @@ type nodeSet struct {
 	// blocking tells the Batchers the commands they must not batch (the
 	// client's classifier's Blocking).
 	blocking func(redis.Cmder) bool
+	// cache is the client-side cache (Config.Cache), or nil.
+	cache *cachestore.Cache
 }
 
 // maxNodes bounds the node clients a client makes: a cluster has at most
@@ -149,6 +156,10 @@ func (ns *nodeSet) get(addr string) *node {
 	if ns.closed {
 		_ = n.client.Close() // calls on it fail with redis.ErrClosed
 		_ = n.ctl.Close()
+	} else if ns.cache != nil {
+		// Its tracker connects in the background: nothing here waits on
+		// the network.
+		n.cache = ns.cache.Track(ns.opts.nodeOptions(addr))
 	}
 	ns.live[addr] = n
 	ns.byID = append(ns.byID, n)
@@ -186,6 +197,12 @@ func (ns *nodeSet) close() error {
 		if r := n.rd.Swap(nil); r != nil {
 			r.close()
 		}
+		if n.cache != nil {
+			n.cache.Close()
+		}
+	}
+	if ns.cache != nil {
+		ns.cache.Close()
 	}
 	return errors.Join(errs...)
 }
@@ -668,6 +685,35 @@ func (s *snapshot) move(slot int, target *node) {
 func (t *topology) publish(next *snapshot) {
 	prev := t.snap.Swap(next)
 	close(prev.next)
+	if t.nodes.cache != nil {
+		for n := range lostSlots(prev, next) {
+			n.cache.Flush()
+		}
+	}
+}
+
+// lostSlots are the nodes that served a slot in prev, as its master or as
+// one of its replicas, and no longer do in next (the slot migrated, the
+// shard failed over, the replica left): their cached entries may be of
+// keys another node now answers for, so the client stops serving them (a
+// cache hit never meets the MOVED that would have said so).
+func lostSlots(prev, next *snapshot) map[*node]bool {
+	lost := map[*node]bool{}
+	for slot, p := range &prev.slots {
+		if p == nil {
+			continue
+		}
+		n := next.slots[slot]
+		if n == nil || n.master != p.master {
+			lost[p.master] = true
+		}
+		for _, r := range p.replicas {
+			if n == nil || (n.master != r && !slices.Contains(n.replicas, r)) {
+				lost[r] = true
+			}
+		}
+	}
+	return lost
 }
 
 // ready returns the first snapshot with a map, waiting for it within ctx.

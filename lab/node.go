@@ -310,3 +310,19 @@ func confQuote(v string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// Calls is how many times the node ran cmd (lower case, "get"; INFO
+// commandstats), since it started or its stats were reset.
+func (n *Node) Calls(ctx context.Context, cmd string) (int, error) {
+	s, err := n.Do(ctx, "INFO", "commandstats").Text()
+	if err != nil {
+		return 0, err
+	}
+	prefix := "cmdstat_" + cmd + ":calls="
+	for line := range strings.SplitSeq(s, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		}
+	}
+	return 0, nil
+}

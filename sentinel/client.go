@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
-	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/eventq"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/logdedup"
@@ -237,6 +236,12 @@ func (c *Client) installed(cur, next *snapshot, keep map[string]bool) {
 	masterChanged := cur.masterAddr() != next.masterAddr()
 	if masterChanged && cur.master != nil {
 		c.unblockWaiting(cur.master)
+		if cur.master.cache != nil {
+			// The old master is being demoted: what it cached as the
+			// master is not served for the new one's keys (a replica read
+			// there caches afresh).
+			cur.master.cache.Flush()
+		}
 	}
 	if masterChanged {
 		c.pubsub.masterChanged(next.masterAddr())
@@ -535,9 +540,7 @@ func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []red
 		return routing.Run(ctx, n.ctl, cmd, cmds)
 	}
 	if cmd != nil && n.cache != nil {
-		if ttl, ok := clientcache.TTL(ctx); ok {
-			return n.cache.Do(cmd, ttl, func() error { return c.send(ctx, n, cmd, nil) })
-		}
+		return n.cache.Run(ctx, cmd, func() error { return c.send(ctx, n, cmd, nil) })
 	}
 	return c.send(ctx, n, cmd, cmds)
 }

@@ -559,8 +559,8 @@ func (o Config) withDefaults() (Config, error) {
 	}
 	if o.Cache != nil {
 		cc := o.Cache.WithDefaults()
-		if cc.HeartbeatTimeout <= cc.Heartbeat {
-			return o, configError("Cache.HeartbeatTimeout", fmt.Sprintf("%v is not above Cache.Heartbeat (%v): every ping would time out before the next", cc.HeartbeatTimeout, cc.Heartbeat))
+		if field, problem := cc.Check(); field != "" {
+			return o, configError("Cache."+field, problem)
 		}
 		o.Cache = &cc
 	}

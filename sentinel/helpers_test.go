@@ -2,8 +2,6 @@ package sentinel
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,16 +91,9 @@ func newTestClient(t *testing.T, l *lab.Lab, mod func(*Config)) (*Client, *event
 // calls reads how many times cmd ran on the node (INFO commandstats).
 func calls(t *testing.T, n *lab.Node, cmd string) int {
 	t.Helper()
-	s, err := n.Do(context.Background(), "INFO", "commandstats").Text()
+	v, err := n.Calls(context.Background(), cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := "cmdstat_" + cmd + ":calls="
-	for line := range strings.SplitSeq(s, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
-			v, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-			return v
-		}
-	}
-	return 0
+	return v
 }

@@ -186,9 +186,7 @@ func (s *nodeSet) withCache() {
 	if c == nil {
 		return
 	}
-	s.cache = cachestore.New(cachestore.Config{MaxBytes: c.MaxBytes, MaxTTL: c.MaxTTL, Prefixes: c.Prefixes,
-		Heartbeat: c.Heartbeat, HeartbeatTimeout: c.HeartbeatTimeout, Classifier: s.opts.Classifier,
-		Logger: s.opts.Logger})
+	s.cache = cachestore.New(*c, s.opts.Classifier, s.opts.Logger)
 }
 
 // onNewNode calls fn for every node client, present and future (see

@@ -5,39 +5,36 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/clientcache"
 )
-
-// Config is a client's cache, as the client's own config gives it.
-type Config struct {
-	MaxBytes         int64
-	MaxTTL           time.Duration
-	Prefixes         []string
-	Heartbeat        time.Duration
-	HeartbeatTimeout time.Duration
-	Classifier       *classify.Classifier
-	Logger           *slog.Logger
-}
 
 // Cache is one client's cache: one store for all its nodes, and a
 // tracker for each node it reads from through the cache.
 type Cache struct {
-	cfg   Config
+	cfg   clientcache.Config
+	cl    *classify.Classifier
+	log   *slog.Logger
 	store *Store
-	// trackers are every node's tracker goroutine, Close waits for them.
+	// trackers are every node's tracker goroutine, Close waits for them;
+	// mu orders their starts before the wait.
+	mu       sync.Mutex
 	trackers sync.WaitGroup
 }
 
-// New returns a client's cache.
-func New(cfg Config) *Cache {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+// New returns a client's cache of cfg (with its defaults), which caches
+// the commands cl says are read-only (see Cacheable), and logs to log.
+func New(cfg clientcache.Config, cl *classify.Classifier, log *slog.Logger) *Cache {
+	cfg = cfg.WithDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{cfg: cfg, store: NewStore(cfg.MaxBytes, cfg.MaxTTL)}
+	return &Cache{cfg: cfg, cl: cl, log: log, store: NewStore(cfg.MaxBytes, cfg.MaxTTL)}
 }
 
 // Store is the cache's store.
@@ -48,30 +45,53 @@ func (c *Cache) Check(ctx context.Context, opts *redis.Options) error {
 	return CheckTracking(ctx, opts, c.cfg.Prefixes)
 }
 
-// Track starts caching the node of opts: its tracker connects in the
-// background, and its reads are cached once it has.
+// Track prepares caching the node of opts: its tracker connects in the
+// background on the node's first cached read (a node the client never
+// reads through the cache costs no connection), and its reads are cached
+// once it has.
 func (c *Cache) Track(opts *redis.Options) *NodeCache {
 	node := NewNode(opts.Addr)
 	t := newTracker(TrackerConfig{
 		Options: opts, Store: c.store, Node: node, Prefixes: c.cfg.Prefixes,
-		Heartbeat: c.cfg.Heartbeat, HeartbeatTimeout: c.cfg.HeartbeatTimeout, Logger: c.cfg.Logger,
+		Heartbeat: c.cfg.Heartbeat, HeartbeatTimeout: c.cfg.HeartbeatTimeout, Logger: c.log,
 	})
-	t.start(&c.trackers)
 	return &NodeCache{c: c, node: node, tracker: t}
 }
 
 // Close waits for the trackers of the nodes closed (NodeCache.Close).
-func (c *Cache) Close() { c.trackers.Wait() }
+func (c *Cache) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.trackers.Wait()
+}
 
 // NodeCache is a cache's part for one node.
 type NodeCache struct {
 	c       *Cache
 	node    *Node
 	tracker *Tracker
+	started atomic.Bool
+	once    sync.Once
+}
+
+// start runs the node's tracker, once.
+func (n *NodeCache) start() {
+	n.once.Do(func() {
+		n.c.mu.Lock()
+		defer n.c.mu.Unlock()
+		if n.tracker.ctx.Err() == nil { // not closed before its first read
+			n.tracker.start(&n.c.trackers)
+		}
+		n.started.Store(true)
+	})
 }
 
 // Node is the store's part for the node.
 func (n *NodeCache) Node() *Node { return n.node }
+
+// Flush stops serving the node's entries (a role or slots the client saw
+// it lose): reads of it are cached afresh.
+func (n *NodeCache) Flush() { n.node.Flush(time.Now()) }
 
 // Close stops the node's tracker and frees its entries (a node the client
 // no longer uses). It does not wait for the tracker's goroutine to end:
@@ -81,12 +101,27 @@ func (n *NodeCache) Close() {
 	n.c.store.Purge(n.node)
 }
 
+// Run is how a client sends a single command to the node: through the
+// cache (Do) when the node has one and ctx asks for it (clientcache.WithTTL), else
+// straight with send. n may be nil (no cache).
+func (n *NodeCache) Run(ctx context.Context, cmd redis.Cmder, send func() error) error {
+	if n != nil {
+		if ttl, ok := clientcache.TTL(ctx); ok {
+			if !n.started.Load() {
+				n.start()
+			}
+			return n.Do(cmd, ttl, send)
+		}
+	}
+	return send()
+}
+
 // Do runs a read through the cache: a hit sets cmd's reply and returns
 // without sending; otherwise send runs it (on this node) and its reply is
 // cached for at most ttl, unless an invalidation of its key came first. A
 // command that cannot be cached (see Cacheable) is only sent.
 func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) error {
-	key, sub, ok := Cacheable(n.c.cfg.Classifier, cmd)
+	key, sub, ok := Cacheable(n.c.cl, cmd)
 	if !ok || !n.tracker.Tracks(key) {
 		return send()
 	}

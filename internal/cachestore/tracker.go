@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
@@ -19,19 +20,9 @@ import (
 // invalidations (RESP2).
 const InvalidationChannel = "__redis__:invalidate"
 
-// Defaults of TrackerConfig.
-const (
-	// DefaultHeartbeat is how often an idle invalidation connection is
-	// pinged. Its entries are served only while a reply came within
-	// DefaultHeartbeatTimeout: a connection that stalls (a partition, a
-	// black hole) stops its node's hits within that time.
-	DefaultHeartbeat = 100 * time.Millisecond
-	// DefaultHeartbeatTimeout: see DefaultHeartbeat.
-	DefaultHeartbeatTimeout = 300 * time.Millisecond
-	// DefaultRedialBackoff is the wait before dialling again after the
-	// invalidation connection was lost or could not be made.
-	DefaultRedialBackoff = 100 * time.Millisecond
-)
+// DefaultRedialBackoff is the wait before dialling again after the
+// invalidation connection was lost or could not be made.
+const DefaultRedialBackoff = 100 * time.Millisecond
 
 // TrackerConfig configures a Tracker.
 type TrackerConfig struct {
@@ -45,8 +36,9 @@ type TrackerConfig struct {
 	Prefixes []string
 	Store    *Store
 	Node     *Node
-	// Heartbeat, HeartbeatTimeout, RedialBackoff: defaults
-	// DefaultHeartbeat, DefaultHeartbeatTimeout, DefaultRedialBackoff.
+	// Heartbeat, HeartbeatTimeout (see clientcache.Config), RedialBackoff:
+	// defaults clientcache.DefaultHeartbeat,
+	// clientcache.DefaultHeartbeatTimeout, DefaultRedialBackoff.
 	Heartbeat, HeartbeatTimeout, RedialBackoff time.Duration
 	// Logger receives the tracker's changes of state. Default: discard.
 	Logger *slog.Logger
@@ -88,9 +80,8 @@ type Tracker struct {
 	cur *session // the session being served, for stop
 }
 
-// ErrTrackingUnavailable is returned when a server will not track reads:
-// CLIENT TRACKING unknown (Redis before 6) or refused (ACL).
-var ErrTrackingUnavailable = errors.New("client-side caching: the server does not track reads")
+// ErrTrackingUnavailable is clientcache.ErrTrackingUnavailable.
+var ErrTrackingUnavailable = clientcache.ErrTrackingUnavailable
 
 // NewTracker starts keeping the node's invalidation connection, until
 // Close. It returns at once: its goroutine connects (and reconnects after
@@ -111,10 +102,10 @@ func (t *Tracker) start(wg *sync.WaitGroup) {
 
 func newTracker(cfg TrackerConfig) *Tracker {
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = DefaultHeartbeat
+		cfg.Heartbeat = clientcache.DefaultHeartbeat
 	}
 	if cfg.HeartbeatTimeout <= 0 {
-		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+		cfg.HeartbeatTimeout = clientcache.DefaultHeartbeatTimeout
 	}
 	if cfg.RedialBackoff <= 0 {
 		cfg.RedialBackoff = DefaultRedialBackoff

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
@@ -114,9 +115,9 @@ func TestTracker(t *testing.T) {
 			// The bound, whatever the scheduling: no PING sent after the
 			// hole opened is answered, so the entry is not served from
 			// HeartbeatTimeout after it on.
-			bound := holed.Add(DefaultHeartbeatTimeout)
+			bound := holed.Add(clientcache.DefaultHeartbeatTimeout)
 			if _, ok := store.Get(node, "k", "GET", bound); ok {
-				t.Fatalf("the entry would be served %v after the black hole", DefaultHeartbeatTimeout)
+				t.Fatalf("the entry would be served %v after the black hole", clientcache.DefaultHeartbeatTimeout)
 			}
 			testkit.WaitFor(t, 10*time.Second, "the heartbeat to give up", func() bool { return node.until.Load() == 0 })
 			if _, ok := store.Get(node, "k", "GET", time.Now()); ok {
