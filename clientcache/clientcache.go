@@ -89,3 +89,25 @@ func TTL(ctx context.Context) (time.Duration, bool) {
 	ttl, ok := ctx.Value(ttlKey{}).(time.Duration)
 	return ttl, ok
 }
+
+// Stats are a client's cache counters since it was made (a client's
+// Stats().Cache; all zero without a cache).
+type Stats struct {
+	Hits   uint64 // reads served from the cache
+	Misses uint64 // cacheable reads sent to the server
+	// Fills are replies cached; FillsDropped replies not cached because
+	// their key was invalidated, or their node's tracking lost, while they
+	// were in flight.
+	Fills, FillsDropped uint64
+	// Invalidations are keys the servers invalidated that had entries or
+	// reads in flight.
+	Invalidations uint64
+	// Flushes are the times a node's entries stopped being served at once:
+	// its tracking connection lost or silent, the server flushed, or the
+	// node lost its role or slots.
+	Flushes   uint64
+	Evictions uint64 // entries dropped for the memory bound
+	TooLarge  uint64 // replies larger than the bound allows, not cached
+	Bytes     int64  // the memory the entries hold (estimated)
+	Entries   int
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/cachestore"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/routing"
@@ -98,6 +99,8 @@ type Stats struct {
 	// Nodes counts the commands sent to each node the client has talked
 	// to, sorted by address.
 	Nodes []NodeStats
+	// Cache are the client-side cache's counters (Config.Cache).
+	Cache clientcache.Stats
 }
 
 // NodeStats counts the commands a client sent to one node.
@@ -220,7 +223,8 @@ func (c *Client) Stats() Stats {
 		ReadsRetried: c.stats.readsRetried.Load(), WritesRerun: c.stats.writesRerun.Load(),
 		WritesRefused: c.stats.writesRefused.Load(), WritesHeld: c.stats.writesHeld.Load(),
 		MasterChanges: t.masterChanges.Load(), SlotMoves: t.slotsMoved.Load(), MasterRecoveries: t.recoveries.Load(), SplitBrainHolds: t.splitBrainHolds.Load(),
-		EventsDropped: t.events.Dropped(), WritesNotDurable: c.stats.writesNotDurable.Load(), DurableReplicas: c.durableReplicasOf()}
+		EventsDropped: t.events.Dropped(), WritesNotDurable: c.stats.writesNotDurable.Load(), DurableReplicas: c.durableReplicasOf(),
+		Cache: c.nodes.cache.Stats()}
 	for cause := range numRefreshCauses {
 		n := t.refreshes[cause].Load()
 		st.RefreshesByCause[cause] = n

@@ -106,6 +106,11 @@ func TestCache(t *testing.T) {
 			t.Fatalf("after the failover, GET %s: %q %v, want new", key, v, err)
 		}
 	}
+	st := c.Stats().Cache
+	if st.Hits < 10 || st.Misses == 0 || st.Fills == 0 || st.Invalidations == 0 || st.Flushes == 0 {
+		t.Fatalf("cache stats: %+v", st)
+	}
+	t.Logf("cache stats: %+v", st)
 }
 
 // TestCacheTrackingRefused: a server that will not track (the ACL forbids

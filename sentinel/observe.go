@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/rediskit/rediskit/clientcache"
 )
 
 //go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind -linecomment
@@ -155,6 +157,8 @@ type Stats struct {
 	WritesHeld        uint64 // writes that waited for a failover to complete
 	WritesNotDurable  uint64 // durable writes WAIT did not confirm
 	EventsDropped     uint64 // events a slow Observer missed (see Config.Observer)
+	// Cache are the client-side cache's counters (Config.Cache).
+	Cache clientcache.Stats
 }
 
 // NodeStats counts the calls a client sent to one node.
@@ -191,6 +195,7 @@ func (c *Client) Stats() Stats {
 		WritesHeld:        c.stats.writesHeld.Load(),
 		WritesNotDurable:  c.stats.writesNotDurable.Load(),
 		EventsDropped:     c.observer.Dropped(),
+		Cache:             c.topo.nodes.cache.Stats(),
 	}
 	if snap.master != nil {
 		st.Master = snap.master.addr

@@ -118,8 +118,11 @@ func (s *Stream) write() {
 	w := bufio.NewWriterSize(s.conn, 64<<10)
 	for c := range s.queue {
 		for c != nil {
-			s.sent <- c
+			// Encoded before the reader may answer it: once answered (a
+			// reply, or the connection's failure) it is its caller's again.
+			// No reply comes before the flush below.
 			encode(w, c.args[:c.n])
+			s.sent <- c
 			select {
 			case c = <-s.queue:
 			default:

@@ -40,6 +40,19 @@ func New(cfg clientcache.Config, cl *classify.Classifier, log *slog.Logger) *Cac
 // Store is the cache's store.
 func (c *Cache) Store() *Store { return c.store }
 
+// Stats are the cache's counters (Entries walks the store).
+func (c *Cache) Stats() clientcache.Stats {
+	if c == nil {
+		return clientcache.Stats{}
+	}
+	k := &c.store.counts
+	return clientcache.Stats{
+		Hits: k.Hits.Load(), Misses: k.Misses.Load(), Fills: k.Fills.Load(), FillsDropped: k.FillsRaced.Load(),
+		Invalidations: k.Invalidations.Load(), Flushes: k.Flushes.Load(), Evictions: k.Evictions.Load(),
+		TooLarge: k.TooLarge.Load(), Bytes: c.store.Bytes(), Entries: c.store.Entries(),
+	}
+}
+
 // Check refuses a server that will not track reads (see CheckTracking).
 func (c *Cache) Check(ctx context.Context, opts *redis.Options) error {
 	return CheckTracking(ctx, opts, c.cfg.Prefixes)
@@ -91,7 +104,10 @@ func (n *NodeCache) Node() *Node { return n.node }
 
 // Flush stops serving the node's entries (a role or slots the client saw
 // it lose): reads of it are cached afresh.
-func (n *NodeCache) Flush() { n.node.Flush(time.Now()) }
+func (n *NodeCache) Flush() {
+	n.c.store.counts.Flushes.Add(1)
+	n.node.Flush(time.Now())
+}
 
 // Close stops the node's tracker and frees its entries (a node the client
 // no longer uses). It does not wait for the tracker's goroutine to end:

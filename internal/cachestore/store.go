@@ -38,6 +38,7 @@ type Counts struct {
 	Invalidations, Evictions    atomic.Uint64 // Invalidations: of keys that had entries or reads in flight
 	TooLarge                    atomic.Uint64 // replies larger than a shard's share of the bound, not cached
 	FlushedEntries, Expirations atomic.Uint64
+	Flushes                     atomic.Uint64 // node epochs ended for a loss or a change, and purges
 }
 
 // NewStore returns a store that holds at most maxBytes (estimated: keys,
@@ -341,6 +342,7 @@ func (s *Store) Invalidate(node *Node, key string) {
 // a flush the server announced): what Flush makes unconfirmed, Purge
 // frees. Reads in flight on it drop their replies.
 func (s *Store) Purge(node *Node) {
+	s.counts.Flushes.Add(1)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()

@@ -277,6 +277,9 @@ func (t *Tracker) run() {
 		cause, err := t.serve(s)
 		node.unconfirm()
 		node.Flush(time.Now())
+		if cause != FlushClosed {
+			t.cfg.Store.counts.Flushes.Add(1)
+		}
 		t.mu.Lock()
 		t.cur = nil
 		t.mu.Unlock()

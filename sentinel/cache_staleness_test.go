@@ -1,0 +1,250 @@
+package sentinel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/rediskit/rediskit/clientcache"
+	"github.com/rediskit/rediskit/internal/testkit"
+	"github.com/rediskit/rediskit/lab"
+)
+
+// stalenessKeys are the keys a staleness run writes and reads.
+var stalenessKeys = func() []string {
+	ks := make([]string, 16)
+	for i := range ks {
+		ks[i] = fmt.Sprint("stale:", i)
+	}
+	return ks
+}()
+
+// stalenessRun writes increasing versions to stalenessKeys through write
+// (one writer, a write a millisecond), reads them through read from
+// readers goroutines for d, runs fault at a third of d, and returns what
+// the checker saw (a read stale by more than bound counted apart).
+func stalenessRun(ctx context.Context, d, bound time.Duration, readers int,
+	write func(ctx context.Context, key string, v int64) error,
+	read func(ctx context.Context, key string) (string, error),
+	fault func()) (testkit.StalenessReport, error) {
+	var vs testkit.Versions
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+	}
+	wg.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		versions := make([]int64, len(stalenessKeys))
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			k := i % len(stalenessKeys)
+			v := versions[k] + 1
+			if err := write(ctx, stalenessKeys[k], v); err != nil {
+				// A write the failover refused, or whose fate is unknown:
+				// the next one uses a higher version all the same.
+				versions[k] = v
+				continue
+			}
+			versions[k] = v
+			vs.Acked(stalenessKeys[k], v, time.Now())
+		}
+	})
+	for g := range readers {
+		wg.Go(func() {
+			for i := g; ctx.Err() == nil; i++ {
+				key := stalenessKeys[i%len(stalenessKeys)]
+				start := time.Now()
+				s, err := read(ctx, key)
+				if errors.Is(err, redis.Nil) {
+					s, err = "0", nil
+				}
+				if err != nil {
+					continue // a failover's refusals: not a read
+				}
+				v, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					fail(fmt.Errorf("%s: %q is no version", key, s))
+					return
+				}
+				vs.Check(key, start, v, bound)
+			}
+		})
+	}
+	if fault != nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(d / 3):
+			fault()
+		}
+	}
+	wg.Wait()
+	return vs.Report(), firstErr
+}
+
+// TestCacheStaleness runs the staleness checker on rediskit's cache on a
+// Sentinel lab: no fault, the tracking connection killed, a failover. No
+// read may be stale by more than HeartbeatTimeout (the bound the package
+// states for a tracking connection that fails silently; one killed or a
+// switch are seen sooner).
+func TestCacheStaleness(t *testing.T) {
+	ctx := testkit.Context(t, 120*time.Second)
+	l := lab.New(t, lab.Sentinel(1))
+	c, _ := newTestClient(t, l, func(cfg *Config) { cfg.Cache = &clientcache.Config{} })
+	writer, _ := newTestClient(t, l, nil)
+	bound := clientcache.DefaultHeartbeatTimeout
+	write := func(ctx context.Context, key string, v int64) error { return writer.Set(ctx, key, v, 0).Err() }
+	read := func(ctx context.Context, key string) (string, error) {
+		return c.Get(clientcache.WithTTL(ctx, time.Minute), key).Result()
+	}
+	for _, sc := range []struct {
+		name  string
+		fault func()
+	}{
+		{"no fault", nil},
+		{"tracking connection killed", func() {
+			m, err := l.Master(ctx)
+			if err == nil {
+				err = m.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err()
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}},
+		{"failover", func() {
+			if _, err := l.Failover(ctx); err != nil {
+				t.Error(err)
+			}
+		}},
+	} {
+		rep, err := stalenessRun(ctx, 1500*time.Millisecond, bound, 4, write, read, sc.fault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d reads, %d stale (%.2f %%), worst %v", sc.name, rep.Reads, rep.Stale, 100*float64(rep.Stale)/float64(max(rep.Reads, 1)), rep.Worst.Round(time.Microsecond))
+		if rep.Reads < 100 {
+			t.Fatalf("%s: only %d reads", sc.name, rep.Reads)
+		}
+		if rep.Over > 0 {
+			t.Errorf("%s: %d reads stale by more than %v (worst %v)", sc.name, rep.Over, bound, rep.Worst)
+		}
+		if err := l.WaitSettled(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCacheStaleness runs the staleness checker on rediskit's cache
+// and on rueidis's (DoCache, RESP3 tracking on its own connections), in
+// turn on one Sentinel lab, 3 s a run, 8 readers, a write a millisecond
+// through a rediskit client without cache: no fault, every connection of
+// the caching client killed (CLIENT KILL ID, found by client name), a
+// failover. It reports reads, stale reads and the worst staleness per
+// client and scenario.
+//
+//	go test -run '^$' -bench CacheStaleness -benchtime 1x -v ./sentinel/
+func BenchmarkCacheStaleness(b *testing.B) {
+	ctx := context.Background()
+	l := lab.New(b, lab.Sentinel(1))
+	writer, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer writer.Close()
+	ours, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
+		ClientName: "rk-cache", Cache: &clientcache.Config{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ours.Close()
+	rue, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: l.SentinelAddrs(), ClientName: "rueidis-cache",
+		Sentinel: rueidis.SentinelOption{MasterSet: l.MasterName()}, DisableRetry: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rue.Close()
+	clients := []struct {
+		name, clientName string
+		read             func(ctx context.Context, key string) (string, error)
+	}{
+		{"rediskit", "rk-cache", func(ctx context.Context, key string) (string, error) {
+			return ours.Get(clientcache.WithTTL(ctx, time.Minute), key).Result()
+		}},
+		{"rueidis DoCache", "rueidis-cache", func(ctx context.Context, key string) (string, error) {
+			s, err := rue.DoCache(ctx, rue.B().Get().Key(key).Cache(), time.Minute).ToString()
+			if rueidis.IsRedisNil(err) {
+				return "", redis.Nil
+			}
+			return s, err
+		}},
+	}
+	write := func(ctx context.Context, key string, v int64) error { return writer.Set(ctx, key, v, 0).Err() }
+	killNamed := func(name string) {
+		m, err := l.Master(ctx)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		list, err := m.Do(ctx, "CLIENT", "LIST").Text()
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		for line := range strings.SplitSeq(list, "\n") {
+			if !strings.Contains(line, " name="+name+" ") {
+				continue
+			}
+			id, _, _ := strings.Cut(strings.TrimPrefix(line, "id="), " ")
+			_ = m.Do(ctx, "CLIENT", "KILL", "ID", id).Err()
+		}
+	}
+	for b.Loop() {
+		var table strings.Builder
+		table.WriteString("| scenario | client | reads | stale | stale % | worst |\n|---|---|---|---|---|---|\n")
+		for _, sc := range []string{"no fault", "connections killed", "failover"} {
+			for _, cl := range clients {
+				var fault func()
+				switch sc {
+				case "connections killed":
+					fault = func() { killNamed(cl.clientName) }
+				case "failover":
+					fault = func() {
+						if _, err := l.Failover(ctx); err != nil {
+							b.Error(err)
+						}
+					}
+				}
+				rep, err := stalenessRun(ctx, 3*time.Second, time.Hour, 8, write, cl.read, fault)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fmt.Fprintf(&table, "| %s | %s | %d | %d | %.2f | %v |\n", sc, cl.name, rep.Reads, rep.Stale,
+					100*float64(rep.Stale)/float64(max(rep.Reads, 1)), rep.Worst.Round(10*time.Microsecond))
+				if err := l.WaitSettled(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Logf("%s, 3 s a run, 8 readers, a write a millisecond\n%s", l.ServerVersion(), table.String())
+	}
+}
