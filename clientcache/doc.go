@@ -3,8 +3,8 @@
 // invalidate, and never served once that promise may have lapsed.
 //
 // Turn it on in a client's config (sentinel.Config.Cache, which also
-// covers a standalone server; cluster.Config.Cache) and ask for it per
-// read with WithTTL:
+// covers a standalone server; cluster.Config.Cache; multidb.Config.Cache)
+// and ask for it per read with WithTTL:
 //
 //	c, err := sentinel.NewClient(sentinel.Config{..., Cache: &clientcache.Config{MaxBytes: 256 << 20}})
 //	v, err := c.Get(clientcache.WithTTL(ctx, time.Minute), "user:42").Result()
@@ -42,7 +42,10 @@
 //     soon as the client sees the change (Sentinel's +switch-master, the
 //     cluster's next slot map). Until then a demoted master, now a replica
 //     of the new one, invalidates as it applies the new master's writes:
-//     its entries lag the new master by its replication delay, no more;
+//     its entries lag the new master by that replication delay;
+//   - a multidb switch moves reads to another database, whose entries are
+//     its own; switching back serves the first database's entries only if
+//     its tracking held meanwhile;
 //   - FLUSHALL and FLUSHDB end every entry of the node.
 //
 // A server that cannot track (Redis before 6, CLIENT TRACKING forbidden by

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/internal/cachestore"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/pubsubbridge"
 	"github.com/rediskit/rediskit/internal/respguard"
@@ -36,9 +37,12 @@ type front = routing.Front
 type Client struct {
 	*front
 
-	cfg  Config
-	log  *slog.Logger
-	rule tripRule
+	cfg Config
+	log *slog.Logger
+	// cache is the client-side cache of the databases on a *redis.Client
+	// (Config.Cache), or nil.
+	cache *cachestore.Cache
+	rule  tripRule
 
 	// route is what calls read: the active database (nil when none is
 	// healthy). It is replaced, never changed, under mu.
@@ -96,6 +100,9 @@ type database struct {
 	// batches); nil for other clients, which are asked to batch
 	// themselves (see runWork).
 	batch *routing.Batcher
+	// cache is the database's part of the client-side cache (Config.Cache)
+	// for a database on a *redis.Client; nil otherwise.
+	cache *cachestore.NodeCache
 	// subscriptions is where the subscription bridges to this database
 	// subscribe (through client): see pubsub.go.
 	subscriptions *pubsubbridge.Target
@@ -155,6 +162,9 @@ func NewClient(cfg Config) (*Client, error) {
 		rule: tripRule{consecutive: cfg.ConsecutiveFailures, minFailures: cfg.MinFailures, rate: cfg.FailureRateThreshold},
 		kick: make(chan struct{}, 1),
 	}
+	if cfg.Cache != nil {
+		c.cache = cachestore.New(*cfg.Cache, cfg.Classifier, cfg.Logger)
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.route.Store(&route{})
 	c.events = newDispatcher(cfg.Observer, cfg.Logger)
@@ -210,6 +220,9 @@ func (c *Client) newDatabase(d Database) *database {
 	if rc, ok := db.client.(*redis.Client); ok {
 		db.batch = routing.NewBatcher(rc, routing.BatchConfig{MaxBatch: c.cfg.AutoPipelineMaxBatch, MaxInflight: c.cfg.AutoPipelineInflight,
 			Wire: &c.wire, Blocking: c.cfg.Classifier.Blocking})
+		if c.cache != nil {
+			db.cache = c.cache.Track(rc.Options())
+		}
 	}
 	pubsubbridge.AddHook(db.client)
 	db.subscriptions = &pubsubbridge.Target{Name: db.name, Client: db.client}
@@ -259,6 +272,9 @@ const (
 // close closes what the database owns: its checker, and its client when
 // it was built from Database.Options.
 func (db *database) close() error {
+	if db.cache != nil {
+		db.cache.Close()
+	}
 	var errs []error
 	if db.checker != db.client {
 		errs = append(errs, db.checker.Close())
@@ -466,6 +482,9 @@ func (c *Client) Close() error {
 		if err := db.close(); err != nil {
 			errs = append(errs, fmt.Errorf("database %q: %w", db.name, err))
 		}
+	}
+	if c.cache != nil {
+		c.cache.Close()
 	}
 	c.events.close()
 	if err := c.front.CloseFront(); err != nil {
@@ -699,6 +718,14 @@ func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder,
 // client (a rediskit client with nodes of its own), with the context
 // marked so that client batches it; anything else as it is.
 func (c *Client) runWork(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder) error {
+	if cmd != nil && db.cache != nil && !routing.IsInternal(ctx) {
+		return db.cache.Run(ctx, cmd, func() error { return c.send(ctx, db, cmd, nil) })
+	}
+	return c.send(ctx, db, cmd, cmds)
+}
+
+// send is runWork's sending.
+func (c *Client) send(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder) error {
 	if cmd != nil && c.batched(ctx) && !routing.IsInternal(ctx) {
 		if db.batch != nil {
 			return db.batch.Do(ctx, cmd)

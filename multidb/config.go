@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/zero"
@@ -149,6 +150,14 @@ type Config struct {
 	// Default DefaultFailbackDwell (30 s).
 	FailbackDwell time.Duration
 
+	// Cache turns on client-side caching for the databases on a
+	// *redis.Client (built from Database.Options, or the caller's): reads
+	// whose context asks for it (clientcache.WithTTL) are served from
+	// replies the database promised to invalidate, each database's
+	// entries its own (see package clientcache). A database on a rediskit
+	// client caches by that client's own Config.Cache. Nil: no cache.
+	Cache *clientcache.Config
+
 	// AutoPipeline makes the client auto-pipeline its single commands:
 	// commands concurrent callers run at the same time share round trips
 	// to the active database, sent as one pipeline while the previous one
@@ -219,6 +228,13 @@ func (c Config) withDefaults() (Config, error) {
 		return c, configError("HealthPolicy", fmt.Sprintf("unknown policy %d", int(c.HealthPolicy)))
 	}
 	c.ReplyLimits = c.ReplyLimits.ForData()
+	if c.Cache != nil {
+		cc := c.Cache.WithDefaults()
+		if field, problem := cc.Check(); field != "" {
+			return c, configError("Cache."+field, problem)
+		}
+		c.Cache = &cc
+	}
 	if c.AutoPipelineMaxBatch < 0 || c.AutoPipelineInflight < 0 {
 		return c, configError("AutoPipelineMaxBatch", fmt.Sprintf("AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", c.AutoPipelineMaxBatch, c.AutoPipelineInflight))
 	}

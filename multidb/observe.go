@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/eventq"
 )
 
@@ -209,6 +210,8 @@ type Stats struct {
 	WritesRerun   uint64
 	WritesRefused uint64
 	EventsDropped uint64 // events a slow Observer missed
+	// Cache are the client-side cache's counters (Config.Cache).
+	Cache clientcache.Stats
 }
 
 type counters struct {
@@ -232,6 +235,7 @@ func (c *Client) Stats() Stats {
 		WritesRerun:      c.stats.writesRerun.Load(),
 		WritesRefused:    c.stats.writesRefused.Load(),
 		EventsDropped:    c.events.q.Dropped(),
+		Cache:            c.cache.Stats(),
 	}
 	for _, db := range c.dbs {
 		failed, calls := db.det.window.sum(now)

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/cluster"
 )
 
@@ -78,7 +79,8 @@ func (m *Metrics) RegisterCluster(c *cluster.Client) (metric.Registration, error
 		metric.WithDescription("1 for a master whose writes are held because it stopped answering, 0 for the others."))
 	nc, err5 := m.nodeCounters("cluster")
 	t, err6 := m.replicaTable()
-	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
+	cm, err7 := m.cacheMetrics("cluster")
+	if err := firstErr(err1, err2, err3, err4, err5, err6, err7); err != nil {
 		return nil, err
 	}
 	return m.observe(func(_ context.Context, o metric.Observer) error {
@@ -102,6 +104,9 @@ func (m *Metrics) RegisterCluster(c *cluster.Client) (metric.Registration, error
 		for master, rows := range c.ReplicaTables() {
 			t.observeRows(o, rows, AttrShard.String(master))
 		}
+		if st.Cache != (clientcache.Stats{}) { // a cache, and it has counted something
+			cm.observe(o, st.Cache, redisSystem)
+		}
 		return nil
-	}, append(append([]metric.Observable{refreshes, failed, redirects, failing}, nc.instruments()...), t.instruments()...)...)
+	}, append(append(append([]metric.Observable{refreshes, failed, redirects, failing}, nc.instruments()...), t.instruments()...), cm.instruments()...)...)
 }

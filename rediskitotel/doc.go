@@ -134,6 +134,27 @@
 // client-wide series (refreshes, redirects) apart, give each its own
 // MeterProvider or add an attribute in a View.
 //
+// Client-side caching (Config.Cache of a Sentinel, cluster or multidb
+// client; package clientcache), read from Stats().Cache by
+// RegisterSentinel (with rediskit.master_name), RegisterCluster and
+// RegisterMultiDB, once the cache has counted anything:
+//
+//	rediskit.<client>.cache.hits, .misses          counter {read}
+//	    Cacheable reads served from the cache, and sent to the server.
+//	rediskit.<client>.cache.fills, .fills.dropped  counter {reply}
+//	    Replies cached, and not cached because their key was invalidated
+//	    (or their node's tracking lost) while they were in flight.
+//	rediskit.<client>.cache.invalidations          counter {key}
+//	    Keys the servers invalidated that had entries or reads in flight.
+//	rediskit.<client>.cache.flushes                counter {flush}
+//	    Times a node's entries stopped being served at once: its tracking
+//	    connection lost or silent, the server flushed, or the node lost its
+//	    role or slots.
+//	rediskit.<client>.cache.evictions              counter {entry}
+//	    Entries dropped for the memory bound.
+//	rediskit.<client>.cache.bytes, .entries        gauge
+//	    What the cache holds (bytes estimated).
+//
 // # The standard go-redis instrumentation
 //
 // go-redis's extra/redisotel (InstrumentTracing, InstrumentMetrics) hooks a

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/multidb"
 )
 
@@ -78,12 +79,17 @@ func (m *Metrics) RegisterMultiDB(c *multidb.Client) (metric.Registration, error
 		metric.WithDescription("Auto-pipelined round trips to the database."))
 	batched, err6 := m.meter.Int64ObservableCounter("rediskit.multidb.batched", metric.WithUnit("{call}"),
 		metric.WithDescription("Commands the database's auto-pipelined round trips carried."))
-	if err := firstErr(err1, err2, err3, err4, err5, err6); err != nil {
+	cm, err7 := m.cacheMetrics("multidb")
+	if err := firstErr(err1, err2, err3, err4, err5, err6, err7); err != nil {
 		return nil, err
 	}
 	states := []multidb.BreakerState{multidb.Closed, multidb.Open, multidb.HalfOpen}
 	return m.observe(func(_ context.Context, o metric.Observer) error {
-		dbs := c.Stats().Databases
+		st := c.Stats()
+		if st.Cache != (clientcache.Stats{}) { // a cache, and it has counted something
+			cm.observe(o, st.Cache, redisSystem)
+		}
+		dbs := st.Databases
 		for i := range dbs {
 			db := &dbs[i]
 			attrs := []attribute.KeyValue{redisSystem, AttrDatabase.String(db.Name)}
@@ -99,7 +105,7 @@ func (m *Metrics) RegisterMultiDB(c *multidb.Client) (metric.Registration, error
 			o.ObserveInt64(batched, count(db.Batched), metric.WithAttributes(attrs...))
 		}
 		return nil
-	}, active, state, probe, failures, batches, batched)
+	}, append([]metric.Observable{active, state, probe, failures, batches, batched}, cm.instruments()...)...)
 }
 
 // count is a counter's value for an Int64 instrument: saturated at the

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/replica"
 	"github.com/rediskit/rediskit/sentinel"
 )
@@ -112,7 +113,11 @@ func (m *Metrics) RegisterSentinel(c *sentinel.Client) (metric.Registration, err
 	if err != nil {
 		return nil, err
 	}
-	instruments := nc.instruments()
+	cm, err := m.cacheMetrics("sentinel")
+	if err != nil {
+		return nil, err
+	}
+	instruments := append(nc.instruments(), cm.instruments()...)
 	sel, hasTable := c.Selector().(*replica.Selector)
 	var t replicaTable
 	if hasTable {
@@ -126,6 +131,9 @@ func (m *Metrics) RegisterSentinel(c *sentinel.Client) (metric.Registration, err
 		name := AttrMasterName.String(st.MasterName)
 		for _, n := range st.Nodes {
 			nc.observe(o, n.Addr, n.Reads, n.Writes, n.Batches, n.Batched, redisSystem, name)
+		}
+		if st.Cache != (clientcache.Stats{}) { // a cache, and it has counted something
+			cm.observe(o, st.Cache, redisSystem, name)
 		}
 		if hasTable {
 			t.observe(o, sel)

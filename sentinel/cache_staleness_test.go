@@ -104,9 +104,11 @@ func stalenessRun(ctx context.Context, d, bound time.Duration, readers int,
 
 // TestCacheStaleness runs the staleness checker on rediskit's cache on a
 // Sentinel lab: no fault, the tracking connection killed, a failover. No
-// read may be stale by more than HeartbeatTimeout (the bound the package
-// states for a tracking connection that fails silently; one killed or a
-// switch are seen sooner).
+// read may be stale by more than HeartbeatTimeout: by construction for
+// writes on the node an entry came from (see package cachestore); through
+// the failover because the client ends the old master's entries when it
+// sees +switch-master, which the writer's client waits for too before its
+// writes go to the new master.
 func TestCacheStaleness(t *testing.T) {
 	ctx := testkit.Context(t, 120*time.Second)
 	l := lab.New(t, lab.Sentinel(1))
