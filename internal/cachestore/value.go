@@ -44,6 +44,9 @@ func Cacheable(cl *classify.Classifier, cmd redis.Cmder) (key, sub string, ok bo
 	if !ok {
 		return "", "", false
 	}
+	if len(args) == 2 {
+		return key, cmd.Name(), true // GET k: no string to build on a hit
+	}
 	var b strings.Builder
 	b.WriteString(cmd.Name())
 	for _, a := range args[2:] {
