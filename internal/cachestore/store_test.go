@@ -296,3 +296,16 @@ func TestStoreServesOnlyWhileConfirmed(t *testing.T) {
 		t.Fatalf("GetStale: age %v %v, want 2s", age, ok)
 	}
 }
+
+// TestRedialWait: the wait doubles with each failure in a row, up to
+// maxRedialWait.
+func TestRedialWait(t *testing.T) {
+	for _, c := range []struct {
+		failures int
+		want     time.Duration
+	}{{1, 100 * time.Millisecond}, {2, 200 * time.Millisecond}, {3, 400 * time.Millisecond}, {6, 3200 * time.Millisecond}, {7, maxRedialWait}, {1000, maxRedialWait}} {
+		if got := redialWait(100*time.Millisecond, c.failures); got != c.want {
+			t.Errorf("after %d failures: %v, want %v", c.failures, got, c.want)
+		}
+	}
+}

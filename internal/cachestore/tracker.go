@@ -21,8 +21,23 @@ import (
 const InvalidationChannel = "__redis__:invalidate"
 
 // DefaultRedialBackoff is the wait before dialling again after the
-// invalidation connection was lost or could not be made.
+// invalidation connection was lost or could not be made; it doubles with
+// each failure in a row, up to maxRedialWait.
 const DefaultRedialBackoff = 100 * time.Millisecond
+
+// maxRedialWait bounds the wait between dials: a node that left for good
+// (a cluster node removed, a server down for hours) costs a dial every
+// few seconds, not ten a second.
+const maxRedialWait = 5 * time.Second
+
+// redialWait is the wait after failures dials in a row failed.
+func redialWait(backoff time.Duration, failures int) time.Duration {
+	d := backoff
+	for i := 1; i < failures && d < maxRedialWait; i++ {
+		d *= 2
+	}
+	return min(d, maxRedialWait)
+}
 
 // TrackerConfig configures a Tracker.
 type TrackerConfig struct {
@@ -256,7 +271,7 @@ func (t *Tracker) run() {
 			select {
 			case <-t.ctx.Done():
 				return
-			case <-time.After(t.cfg.RedialBackoff):
+			case <-time.After(redialWait(t.cfg.RedialBackoff, failures)):
 			}
 			continue
 		}

@@ -17,7 +17,6 @@ type Versions struct {
 	acked        map[string][]ack
 	reads, stale int
 	worst        time.Duration
-	over         int // stale by more than the bound given to Check
 }
 
 type ack struct {
@@ -37,9 +36,8 @@ func (vs *Versions) Acked(key string, v int64, at time.Time) {
 }
 
 // Check records a read of key that began at start and returned version
-// got (0: none), and returns by how much it was stale (0: it was not);
-// a read stale by more than bound is counted apart (Over).
-func (vs *Versions) Check(key string, start time.Time, got int64, bound time.Duration) time.Duration {
+// got (0: none), and returns by how much it was stale (0: it was not).
+func (vs *Versions) Check(key string, start time.Time, got int64) time.Duration {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	vs.reads++
@@ -53,9 +51,6 @@ func (vs *Versions) Check(key string, start time.Time, got int64, bound time.Dur
 	by := start.Sub(as[i].at)
 	vs.stale++
 	vs.worst = max(vs.worst, by)
-	if by > bound {
-		vs.over++
-	}
 	return by
 }
 
@@ -63,12 +58,11 @@ func (vs *Versions) Check(key string, start time.Time, got int64, bound time.Dur
 type StalenessReport struct {
 	Reads, Stale int
 	Worst        time.Duration // the stalest read's staleness
-	Over         int           // reads stale by more than the bound
 }
 
 // Report returns the counts so far.
 func (vs *Versions) Report() StalenessReport {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	return StalenessReport{Reads: vs.reads, Stale: vs.stale, Worst: vs.worst, Over: vs.over}
+	return StalenessReport{Reads: vs.reads, Stale: vs.stale, Worst: vs.worst}
 }
