@@ -37,9 +37,6 @@ func New(cfg clientcache.Config, cl *classify.Classifier, log *slog.Logger) *Cac
 	return &Cache{cfg: cfg, cl: cl, log: log, store: NewStore(cfg.MaxBytes, cfg.MaxTTL)}
 }
 
-// Store is the cache's store.
-func (c *Cache) Store() *Store { return c.store }
-
 // Stats are the cache's counters (Entries walks the store).
 func (c *Cache) Stats() clientcache.Stats {
 	if c == nil {
@@ -51,11 +48,6 @@ func (c *Cache) Stats() clientcache.Stats {
 		Invalidations: k.Invalidations.Load(), Flushes: k.Flushes.Load(), Evictions: k.Evictions.Load(),
 		TooLarge: k.TooLarge.Load(), Bytes: c.store.Bytes(), Entries: c.store.Entries(),
 	}
-}
-
-// Check refuses a server that will not track reads (see CheckTracking).
-func (c *Cache) Check(ctx context.Context, opts *redis.Options) error {
-	return CheckTracking(ctx, opts, c.cfg.Prefixes)
 }
 
 // Track prepares caching the node of opts: its tracker connects in the
@@ -123,9 +115,6 @@ func (n *NodeCache) Close() {
 func (n *NodeCache) Run(ctx context.Context, cmd redis.Cmder, send func() error) error {
 	if n != nil {
 		if ttl, ok := clientcache.TTL(ctx); ok {
-			if !n.started.Load() {
-				n.start()
-			}
 			return n.Do(cmd, ttl, send)
 		}
 	}
@@ -140,6 +129,9 @@ func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) er
 	key, sub, ok := Cacheable(n.c.cl, cmd)
 	if !ok || !n.tracker.Tracks(key) {
 		return send()
+	}
+	if !n.started.Load() {
+		n.start() // the node's first cached read: a write never starts it
 	}
 	if v, hit := n.c.store.Get(n.node, key, sub, time.Now()); hit && Restore(cmd, v) {
 		return cmd.Err()
