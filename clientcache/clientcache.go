@@ -74,6 +74,20 @@ func (c Config) Check() (field, problem string) {
 	return "", ""
 }
 
+// Resolved is what a client's constructor keeps of its Config.Cache: a
+// copy with the defaults, or nil for none; field and problem name what
+// cannot be used (see Check).
+func (c *Config) Resolved() (resolved *Config, field, problem string) {
+	if c == nil {
+		return nil, "", ""
+	}
+	cc := c.WithDefaults()
+	if field, problem = cc.Check(); field != "" {
+		return nil, field, problem
+	}
+	return &cc, "", ""
+}
+
 type ttlKey struct{}
 
 // WithTTL returns a context whose reads are served from the client's

@@ -533,9 +533,9 @@ func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err e
 func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, asking, write bool) error {
 	n.count(write)
 	if !asking {
-		if n.cache != nil {
-			// An asked-for slot is moving: its reads are not cached.
-			return n.cache.Run(ctx, cmd, func() error { return c.sendOn(ctx, n.client, n.batch, cmd) })
+		// (A read ASKed to another node is not cached: its slot is moving.)
+		if ttl, ok := n.cache.Asked(ctx); ok {
+			return n.cache.Do(cmd, ttl, func() error { return c.sendOn(ctx, n.client, n.batch, cmd) })
 		}
 		return c.sendOn(ctx, n.client, n.batch, cmd)
 	}

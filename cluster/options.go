@@ -262,12 +262,9 @@ func (o Config) withDefaults() (Config, error) {
 	if err := o.checkReadFrom(); err != nil {
 		return o, err
 	}
-	if o.Cache != nil {
-		cc := o.Cache.WithDefaults()
-		if field, problem := cc.Check(); field != "" {
-			return o, configError("Cache."+field, problem)
-		}
-		o.Cache = &cc
+	var field, problem string
+	if o.Cache, field, problem = o.Cache.Resolved(); field != "" {
+		return o, configError("Cache."+field, problem)
 	}
 	return o, nil
 }

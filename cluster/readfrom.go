@@ -445,8 +445,8 @@ func (c *Client) sendAttempt(ctx context.Context, n *node, cmd redis.Cmder, a *a
 	a.rd, a.done = nil, nil
 	n.count(false)
 	var err error
-	if rd.cache != nil {
-		err = rd.cache.Run(ctx, cmd, func() error { return c.sendOn(ctx, rd.client, rd.batch, cmd) })
+	if ttl, ok := rd.cache.Asked(ctx); ok {
+		err = rd.cache.Do(cmd, ttl, func() error { return c.sendOn(ctx, rd.client, rd.batch, cmd) })
 	} else {
 		err = c.sendOn(ctx, rd.client, rd.batch, cmd)
 	}

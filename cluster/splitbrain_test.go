@@ -378,7 +378,7 @@ func TestSplitBrainHoldLifecycle(t *testing.T) {
 	sh := &shard{master: m, replicas: []*node{r}}
 	snap := &snapshot{ready: true, masters: []*shard{sh, {master: b}, {master: c}}, suspect: map[*node]bool{},
 		isolated: map[*node]string{}, next: make(chan struct{})}
-	tp := &topology{log: slog.New(slog.DiscardHandler),
+	tp := &topology{log: slog.New(slog.DiscardHandler), nodes: &nodeSet{},
 		splitBrain: splitBrainState{shards: map[*node]*splitBrainShard{}, rtt: isolation.RTT{}}}
 	tp.snap.Store(snap)
 	server := time.Now().UnixMilli()

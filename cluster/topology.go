@@ -685,7 +685,7 @@ func (s *snapshot) move(slot int, target *node) {
 func (t *topology) publish(next *snapshot) {
 	prev := t.snap.Swap(next)
 	close(prev.next)
-	if t.nodes != nil && t.nodes.cache != nil { // tests build topologies without nodes
+	if t.nodes.cache != nil {
 		for n := range lostSlots(prev, next) {
 			n.cache.Flush()
 		}

@@ -718,8 +718,8 @@ func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder,
 // client (a rediskit client with nodes of its own), with the context
 // marked so that client batches it; anything else as it is.
 func (c *Client) runWork(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder) error {
-	if cmd != nil && db.cache != nil && !routing.IsInternal(ctx) {
-		return db.cache.Run(ctx, cmd, func() error { return c.send(ctx, db, cmd, nil) })
+	if ttl, ok := db.cache.Asked(ctx); ok && cmd != nil && !routing.IsInternal(ctx) {
+		return db.cache.Do(cmd, ttl, func() error { return c.send(ctx, db, cmd, nil) })
 	}
 	return c.send(ctx, db, cmd, cmds)
 }

@@ -228,12 +228,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, configError("HealthPolicy", fmt.Sprintf("unknown policy %d", int(c.HealthPolicy)))
 	}
 	c.ReplyLimits = c.ReplyLimits.ForData()
-	if c.Cache != nil {
-		cc := c.Cache.WithDefaults()
-		if field, problem := cc.Check(); field != "" {
-			return c, configError("Cache."+field, problem)
-		}
-		c.Cache = &cc
+	var field, problem string
+	if c.Cache, field, problem = c.Cache.Resolved(); field != "" {
+		return c, configError("Cache."+field, problem)
 	}
 	if c.AutoPipelineMaxBatch < 0 || c.AutoPipelineInflight < 0 {
 		return c, configError("AutoPipelineMaxBatch", fmt.Sprintf("AutoPipelineMaxBatch (%d) and AutoPipelineInflight (%d) cannot be negative (0: the default)", c.AutoPipelineMaxBatch, c.AutoPipelineInflight))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,4 +178,86 @@ func TestCacheConfig(t *testing.T) {
 		t.Fatalf("defaults: %+v", got)
 	}
 	_ = c.Close()
+}
+
+// TestCacheOtherPaths: cached reads auto-pipelined from many goroutines
+// are served and invalidated as single ones; a pipeline and a
+// transaction made with a cached context are not cached (they reach the
+// server, and read what it holds).
+func TestCacheOtherPaths(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Standalone())
+	n := l.Node(0)
+	c, err := NewClient(Config{Primary: n.Addr(), AutoPipeline: true, Cache: &clientcache.Config{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	other := n.NewClient()
+	defer other.Close()
+	cached := clientcache.WithTTL(ctx, time.Minute)
+	if err := other.Set(ctx, "k", "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "a cached read", func() bool {
+		before := calls(t, n, "get")
+		_ = c.Get(cached, "k").Err()
+		return calls(t, n, "get") == before
+	})
+	// readAll reads k from 32 goroutines at once, auto-pipelined, and
+	// returns the values read.
+	readAll := func() map[string]int {
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				for range 20 {
+					v, err := c.Get(cached, "k").Result()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					seen[v]++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		return seen
+	}
+	before := calls(t, n, "get")
+	if seen := readAll(); seen["v1"] != 32*20 {
+		t.Fatalf("auto-pipelined cached reads: %v", seen)
+	}
+	if got := calls(t, n, "get") - before; got != 0 {
+		t.Fatalf("%d of 640 cached auto-pipelined reads reached the server", got)
+	}
+	if err := other.Set(ctx, "k", "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the invalidation, auto-pipelined", func() bool {
+		seen := readAll()
+		return seen["v2"] == 32*20
+	})
+
+	// A pipeline and a transaction go to the server whatever the context.
+	if err := other.Set(ctx, "k", "v3", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before = calls(t, n, "get")
+	var pget, tget *redis.StringCmd
+	if _, err := c.Pipelined(cached, func(p redis.Pipeliner) error { pget = p.Get(cached, "k"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TxPipelined(cached, func(p redis.Pipeliner) error { tget = p.Get(cached, "k"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if pget.Val() != "v3" || tget.Val() != "v3" {
+		t.Fatalf("pipeline read %q, transaction %q; want v3", pget.Val(), tget.Val())
+	}
+	if got := calls(t, n, "get") - before; got != 2 {
+		t.Fatalf("the pipeline and the transaction ran %d GETs on the server, want 2", got)
+	}
 }

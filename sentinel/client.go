@@ -539,8 +539,8 @@ func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []red
 	if routing.IsInternal(ctx) {
 		return routing.Run(ctx, n.ctl, cmd, cmds)
 	}
-	if cmd != nil && n.cache != nil {
-		return n.cache.Run(ctx, cmd, func() error { return c.send(ctx, n, cmd, nil) })
+	if ttl, ok := n.cache.Asked(ctx); ok && cmd != nil {
+		return n.cache.Do(cmd, ttl, func() error { return c.send(ctx, n, cmd, nil) })
 	}
 	return c.send(ctx, n, cmd, cmds)
 }

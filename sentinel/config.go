@@ -557,12 +557,9 @@ func (o Config) withDefaults() (Config, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Cache != nil {
-		cc := o.Cache.WithDefaults()
-		if field, problem := cc.Check(); field != "" {
-			return o, configError("Cache."+field, problem)
-		}
-		o.Cache = &cc
+	var field string
+	if o.Cache, field, problem = o.Cache.Resolved(); field != "" {
+		return o, configError("Cache."+field, problem)
 	}
 	return o, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,8 +74,7 @@ type NodeCache struct {
 	c       *Cache
 	node    *Node
 	tracker *Tracker
-	started atomic.Bool
-	once    sync.Once
+	once    sync.Once // starts the tracker
 }
 
 // start runs the node's tracker, once.
@@ -87,7 +85,6 @@ func (n *NodeCache) start() {
 		if n.tracker.ctx.Err() == nil { // not closed before its first read
 			n.tracker.start(&n.c.trackers)
 		}
-		n.started.Store(true)
 	})
 }
 
@@ -109,16 +106,15 @@ func (n *NodeCache) Close() {
 	n.c.store.Purge(n.node)
 }
 
-// Run is how a client sends a single command to the node: through the
-// cache (Do) when the node has one and ctx asks for it (clientcache.WithTTL), else
-// straight with send. n may be nil (no cache).
-func (n *NodeCache) Run(ctx context.Context, cmd redis.Cmder, send func() error) error {
-	if n != nil {
-		if ttl, ok := clientcache.TTL(ctx); ok {
-			return n.Do(cmd, ttl, send)
-		}
+// Asked returns the TTL of a call whose single command should go through
+// the node's cache (Do): the node has one (n may be nil) and ctx asks for
+// it (clientcache.WithTTL). Checked before the client builds its send
+// function, so that a call the cache is not asked for costs nothing.
+func (n *NodeCache) Asked(ctx context.Context) (time.Duration, bool) {
+	if n == nil {
+		return 0, false
 	}
-	return send()
+	return clientcache.TTL(ctx)
 }
 
 // Do runs a read through the cache: a hit sets cmd's reply and returns
@@ -130,9 +126,7 @@ func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) er
 	if !ok || !n.tracker.Tracks(key) {
 		return send()
 	}
-	if !n.started.Load() {
-		n.start() // the node's first cached read: a write never starts it
-	}
+	n.start() // on the node's first cacheable read (a write never starts it); then a load
 	if v, hit := n.c.store.Get(n.node, key, sub, time.Now()); hit && Restore(cmd, v) {
 		return cmd.Err()
 	}
