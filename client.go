@@ -225,7 +225,7 @@ func sentinelConfig(cfg *Config, kind Kind) sentinel.Config {
 		TLSConfig: cfg.TLSConfig, SentinelTLSConfig: cfg.TLSConfig,
 		PoolSize: cfg.PoolSize,
 		Durable:  cfg.Durable, DurableAOF: cfg.DurableAOF, DurableTimeout: cfg.DurableTimeout,
-		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger,
+		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Cache: cfg.Cache, Logger: cfg.Logger,
 		Observer: sentinelObserver(cfg.Observer, kind),
 	}
 }
@@ -250,7 +250,7 @@ func newCluster(u *redisurl.Config, cfg *Config) (*client, error) {
 	cc, err := cluster.NewClientFromConfig(u, cluster.Config{
 		TLSConfig: cfg.TLSConfig, PoolSize: cfg.PoolSize,
 		Durable: cfg.Durable, DurableAOF: cfg.DurableAOF, DurableTimeout: cfg.DurableTimeout,
-		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger,
+		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Cache: cfg.Cache, Logger: cfg.Logger,
 		Observer: clusterObserver(cfg.Observer),
 	})
 	if err != nil {
@@ -266,6 +266,7 @@ func newCluster(u *redisurl.Config, cfg *Config) (*client, error) {
 // Close after the multidb client.
 func newMultiDB(cfg Config) (c *client, err error) {
 	var owned []redis.UniversalClient
+	var subs []*client // the databases that are rediskit clients
 	defer func() {
 		if err != nil {
 			for _, o := range owned {
@@ -273,7 +274,7 @@ func newMultiDB(cfg Config) (c *client, err error) {
 			}
 		}
 	}()
-	mc := multidb.Config{AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Logger: cfg.Logger,
+	mc := multidb.Config{AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Cache: cfg.Cache, Logger: cfg.Logger,
 		Observer: multidbObserver(cfg.Observer)}
 	one := cfg // each database's own client: its URL decides its kind
 	one.Databases, one.Kind = nil, KindAuto
@@ -307,7 +308,7 @@ func newMultiDB(cfg Config) (c *client, err error) {
 			if err != nil {
 				return nil, err
 			}
-			owned = append(owned, sub)
+			owned, subs = append(owned, sub), append(subs, sub)
 			db.Client = sub.typed
 		}
 		mc.Databases = append(mc.Databases, db)
@@ -317,5 +318,5 @@ func newMultiDB(cfg Config) (c *client, err error) {
 		return nil, err
 	}
 	return &client{typed: m, kind: KindMultiDB, why: "Config.Databases", owned: owned,
-		stats: func() Stats { return multidbStats(m.Stats()) }}, nil
+		stats: func() Stats { return multidbStats(m.Stats(), subs) }}, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/cluster"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
@@ -365,6 +366,55 @@ func TestStandaloneServerURLs(t *testing.T) {
 		typed := st.Typed.(multidb.Stats)
 		if !slices.Equal(st.Masters, []string{"tcp"}) || typed.Active != "tcp" {
 			t.Fatalf("Stats %+v: want the heavier database active", st)
+		}
+	})
+
+	t.Run("cached", func(t *testing.T) {
+		// Config.Cache reaches the client of every URL kind: a standalone
+		// server and a multidb client over it serve repeated reads from
+		// the cache, and another client's write ends the entry.
+		other := l.Node(0).NewClient()
+		defer func() { _ = other.Close() }()
+		for _, tt := range []struct {
+			name string
+			cfg  Config
+		}{
+			{"standalone", Config{URL: tcpURL, Cache: &clientcache.Config{}}},
+			{"multidb", Config{Databases: []Database{{Name: "tcp", URL: tcpURL, Weight: 1}}, Cache: &clientcache.Config{}}},
+		} {
+			c, err := NewClient(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			key := "cached-" + tt.name
+			if err := other.Set(ctx, key, "1", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			cached := clientcache.WithTTL(ctx, time.Minute)
+			// The node's tracking starts with its first cached read:
+			// reads are cached once it is up.
+			for c.Stats().Cache.Hits == 0 {
+				if got, err := c.Get(cached, key).Result(); err != nil || got != "1" {
+					t.Fatalf("%s: GET = %q, %v", tt.name, got, err)
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("%s: no read served from the cache: Stats %+v", tt.name, c.Stats().Cache)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := other.Set(ctx, key, "2", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for c.Get(cached, key).Val() != "2" {
+				if ctx.Err() != nil {
+					t.Fatalf("%s: the write by another client never ended the entry: Stats %+v", tt.name, c.Stats().Cache)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if st := c.Stats().Cache; st.Invalidations == 0 || st.Entries == 0 {
+				t.Fatalf("%s: Stats().Cache %+v: want the invalidation counted and the new value cached", tt.name, st)
+			}
 		}
 	})
 

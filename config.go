@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/respguard"
@@ -141,6 +142,12 @@ type Config struct {
 	AutoPipeline bool
 	// ReplyLimits bound the replies of the caller's commands.
 	ReplyLimits ReplyLimits
+	// Cache turns on client-side caching, for every topology: reads
+	// whose context asks for it (clientcache.WithTTL) are served from
+	// replies the server promised to invalidate (see package
+	// clientcache). A multidb client gives each database its own part.
+	// Nil: no cache.
+	Cache *clientcache.Config
 
 	// Observer, when set, receives the typed client's events (Event), in
 	// order, from a goroutine the client owns; it must not block for long

@@ -1,6 +1,7 @@
 package rediskit
 
 import (
+	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/cluster"
 	"github.com/rediskit/rediskit/multidb"
 	"github.com/rediskit/rediskit/sentinel"
@@ -33,6 +34,9 @@ type Stats struct {
 	WritesNotDurable uint64
 	// EventsDropped are the events a slow Observer missed.
 	EventsDropped uint64
+	// Cache are the client-side cache's counters (Config.Cache); a
+	// multidb client's are the sum of its databases'.
+	Cache clientcache.Stats
 	// Typed is the typed client's Stats: a sentinel.Stats, a
 	// cluster.Stats or a multidb.Stats.
 	Typed any
@@ -49,7 +53,7 @@ type NodeStats struct {
 func sentinelStats(kind Kind, st sentinel.Stats) Stats {
 	s := Stats{Kind: kind, MasterChanges: st.MasterChanges, ReadsRetried: st.ReadsRetried, WritesRerun: st.WritesRerun,
 		WritesRefused: st.WritesRefused, WritesHeld: st.WritesHeld, WritesNotDurable: st.WritesNotDurable,
-		EventsDropped: st.EventsDropped, Typed: st}
+		EventsDropped: st.EventsDropped, Cache: st.Cache, Typed: st}
 	if st.Master != "" {
 		s.Masters = []string{st.Master}
 	}
@@ -62,16 +66,21 @@ func sentinelStats(kind Kind, st sentinel.Stats) Stats {
 func clusterStats(st cluster.Stats) Stats {
 	s := Stats{Kind: KindCluster, Masters: st.Masters, MasterChanges: st.MasterChanges, ReadsRetried: st.ReadsRetried,
 		WritesRerun: st.WritesRerun, WritesRefused: st.WritesRefused, WritesHeld: st.WritesHeld,
-		WritesNotDurable: st.WritesNotDurable, EventsDropped: st.EventsDropped, Typed: st}
+		WritesNotDurable: st.WritesNotDurable, EventsDropped: st.EventsDropped, Cache: st.Cache, Typed: st}
 	for _, n := range st.Nodes {
 		s.Nodes = append(s.Nodes, NodeStats{Addr: n.Addr, Reads: n.Reads, Writes: n.Writes, Batches: n.Batches, Batched: n.Batched})
 	}
 	return s
 }
 
-func multidbStats(st multidb.Stats) Stats {
+// multidbStats are a multidb client's, its cache's counters summed with
+// those of the databases that are rediskit clients of their own (subs).
+func multidbStats(st multidb.Stats, subs []*client) Stats {
 	s := Stats{Kind: KindMultiDB, MasterChanges: st.Switches, ReadsRetried: st.ReadsRetried, WritesRerun: st.WritesRerun,
-		WritesRefused: st.WritesRefused, EventsDropped: st.EventsDropped, Typed: st}
+		WritesRefused: st.WritesRefused, EventsDropped: st.EventsDropped, Cache: st.Cache, Typed: st}
+	for _, sub := range subs {
+		s.Cache = s.Cache.Plus(sub.stats().Cache)
+	}
 	if st.Active != "" {
 		s.Masters = []string{st.Active}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Config turns on client-side caching for a client (sentinel.Config.Cache,
@@ -29,6 +31,16 @@ type Config struct {
 	// when the connection goes silent (a partition). Defaults
 	// DefaultHeartbeat, DefaultHeartbeatTimeout.
 	Heartbeat, HeartbeatTimeout time.Duration
+	// MaxStale turns on fail-open reads: when a cached read cannot reach
+	// a server (the client's own re-routing, holds and retries done, the
+	// read failed for want of a node: connection refused or lost, no
+	// answer before the deadline, no master, the cluster down, no healthy
+	// database), the client returns the entry it last held for the read,
+	// if that entry was known current at most MaxStale ago, with a
+	// *StaleError that says so: the value is set on the command, and the
+	// error is never nil, so that a stale value is never taken silently.
+	// 0 (the default): a read that cannot reach its server fails.
+	MaxStale time.Duration
 }
 
 // Defaults of Config.
@@ -68,6 +80,9 @@ func (c Config) WithDefaults() Config {
 // Check returns the field of c (with its defaults) that cannot be used,
 // and why; "" when every field can.
 func (c Config) Check() (field, problem string) {
+	if c.MaxStale < 0 {
+		return "MaxStale", fmt.Sprintf("is negative (%v): give how old a value may be served when its server cannot be reached, or 0 for never", c.MaxStale)
+	}
 	if c.HeartbeatTimeout <= c.Heartbeat {
 		return "HeartbeatTimeout", fmt.Sprintf("%v is not above Heartbeat (%v): every ping would time out before the next", c.HeartbeatTimeout, c.Heartbeat)
 	}
@@ -119,9 +134,77 @@ type Stats struct {
 	// Flushes are the times a node's entries stopped being served at once:
 	// its tracking connection lost or silent, the server flushed, or the
 	// node lost its role or slots.
-	Flushes   uint64
-	Evictions uint64 // entries dropped for the memory bound
-	TooLarge  uint64 // replies larger than the bound allows, not cached
-	Bytes     int64  // the memory the entries hold (estimated)
-	Entries   int
+	Flushes uint64
+	// FlushesByCause splits Flushes by why the entries ended.
+	FlushesByCause FlushCounts
+	// StaleServed are the reads answered with a *StaleError (MaxStale).
+	StaleServed uint64
+	Evictions   uint64 // entries dropped for the memory bound
+	TooLarge    uint64 // replies larger than the bound allows, not cached
+	Bytes       int64  // the memory the entries hold (estimated)
+	Entries     int
+}
+
+// Plus returns the sum of s and o (a client's cache counters with those
+// of the clients it is made of).
+func (s Stats) Plus(o Stats) Stats {
+	return Stats{
+		Hits: s.Hits + o.Hits, Misses: s.Misses + o.Misses, Fills: s.Fills + o.Fills,
+		FillsDropped: s.FillsDropped + o.FillsDropped, Invalidations: s.Invalidations + o.Invalidations,
+		Flushes: s.Flushes + o.Flushes, FlushesByCause: s.FlushesByCause.plus(o.FlushesByCause),
+		StaleServed: s.StaleServed + o.StaleServed, Evictions: s.Evictions + o.Evictions, TooLarge: s.TooLarge + o.TooLarge,
+		Bytes: s.Bytes + o.Bytes, Entries: s.Entries + o.Entries,
+	}
+}
+
+// FlushCounts count a cache's flushes by cause.
+type FlushCounts struct {
+	// Lost: a node's tracking connection broke (killed, reset, the
+	// server restarted); Silent: it stopped answering heartbeats.
+	Lost, Silent uint64
+	// Server: the server flushed (FLUSHALL, FLUSHDB).
+	Server uint64
+	// Topology: the client saw the node lose its role or slots (a
+	// Sentinel switch, a cluster map without its slots, a database
+	// switched away from).
+	Topology uint64
+}
+
+func (f FlushCounts) plus(o FlushCounts) FlushCounts {
+	return FlushCounts{Lost: f.Lost + o.Lost, Silent: f.Silent + o.Silent, Server: f.Server + o.Server, Topology: f.Topology + o.Topology}
+}
+
+// StaleError is the error of a cached read answered from an entry that
+// could not be confirmed, because the read could not reach a server
+// (Config.MaxStale): the command holds the entry's value, Err is why the
+// read failed. errors.Is(err, redis.Nil) holds when the value served is
+// a missing key's.
+type StaleError struct {
+	// Addr is the server the entry was read from.
+	Addr string
+	// Age is how long ago the entry was last known current: when its
+	// server's tracking was last confirmed, or was lost.
+	Age time.Duration
+	// Nil: the value served is redis.Nil (the key did not exist).
+	Nil bool
+	// Err is the failure that made the read fall back on the entry.
+	Err error
+}
+
+func (e *StaleError) Error() string {
+	v := "a value"
+	if e.Nil {
+		v = "a missing key (redis: nil)"
+	}
+	return fmt.Sprintf("client-side caching: served %s cached from %s, last known current %v ago, because the read failed "+
+		"(the value may be out of date; Config.MaxStale): %v", v, e.Addr, e.Age.Round(time.Millisecond), e.Err)
+}
+
+// Unwrap returns the failure, and redis.Nil when the value served is a
+// missing key's.
+func (e *StaleError) Unwrap() []error {
+	if e.Nil {
+		return []error{redis.Nil, e.Err}
+	}
+	return []error{e.Err}
 }

@@ -2,9 +2,10 @@
 // cache: reads served in process, from replies the server promised to
 // invalidate, and never served once that promise may have lapsed.
 //
-// Turn it on in a client's config (sentinel.Config.Cache, which also
-// covers a standalone server; cluster.Config.Cache; multidb.Config.Cache)
-// and ask for it per read with WithTTL:
+// Turn it on in a client's config (rediskit.Config.Cache, for any URL;
+// sentinel.Config.Cache, which also covers a standalone server;
+// cluster.Config.Cache; multidb.Config.Cache) and ask for it per read
+// with WithTTL:
 //
 //	c, err := sentinel.NewClient(sentinel.Config{..., Cache: &clientcache.Config{MaxBytes: 256 << 20}})
 //	v, err := c.Get(clientcache.WithTTL(ctx, time.Minute), "user:42").Result()
@@ -49,5 +50,34 @@
 //   - FLUSHALL and FLUSHDB end every entry of the node.
 //
 // A server that cannot track (Redis before 6, CLIENT TRACKING forbidden by
-// the ACL) makes the client's constructor fail with ErrTrackingUnavailable.
+// the ACL) is found when its tracking connection is first made (a
+// client's constructor dials nothing): its reads are not cached, and the
+// client logs ErrTrackingUnavailable with the server's reason at error
+// level.
+//
+// # Fail-open: MaxStale
+//
+// With Config.MaxStale, a cached read that cannot reach a server, once the
+// client has done what it does for any read (re-resolved the master,
+// followed the slot, switched database, within the caller's deadline), is
+// answered from the newest entry it held for that read if the entry was
+// known current at most MaxStale ago: the command gets the value, and
+// the error is a *StaleError saying from which server, how old, and why
+// the read failed. An entry's age counts from the last moment its
+// server's tracking was confirmed (the end of the connection it was filled
+// under, or the last heartbeat answered): an entry invalidated before the
+// failure is never served. A missing key's entry answers a StaleError
+// that is also redis.Nil (errors.Is). Only "cannot reach" failures fall
+// back (refused, lost, timed out, no master, CLUSTERDOWN, no healthy
+// database): a server's answer, the caller's cancellation or a closed
+// client never do.
+//
+//	v, err := c.Get(clientcache.WithTTL(ctx, time.Minute), "price:42").Result()
+//	var stale *clientcache.StaleError
+//	switch {
+//	case errors.As(err, &stale):
+//		// v is what the server held stale.Age ago: show it, marked.
+//	case err != nil:
+//		// fail
+//	}
 package clientcache

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -45,7 +46,12 @@ func TestCache(t *testing.T) {
 	l := lab.New(t, lab.Cluster(3, 1))
 	// A short refresh: a graceful failover raises no error for the client
 	// to notice it by, and the test waits for it to.
-	c := newTestClient(t, l, func(o *Config) { o.Cache = &clientcache.Config{}; o.RefreshInterval = 300 * time.Millisecond })
+	// MaxStale: the last step black-holes the key's master.
+	const maxStale = 5 * time.Second
+	c := newTestClient(t, l, func(o *Config) {
+		o.Cache = &clientcache.Config{MaxStale: maxStale}
+		o.RefreshInterval = 300 * time.Millisecond
+	})
 	other := redis.NewClusterClient(l.ClusterOptions())
 	defer other.Close()
 	cached := clientcache.WithTTL(ctx, time.Minute)
@@ -138,6 +144,33 @@ func TestCache(t *testing.T) {
 		v, err := rc.Get(cached, key).Result()
 		return err == nil && v == "replicated"
 	})
+
+	// Fail-open: the key's master black-holed, a read that cannot reach
+	// it before its deadline is answered from the entry, typed stale.
+	testkit.WaitFor(t, 10*time.Second, "a cached read of the last write", func() bool {
+		before := getCalls(t, ctx, nm)
+		v := read()
+		return v == "replicated" && getCalls(t, ctx, nm) == before
+	})
+	nm.BlackHole()
+	defer nm.Restore()
+	testkit.WaitFor(t, 10*time.Second, "a stale answer", func() bool {
+		rctx, cancel := context.WithTimeout(cached, 300*time.Millisecond)
+		defer cancel()
+		v, err := c.Get(rctx, key).Result()
+		var se *clientcache.StaleError
+		var ne *NodeError
+		switch {
+		case err == nil && v == "replicated":
+			return false // a hit: the tracking not yet known silent
+		case !errors.As(err, &se) || v != "replicated" || se.Addr != nm.Addr() || se.Age > maxStale || !errors.As(err, &ne):
+			t.Fatalf("GET %s, its master black-holed: %q, %v; want the last value, stale from %s, the *NodeError inside", key, v, err, nm.Addr())
+		}
+		return true
+	})
+	if st := c.Stats().Cache; st.StaleServed != 1 {
+		t.Fatalf("Stats().Cache.StaleServed = %d, want 1", st.StaleServed)
+	}
 }
 
 // TestLostSlots: the nodes whose cached entries stop being served when

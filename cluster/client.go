@@ -342,7 +342,13 @@ type attempt struct {
 func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder) error {
 	a := &attempt{slot: slot, write: write, holdEnd: time.Now().Add(c.opts.WriteHoldTimeout)}
 	err := c.runAttempts(ctx, cmd, a)
-	return c.seal(cmd, nil, err, a.last, slot, write, nil)
+	err = c.seal(cmd, nil, err, a.last, slot, write, nil)
+	if err != nil && !write {
+		// Every re-route tried: a cached read may fall back on its
+		// entry (clientcache.Config.MaxStale).
+		return c.nodes.cache.FailOpen(ctx, cmd, err)
+	}
+	return err
 }
 
 // runAttempts is run's loop: each send, and the judgement of its failure.

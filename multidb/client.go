@@ -630,6 +630,11 @@ func (c *Client) run(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) e
 		return c.runScans(ctx, cmd, cmds, scans)
 	}
 	_, err := c.runOn(ctx, cmd, cmds, nil)
+	if err != nil && cmd != nil {
+		// Every database tried: a cached read may fall back on its entry
+		// (clientcache.Config.MaxStale).
+		return c.cache.FailOpen(ctx, cmd, err)
+	}
 	return err
 }
 

@@ -65,6 +65,15 @@ func TestClientCacheMetrics(t *testing.T) {
 			t.Errorf("%s: %v, want > 0", name, got[name])
 		}
 	}
+	causes := map[string]bool{}
+	for _, p := range got["rediskit.sentinel.cache.flushes"] {
+		if v, ok := p.attrs.Value("cause"); ok {
+			causes[v.AsString()] = true
+		}
+	}
+	if len(causes) != 4 || len(got["rediskit.sentinel.cache.stale"]) != 1 {
+		t.Errorf("flushes by cause %v, stale %v: want the four causes, and a stale counter", causes, got["rediskit.sentinel.cache.stale"])
+	}
 	if len(got["rediskit.cluster.cache.hits"]) != 0 {
 		t.Error("a cluster cache metric with no cluster client")
 	}

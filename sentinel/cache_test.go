@@ -1,6 +1,7 @@
 package sentinel
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/clientcache"
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
@@ -260,4 +262,126 @@ func TestCacheOtherPaths(t *testing.T) {
 	if got := calls(t, n, "get") - before; got != 2 {
 		t.Fatalf("the pipeline and the transaction ran %d GETs on the server, want 2", got)
 	}
+}
+
+// TestCacheFailOpen: with MaxStale, a cached read whose server cannot be
+// reached (killed: refused; black-holed: no answer before the caller's
+// deadline) is answered from its entry with a *StaleError carrying the
+// failure, while the entry was known current at most MaxStale ago, and
+// only when the read asked for the cache; a missing key's entry answers
+// redis.Nil, stale. Without MaxStale the same read fails.
+func TestCacheFailOpen(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Config{Proxy: true})
+	n := l.Node(0)
+	const maxStale = 2 * time.Second
+	open := func(maxStale time.Duration) *Client {
+		c, err := NewClient(Config{Primary: n.Addr(), DialTimeout: 500 * time.Millisecond, Cache: &clientcache.Config{MaxStale: maxStale}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	c, strict := open(maxStale), open(0)
+	cached := clientcache.WithTTL(ctx, time.Minute)
+	if err := c.Set(ctx, "k", "v1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// fill caches k and the missing key m on both clients (served from
+	// the cache: the server sees no GET).
+	fill := func() {
+		t.Helper()
+		for _, cc := range []*Client{c, strict} {
+			testkit.WaitFor(t, 10*time.Second, "cached reads", func() bool {
+				before := calls(t, n, "get")
+				_ = cc.Get(cached, "k").Err()
+				_ = cc.Get(cached, "m").Err()
+				return calls(t, n, "get") == before
+			})
+		}
+	}
+	// within is a read's context with a deadline: a read that fails
+	// waits for the topology to be resolved again, up to the caller's
+	// deadline.
+	within := func(ctx context.Context) context.Context {
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		t.Cleanup(cancel)
+		return rctx
+	}
+	// serveStale reads k and m through the cache until neither is served
+	// stale, and returns how many answers were. Each stale answer is
+	// checked, and so is the first failure: the entry was known current
+	// at (a stale answer's start) - Age or later, so a read that fails
+	// must end more than MaxStale after that.
+	serveStale := func(why string, cause func(error) bool) int {
+		t.Helper()
+		served := 0
+		var knownLo time.Time // the earliest the entries can have been known current
+		for served == 0 || served%2 == 1 || time.Since(knownLo) <= maxStale+time.Second {
+			key, want := "k", "v1"
+			if served%2 == 1 {
+				key, want = "m", ""
+			}
+			start := time.Now()
+			v, err := c.Get(within(cached), key).Result()
+			end := time.Now()
+			var se *clientcache.StaleError
+			if err == nil && served == 0 && v == want && ctx.Err() == nil {
+				continue // a hit: the node's tracking is not yet known silent
+			}
+			if !errors.As(err, &se) {
+				if err == nil || served == 0 || end.Sub(knownLo) <= maxStale {
+					t.Fatalf("%s: GET %s = %q, %v after %d stale answers, %v after the entry was last known current; want stale answers for %v, then the failure",
+						why, key, v, err, served, end.Sub(knownLo), maxStale)
+				}
+				return served
+			}
+			if v != want || se.Addr != n.Addr() || se.Age > maxStale || se.Nil != (key == "m") || errors.Is(err, redis.Nil) != (key == "m") || !cause(err) {
+				t.Fatalf("%s: GET %s = %q, %v (%+v); want %q from %s at most %v old, the cause inside", why, key, v, err, se, want, n.Addr(), maxStale)
+			}
+			if lo := start.Add(-se.Age); knownLo.IsZero() || lo.Before(knownLo) {
+				knownLo = lo
+			}
+			served++
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("%s: %d reads served stale more than %v after the entries were last known current", why, served, maxStale)
+		return 0
+	}
+	nodeError := func(err error) bool { var ne *NodeError; return errors.As(err, &ne) }
+
+	fill()
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Not asked for the cache, no entry, or no MaxStale: the failure.
+	for name, err := range map[string]error{
+		"without WithTTL": c.Get(within(ctx), "k").Err(),
+		"never cached":    c.Get(within(cached), "other").Err(),
+		"MaxStale 0":      strict.Get(within(cached), "k").Err(),
+	} {
+		var se *clientcache.StaleError
+		if errors.As(err, &se) || !nodeError(err) {
+			t.Fatalf("killed, %s: %v; want the *NodeError, not stale", name, err)
+		}
+	}
+	served := serveStale("killed", nodeError)
+	st := c.Stats().Cache
+	if st.StaleServed != uint64(served) || st.FlushesByCause.Lost == 0 {
+		t.Fatalf("Stats().Cache %+v: want %d stale reads, a tracking loss", st, served)
+	}
+
+	// Back, then black-holed: the caller's deadline ends each read, and
+	// the entries' age counts from the last heartbeat answered.
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "k written again (the restarted server is empty)", func() bool {
+		return c.Set(ctx, "k", "v1", 0).Err() == nil
+	})
+	fill()
+	n.BlackHole()
+	defer n.Restore()
+	serveStale("black-holed", func(err error) bool { return nodeError(err) && failure.Timeout(err) })
 }

@@ -564,6 +564,11 @@ func (c *Client) batched(ctx context.Context) bool {
 // it once on the re-resolved target after a failure signal.
 func (c *Client) read(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
 	_, err := c.readOn(ctx, cmd, cmds)
+	if err != nil && cmd != nil {
+		// Every re-route tried: a cached read may fall back on its
+		// entry (clientcache.Config.MaxStale).
+		return c.topo.nodes.cache.FailOpen(ctx, cmd, err)
+	}
 	return err
 }
 

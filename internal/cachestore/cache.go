@@ -11,6 +11,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/clientcache"
+	"github.com/rediskit/rediskit/internal/failure"
 )
 
 // Cache is one client's cache: one store for all its nodes, and a
@@ -24,6 +25,11 @@ type Cache struct {
 	// mu orders their starts before the wait.
 	mu       sync.Mutex
 	trackers sync.WaitGroup
+	// nodes are the nodes tracked and not closed: FailOpen looks for a
+	// read's entry on each (the node that cached it may not be the one the
+	// failed read was for: a failover moved the key).
+	nodesMu sync.Mutex
+	nodes   map[*Node]struct{}
 }
 
 // New returns a client's cache of cfg (with its defaults), which caches
@@ -33,7 +39,7 @@ func New(cfg clientcache.Config, cl *classify.Classifier, log *slog.Logger) *Cac
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{cfg: cfg, cl: cl, log: log, store: NewStore(cfg.MaxBytes, cfg.MaxTTL)}
+	return &Cache{cfg: cfg, cl: cl, log: log, store: NewStore(cfg.MaxBytes, cfg.MaxTTL), nodes: map[*Node]struct{}{}}
 }
 
 // Stats are the cache's counters (Entries walks the store).
@@ -42,9 +48,12 @@ func (c *Cache) Stats() clientcache.Stats {
 		return clientcache.Stats{}
 	}
 	k := &c.store.counts
+	f := clientcache.FlushCounts{Lost: k.FlushesLost.Load(), Silent: k.FlushesSilent.Load(),
+		Server: k.FlushesServer.Load(), Topology: k.FlushesTopology.Load()}
 	return clientcache.Stats{
 		Hits: k.Hits.Load(), Misses: k.Misses.Load(), Fills: k.Fills.Load(), FillsDropped: k.FillsRaced.Load(),
-		Invalidations: k.Invalidations.Load(), Flushes: k.Flushes.Load(), Evictions: k.Evictions.Load(),
+		Invalidations: k.Invalidations.Load(), Flushes: f.Lost + f.Silent + f.Server + f.Topology, FlushesByCause: f,
+		StaleServed: k.StaleServed.Load(), Evictions: k.Evictions.Load(),
 		TooLarge: k.TooLarge.Load(), Bytes: c.store.Bytes(), Entries: c.store.Entries(),
 	}
 }
@@ -59,6 +68,9 @@ func (c *Cache) Track(opts *redis.Options) *NodeCache {
 		Options: opts, Store: c.store, Node: node, Prefixes: c.cfg.Prefixes,
 		Heartbeat: c.cfg.Heartbeat, HeartbeatTimeout: c.cfg.HeartbeatTimeout, Logger: c.log,
 	})
+	c.nodesMu.Lock()
+	c.nodes[node] = struct{}{}
+	c.nodesMu.Unlock()
 	return &NodeCache{c: c, node: node, tracker: t}
 }
 
@@ -94,7 +106,7 @@ func (n *NodeCache) Node() *Node { return n.node }
 // Flush stops serving the node's entries (a role or slots the client saw
 // it lose): reads of it are cached afresh.
 func (n *NodeCache) Flush() {
-	n.c.store.counts.Flushes.Add(1)
+	n.c.store.counts.flushed(FlushTopology)
 	n.node.Flush(time.Now())
 }
 
@@ -103,6 +115,9 @@ func (n *NodeCache) Flush() {
 // Cache.Close does.
 func (n *NodeCache) Close() {
 	n.tracker.stop()
+	n.c.nodesMu.Lock()
+	delete(n.c.nodes, n.node)
+	n.c.nodesMu.Unlock()
 	n.c.store.Purge(n.node)
 }
 
@@ -140,4 +155,72 @@ func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) er
 	}
 	n.c.store.Abandon(tk)
 	return err
+}
+
+// FailOpen is the last step of a cached read that failed, after the
+// client's own re-routing, holds and retries (Config.MaxStale): when err
+// says no server could be reached for it (Unreachable), and an entry of
+// the read, on any node of the cache, was known current at most MaxStale
+// ago, cmd gets the youngest such entry's value and FailOpen returns a
+// *clientcache.StaleError (also set as cmd's error). Otherwise it returns
+// err. c may be nil.
+func (c *Cache) FailOpen(ctx context.Context, cmd redis.Cmder, err error) error {
+	if c == nil || c.cfg.MaxStale <= 0 || cmd == nil || !Unreachable(err) {
+		return err
+	}
+	if _, asked := clientcache.TTL(ctx); !asked {
+		return err
+	}
+	key, sub, ok := Cacheable(c.cl, cmd)
+	if !ok {
+		return err
+	}
+	now := time.Now()
+	var (
+		best    any
+		bestAge time.Duration
+		from    *Node
+	)
+	c.nodesMu.Lock()
+	for node := range c.nodes {
+		if v, age, ok := c.store.GetStale(node, key, sub, now, c.cfg.MaxStale); ok && (from == nil || age < bestAge) {
+			best, bestAge, from = v, age, node
+		}
+	}
+	c.nodesMu.Unlock()
+	if from == nil || !Restore(cmd, best) {
+		return err
+	}
+	c.store.counts.StaleServed.Add(1)
+	se := &clientcache.StaleError{Addr: from.Addr(), Age: bestAge, Nil: errors.Is(cmd.Err(), redis.Nil), Err: err}
+	cmd.SetErr(se)
+	return se
+}
+
+// transient is guard.Transient's method: the errors of rediskit's clients
+// that mean "no server can do this now, try again".
+type transient interface {
+	RetryAdvice() (after time.Duration, mayHaveExecuted bool)
+}
+
+// Unreachable reports whether err says a read could not reach a server:
+// a connection refused, lost or timed out (the caller's deadline
+// included), no connection free in time, a node that does not serve
+// (CLUSTERDOWN, LOADING, MASTERDOWN), or a client's error that means
+// "try again" (no master, a failover under way, no healthy database).
+// Not: an answer of the server, the caller's cancellation, a closed
+// client.
+func Unreachable(err error) bool {
+	var tr transient
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
+		return false
+	case failure.ClusterDown(err), failure.Loading(err), failure.MasterDown(err):
+		return true
+	case failure.Reply(err):
+		return false
+	case errors.As(err, &tr):
+		return true
+	}
+	return failure.Network(err) || failure.Timeout(err) || failure.IsDial(err) || errors.Is(err, redis.ErrPoolTimeout)
 }

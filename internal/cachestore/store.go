@@ -33,12 +33,28 @@ const entryOverhead = 160
 
 // Counts are a store's counters since it was made.
 type Counts struct {
-	Hits, Misses, StaleHits     atomic.Uint64
+	Hits, Misses, StaleServed   atomic.Uint64
 	Fills, FillsRaced           atomic.Uint64 // FillsRaced: an invalidation or a flush came between Reserve and Fill
 	Invalidations, Evictions    atomic.Uint64 // Invalidations: of keys that had entries or reads in flight
 	TooLarge                    atomic.Uint64 // replies larger than a shard's share of the bound, not cached
 	FlushedEntries, Expirations atomic.Uint64
-	Flushes                     atomic.Uint64 // node epochs ended for a loss or a change, and purges
+	// Flushes by cause: a node's entries ended at once (epoch ended, or
+	// purged by the server's flush).
+	FlushesLost, FlushesSilent, FlushesServer, FlushesTopology atomic.Uint64
+}
+
+// flushed counts a flush of cause.
+func (k *Counts) flushed(cause FlushCause) {
+	switch cause {
+	case FlushConnectionLost:
+		k.FlushesLost.Add(1)
+	case FlushHeartbeat:
+		k.FlushesSilent.Add(1)
+	case FlushServer:
+		k.FlushesServer.Add(1)
+	case FlushTopology:
+		k.FlushesTopology.Add(1)
+	}
 }
 
 // NewStore returns a store that holds at most maxBytes (estimated: keys,
@@ -317,7 +333,6 @@ func (s *Store) GetStale(node *Node, key, sub string, now time.Time, maxStale ti
 	if e == nil {
 		return nil, 0, false
 	}
-	s.counts.StaleHits.Add(1)
 	return value, age, true
 }
 
@@ -342,7 +357,6 @@ func (s *Store) Invalidate(node *Node, key string) {
 // a flush the server announced): what Flush makes unconfirmed, Purge
 // frees. Reads in flight on it drop their replies.
 func (s *Store) Purge(node *Node) {
-	s.counts.Flushes.Add(1)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()

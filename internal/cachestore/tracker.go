@@ -72,6 +72,9 @@ const (
 	FlushHeartbeat      FlushCause = "tracking connection silent"
 	FlushServer         FlushCause = "server flushed" // FLUSHALL, FLUSHDB, or an invalidation the tracker could not read
 	FlushClosed         FlushCause = "closed"
+	// FlushTopology is not a tracker's: the client saw the node lose its
+	// role or slots (NodeCache.Flush).
+	FlushTopology FlushCause = "role or slots lost"
 )
 
 // Tracker keeps one node's invalidation connection: one connection that
@@ -292,9 +295,7 @@ func (t *Tracker) run() {
 		cause, err := t.serve(s)
 		node.unconfirm()
 		node.Flush(time.Now())
-		if cause != FlushClosed {
-			t.cfg.Store.counts.Flushes.Add(1)
-		}
+		t.cfg.Store.counts.flushed(cause)
 		t.mu.Lock()
 		t.cur = nil
 		t.mu.Unlock()
@@ -406,6 +407,7 @@ func (t *Tracker) failed(s *session, err error) (FlushCause, error) {
 		// (FLUSHALL, FLUSHDB), or sent what go-redis could not read as
 		// keys. Either way no entry of the node can be trusted.
 		t.cfg.Store.Purge(t.cfg.Node)
+		t.cfg.Store.counts.flushed(FlushServer)
 		if t.cfg.OnFlush != nil {
 			t.cfg.OnFlush(FlushServer)
 		}

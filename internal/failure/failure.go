@@ -131,6 +131,14 @@ func TryAgain(err error) bool { return replyPrefix(err, "TRYAGAIN") }
 // command did not run.
 func ClusterDown(err error) bool { return replyPrefix(err, "CLUSTERDOWN") }
 
+// Loading reports whether err is LOADING: the server is loading its
+// dataset and serves nothing yet; the command did not run.
+func Loading(err error) bool { return replyPrefix(err, "LOADING") }
+
+// MasterDown reports whether err is MASTERDOWN: a replica that lost its
+// master and does not serve stale data; the command did not run.
+func MasterDown(err error) bool { return replyPrefix(err, "MASTERDOWN") }
+
 // CrossSlot reports whether err is CROSSSLOT: a multi-key command whose
 // keys hash to different slots, refused by a cluster node. It did not run,
 // and never will as it is: not a failure signal.

@@ -62,6 +62,8 @@ var predicates = []predicate{
 	{"Redirect", errOnly(isRedirect)},
 	{"TryAgain", errOnly(TryAgain)},
 	{"ClusterDown", errOnly(ClusterDown)},
+	{"Loading", errOnly(Loading)},
+	{"MasterDown", errOnly(MasterDown)},
 	{"CrossSlot", errOnly(CrossSlot)},
 }
 
@@ -279,8 +281,8 @@ func constructedErrors() []classified {
 		{name: "pool timeout", err: redis.ErrPoolTimeout, want: notRun},
 		{name: "closed client", err: redis.ErrClosed, want: notRun},
 		{name: "READONLY", err: redisErr("READONLY You can't write against a read only replica."), want: "Reply " + notRun},
-		{name: "MASTERDOWN", err: redisErr("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), want: "Reply " + notRun},
-		{name: "LOADING", err: redisErr("LOADING Redis is loading the dataset in memory"), want: "Reply " + notRun},
+		{name: "MASTERDOWN", err: redisErr("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), want: "Reply MasterDown " + notRun},
+		{name: "LOADING", err: redisErr("LOADING Redis is loading the dataset in memory"), want: "Reply Loading " + notRun},
 		{name: "UNBLOCKED, wrapped", err: fmt.Errorf("blpop: %w", redisErr("UNBLOCKED client unblocked via CLIENT UNBLOCK")), want: "Reply Unblocked " + notRun},
 		{name: "WRONGTYPE", err: redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), want: "Reply Answer"},
 
