@@ -2,8 +2,10 @@ package sentinel
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,18 +106,30 @@ func stalenessRun(ctx context.Context, d time.Duration, readers int,
 }
 
 // TestCacheStaleness runs the staleness checker on rediskit's cache on a
-// Sentinel lab: no fault, the tracking connection killed, a failover. No
-// read may be stale by more than HeartbeatTimeout: by construction for
-// writes on the node an entry came from (see package cachestore). Through
-// the failover the client ends the old master's entries when it sees the
-// switch, and the writer's writes go to the new master once its own
-// client has: the bound there is HeartbeatTimeout plus how much later the
-// cached client switched than the writer's (measured by the run).
+// Sentinel lab: no fault, the tracking connection killed, the cached
+// client partitioned from the master (its packets dropped while the writer
+// still writes there), a failover, the master killed. No read may be stale
+// by more than HeartbeatTimeout: by construction for writes on the node an
+// entry came from (see package cachestore). Through a failover the client
+// ends the old master's entries when it sees the switch, and the writer's
+// writes go to the new master once its own client has: the bound there is
+// HeartbeatTimeout plus how much later the cached client switched than the
+// writer's (measured by the run). The writer is durable, so that no write
+// acknowledged is lost with a killed master (a lost write would read as a
+// stale one).
 func TestCacheStaleness(t *testing.T) {
-	ctx := testkit.Context(t, 120*time.Second)
-	l := lab.New(t, lab.Sentinel(1))
-	c, cacheEvents := newTestClient(t, l, func(cfg *Config) { cfg.Cache = &clientcache.Config{} })
-	writer, writerEvents := newTestClient(t, l, nil)
+	ctx := testkit.Context(t, 180*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: lab.DefaultSentinels, Partitions: true})
+	app, err := l.NewClientEndpoint("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cacheEvents := newTestClient(t, l, func(cfg *Config) {
+		cfg.Cache = &clientcache.Config{}
+		cfg.Dialer = app.Dial
+		cfg.ReadTimeout = 500 * time.Millisecond // reads in flight through the partition
+	})
+	writer, writerEvents := newTestClient(t, l, func(cfg *Config) { cfg.Durable = true })
 	bound := clientcache.DefaultHeartbeatTimeout
 	write := func(ctx context.Context, key string, v int64) error { return writer.Set(ctx, key, v, 0).Err() }
 	read := func(ctx context.Context, key string) (string, error) {
@@ -131,39 +145,59 @@ func TestCacheStaleness(t *testing.T) {
 		}
 		return at
 	}
+	master := func() *lab.Node {
+		m, err := l.Master(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
 	for _, sc := range []struct {
-		name  string
-		fault func()
+		name     string
+		d        time.Duration
+		failover bool // the writes move to another master
+		fault    func()
 	}{
-		{"no fault", nil},
-		{"tracking connection killed", func() {
-			m, err := l.Master(ctx)
-			if err == nil {
-				err = m.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err()
-			}
-			if err != nil {
+		{"no fault", 1500 * time.Millisecond, false, nil},
+		{"tracking connection killed", 1500 * time.Millisecond, false, func() {
+			if err := master().Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 				t.Error(err)
 			}
 		}},
-		{"failover", func() {
+		{"partitioned from the master", 2 * time.Second, false, func() {
+			if err := l.Partition(lab.Drop, []lab.Endpoint{app}, []lab.Endpoint{master()}); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(700 * time.Millisecond)
+			if err := l.Heal(); err != nil {
+				t.Error(err)
+			}
+		}},
+		{"failover", 1500 * time.Millisecond, true, func() {
 			if _, err := l.Failover(ctx); err != nil {
 				t.Error(err)
 			}
 		}},
+		// Last: the killed master stays down (the lab stops it by PID).
+		{"master killed", 4 * time.Second, true, func() {
+			if err := master().Kill(); err != nil {
+				t.Error(err)
+			}
+		}},
 	} {
-		rep, err := stalenessRun(ctx, 1500*time.Millisecond, 4, write, read, sc.fault)
+		rep, err := stalenessRun(ctx, sc.d, 4, write, read, sc.fault)
 		if err != nil {
 			t.Fatal(err)
 		}
 		limit := bound
-		if sc.name == "failover" {
+		if sc.failover {
 			// The cached client cannot end the old master's entries
 			// before it sees the switch; the writer writes to the new
 			// master once its own client has. The later the first
 			// after the second, the longer the window.
 			lag := max(switchedAt(cacheEvents).Sub(switchedAt(writerEvents)), 0)
 			limit += lag
-			t.Logf("failover: the cached client switched %v after the writer's", lag)
+			t.Logf("%s: the cached client switched %v after the writer's", sc.name, lag)
 		}
 		t.Logf("%s: %d reads, %d stale (%.2f %%), worst %v", sc.name, rep.Reads, rep.Stale, 100*float64(rep.Stale)/float64(max(rep.Reads, 1)), rep.Worst.Round(time.Microsecond))
 		if rep.Reads < 100 {
@@ -172,63 +206,97 @@ func TestCacheStaleness(t *testing.T) {
 		if rep.Worst > limit {
 			t.Errorf("%s: a read stale by %v, more than %v", sc.name, rep.Worst, limit)
 		}
-		if err := l.WaitSettled(ctx); err != nil {
-			t.Fatal(err)
+		if sc.name != "master killed" {
+			if err := l.WaitSettled(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
 
-// BenchmarkCacheStaleness runs the staleness checker on rediskit's cache
-// and on rueidis's (DoCache, RESP3 tracking on its own connections), in
-// turn on one Sentinel lab, 3 s a run, 8 readers, a write a millisecond
-// through a rediskit client without cache: no fault, every connection of
-// the caching client killed (CLIENT KILL ID, found by client name), a
-// failover. It reports reads, stale reads and the worst staleness per
-// client and scenario.
+// BenchmarkCacheStaleness runs the staleness checker on rediskit's cache,
+// rueidis's (DoCache, RESP3 tracking on its own connections) and go-redis
+// v9.23's (ClientSideCacheConfig, RESP3, a standalone client made for the
+// master of the moment: go-redis caches for no other client type), in
+// turn on one Sentinel lab, 3 s a run (5 s when the master is killed), 8
+// readers, a write a millisecond through a durable rediskit client without
+// cache: no fault; every connection of the caching client killed (CLIENT
+// KILL ID, found by client name); the caching client partitioned from the
+// master for 1 s (its packets dropped, the writer unaffected); a failover;
+// the master killed (SIGKILL, then restarted as a replica). It reports
+// reads, stale reads and the worst staleness per client and scenario.
 //
 //	go test -run '^$' -bench CacheStaleness -benchtime 1x -v ./sentinel/
 func BenchmarkCacheStaleness(b *testing.B) {
 	ctx := context.Background()
-	l := lab.New(b, lab.Sentinel(1))
-	writer, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs()})
+	l := lab.New(b, lab.Config{Replicas: 1, Sentinels: lab.DefaultSentinels, Partitions: true})
+	writer, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Durable: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer writer.Close()
-	ours, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(),
-		ClientName: "rk-cache", Cache: &clientcache.Config{}})
+	endpoint := func(name string) *lab.ClientEndpoint {
+		e, err := l.NewClientEndpoint(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e
+	}
+	master := func() *lab.Node {
+		m, err := l.Master(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	rkEnd, rueEnd, grEnd := endpoint("rk"), endpoint("rue"), endpoint("gr")
+	ours, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), Dialer: rkEnd.Dial,
+		ClientName: "rk-cache", ReadTimeout: 500 * time.Millisecond, Cache: &clientcache.Config{}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ours.Close()
 	rue, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: l.SentinelAddrs(), ClientName: "rueidis-cache",
-		Sentinel: rueidis.SentinelOption{MasterSet: l.MasterName()}, DisableRetry: true})
+		Sentinel: rueidis.SentinelOption{MasterSet: l.MasterName()}, DisableRetry: true,
+		DialCtxFn: func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return rueEnd.Dial(ctx, "tcp", addr)
+		}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rue.Close()
+	// go-redis's cache is for a standalone client: one made for the master
+	// of the moment at each run's start, as its user would configure it.
+	var gr *redis.Client
+	newGoRedis := func() {
+		o := grEnd.Options(master())
+		o.Protocol, o.ClientName, o.ReadTimeout = 3, "goredis-cache", 500*time.Millisecond
+		o.ClientSideCacheConfig = &redis.CacheConfig{MaxMemoryBytes: 64 << 20}
+		gr = redis.NewClient(o)
+	}
 	clients := []struct {
 		name, clientName string
+		end              *lab.ClientEndpoint
+		before, after    func()
 		read             func(ctx context.Context, key string) (string, error)
 	}{
-		{"rediskit", "rk-cache", func(ctx context.Context, key string) (string, error) {
+		{"rediskit", "rk-cache", rkEnd, nil, nil, func(ctx context.Context, key string) (string, error) {
 			return ours.Get(clientcache.WithTTL(ctx, time.Minute), key).Result()
 		}},
-		{"rueidis DoCache", "rueidis-cache", func(ctx context.Context, key string) (string, error) {
+		{"rueidis DoCache", "rueidis-cache", rueEnd, nil, nil, func(ctx context.Context, key string) (string, error) {
 			s, err := rue.DoCache(ctx, rue.B().Get().Key(key).Cache(), time.Minute).ToString()
 			if rueidis.IsRedisNil(err) {
 				return "", redis.Nil
 			}
 			return s, err
 		}},
+		{"go-redis cache", "goredis-cache", grEnd, newGoRedis, func() { _ = gr.Close() }, func(ctx context.Context, key string) (string, error) {
+			return gr.Get(ctx, key).Result()
+		}},
 	}
 	write := func(ctx context.Context, key string, v int64) error { return writer.Set(ctx, key, v, 0).Err() }
 	killNamed := func(name string) {
-		m, err := l.Master(ctx)
-		if err != nil {
-			b.Error(err)
-			return
-		}
+		m := master()
 		list, err := m.Do(ctx, "CLIENT", "LIST").Text()
 		if err != nil {
 			b.Error(err)
@@ -245,31 +313,62 @@ func BenchmarkCacheStaleness(b *testing.B) {
 	for b.Loop() {
 		var table strings.Builder
 		table.WriteString("| scenario | client | reads | stale | stale % | worst |\n|---|---|---|---|---|---|\n")
-		for _, sc := range []string{"no fault", "connections killed", "failover"} {
+		for _, sc := range []string{"no fault", "connections killed", "partitioned 1 s", "failover", "master killed"} {
 			for _, cl := range clients {
 				var fault func()
+				var killed *lab.Node
+				d := 3 * time.Second
 				switch sc {
 				case "connections killed":
 					fault = func() { killNamed(cl.clientName) }
+				case "partitioned 1 s":
+					fault = func() {
+						if err := l.Partition(lab.Drop, []lab.Endpoint{cl.end}, []lab.Endpoint{master()}); err != nil {
+							b.Error(err)
+						}
+						time.Sleep(time.Second)
+						if err := l.Heal(); err != nil {
+							b.Error(err)
+						}
+					}
 				case "failover":
 					fault = func() {
 						if _, err := l.Failover(ctx); err != nil {
 							b.Error(err)
 						}
 					}
+				case "master killed":
+					d = 5 * time.Second
+					fault = func() {
+						killed = master()
+						if err := killed.Kill(); err != nil {
+							b.Error(err)
+						}
+					}
 				}
-				rep, err := stalenessRun(ctx, 3*time.Second, 8, write, cl.read, fault)
+				if cl.before != nil {
+					cl.before()
+				}
+				rep, err := stalenessRun(ctx, d, 8, write, cl.read, fault)
+				if cl.after != nil {
+					cl.after()
+				}
 				if err != nil {
 					b.Fatal(err)
 				}
 				fmt.Fprintf(&table, "| %s | %s | %d | %d | %.2f | %v |\n", sc, cl.name, rep.Reads, rep.Stale,
 					100*float64(rep.Stale)/float64(max(rep.Reads, 1)), rep.Worst.Round(10*time.Microsecond))
+				if killed != nil {
+					if err := killed.Restart(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
 				if err := l.WaitSettled(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
-		b.Logf("%s, 3 s a run, 8 readers, a write a millisecond\n%s", l.ServerVersion(), table.String())
+		b.Logf("%s, 3 s a run (5 s for the kill), 8 readers, a durable write a millisecond\n%s", l.ServerVersion(), table.String())
 	}
 }
 

@@ -26,10 +26,14 @@ type Store struct {
 // random keys two rarely meet.
 const numShards = 64
 
-// entryOverhead is what an entry costs besides its key and value: the
-// entry struct, its list links, the maps' slots. An estimate, so that a
-// cache of many small replies stays within its bound too.
-const entryOverhead = 160
+// entryOverhead is what an entry costs besides its key's and value's
+// bytes: the entry (96 bytes), its key's state (32), the shard map's slot
+// (about 65 at the map's usual load), the boxed reply and the string
+// headers, and the rounding of allocations to their size class. Measured
+// (TestCacheMemoryBound, package sentinel): 309 bytes of heap an entry of
+// a 16-byte value and an 11-byte key, 1,280 of a 1,000-byte value; so that
+// a cache of many small replies stays within its bound too.
+const entryOverhead = 280
 
 // Counts are a store's counters since it was made.
 type Counts struct {
@@ -143,18 +147,76 @@ type nodeKey struct {
 // flight. Invalidating the key removes the keyState from its shard; a
 // read reserved before then holds the old one, and its Fill finds it gone.
 type keyState struct {
-	entries map[string]*entry
+	// first is the key's entry of one shape, more those of the others:
+	// most keys are read in one shape (GET), and a map each would cost
+	// more than the entry.
+	first   *entry
+	more    map[string]*entry
 	pending int // reads reserved and not yet filled or abandoned
 }
 
+// get is the key's entry of shape sub, or nil.
+func (ks *keyState) get(sub string) *entry {
+	if ks.first != nil && ks.first.sub == sub {
+		return ks.first
+	}
+	return ks.more[sub]
+}
+
+// put makes e the key's entry of its shape, and returns the one it
+// replaces, or nil.
+func (ks *keyState) put(e *entry) (old *entry) {
+	switch {
+	case ks.first == nil || ks.first.sub == e.sub:
+		old, ks.first = ks.first, e
+	default:
+		if ks.more == nil {
+			ks.more = map[string]*entry{}
+		}
+		old = ks.more[e.sub]
+		ks.more[e.sub] = e
+	}
+	return old
+}
+
+// drop removes e from the key, if it is the key's entry of its shape.
+func (ks *keyState) drop(e *entry) {
+	switch {
+	case ks.first == e:
+		ks.first = nil
+	case ks.more[e.sub] == e:
+		delete(ks.more, e.sub)
+	}
+}
+
+// count is how many entries the key has.
+func (ks *keyState) count() int {
+	n := len(ks.more)
+	if ks.first != nil {
+		n++
+	}
+	return n
+}
+
+// each calls f with each of the key's entries.
+func (ks *keyState) each(f func(*entry)) {
+	if ks.first != nil {
+		f(ks.first)
+	}
+	for _, e := range ks.more {
+		f(e)
+	}
+}
+
+// entry is one cached reply: 96 bytes (a size class of its own; see
+// entryOverhead).
 type entry struct {
 	nk         nodeKey
 	sub        string
 	value      any
 	size       int64
 	epoch      uint64
-	filled     time.Time
-	expires    time.Time
+	expires    int64  // unix nanoseconds
 	prev, next *entry // the shard's recency list
 }
 
@@ -233,14 +295,10 @@ func (s *Store) Fill(t *Ticket, value any, size int64, ttl time.Duration, now ti
 		s.dropIfIdle(sh, t.nk, t.ks)
 		return false
 	}
-	if t.ks.entries == nil {
-		t.ks.entries = map[string]*entry{}
-	}
-	if old := t.ks.entries[t.sub]; old != nil {
+	e := &entry{nk: t.nk, sub: t.sub, value: value, size: size, epoch: t.epoch, expires: now.Add(ttl).UnixNano()}
+	if old := t.ks.put(e); old != nil {
 		s.unlink(sh, old)
 	}
-	e := &entry{nk: t.nk, sub: t.sub, value: value, size: size, epoch: t.epoch, filled: now, expires: now.Add(ttl)}
-	t.ks.entries[t.sub] = e
 	s.link(sh, e)
 	for sh.bytes > s.shardMax {
 		victim := sh.head.prev
@@ -279,7 +337,7 @@ func (s *Store) Get(node *Node, key, sub string, now time.Time) (any, bool) {
 	case e == nil:
 	case !confirmed:
 		e = nil // until the tracker hears from the server again
-	case !now.Before(e.expires):
+	case now.UnixNano() >= e.expires:
 		// Past its TTL: a miss, whose fill replaces it. Kept until then
 		// (or evicted): GetStale may serve it while the node is down.
 		s.counts.Expirations.Add(1)
@@ -344,9 +402,7 @@ func (s *Store) Invalidate(node *Node, key string) {
 	sh.mu.Lock()
 	ks := sh.keys[nk]
 	if ks != nil {
-		for _, e := range ks.entries {
-			s.unlink(sh, e)
-		}
+		ks.each(func(e *entry) { s.unlink(sh, e) })
 		delete(sh.keys, nk)
 		s.counts.Invalidations.Add(1)
 	}
@@ -364,10 +420,10 @@ func (s *Store) Purge(node *Node) {
 			if nk.node != node {
 				continue
 			}
-			for _, e := range ks.entries {
+			ks.each(func(e *entry) {
 				s.unlink(sh, e)
 				s.counts.FlushedEntries.Add(1)
-			}
+			})
 			delete(sh.keys, nk)
 		}
 		sh.mu.Unlock()
@@ -384,7 +440,7 @@ func (s *Store) Entries() int {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for _, ks := range sh.keys {
-			n += len(ks.entries)
+			n += ks.count()
 		}
 		sh.mu.Unlock()
 	}
@@ -399,13 +455,13 @@ func (s *Store) lookup(sh *shard, nk nodeKey, sub string) *entry {
 	if ks == nil {
 		return nil
 	}
-	return ks.entries[sub]
+	return ks.get(sub)
 }
 
 // dropIfIdle removes ks from the shard if it is still the key's state and
 // holds nothing: no entry, no read in flight.
 func (s *Store) dropIfIdle(sh *shard, nk nodeKey, ks *keyState) {
-	if ks.pending == 0 && len(ks.entries) == 0 && sh.keys[nk] == ks {
+	if ks.pending == 0 && ks.first == nil && len(ks.more) == 0 && sh.keys[nk] == ks {
 		delete(sh.keys, nk)
 	}
 }
@@ -413,8 +469,8 @@ func (s *Store) dropIfIdle(sh *shard, nk nodeKey, ks *keyState) {
 // remove takes e out of its key and the recency list.
 func (s *Store) remove(sh *shard, e *entry) {
 	ks := sh.keys[e.nk]
-	if ks != nil && ks.entries[e.sub] == e {
-		delete(ks.entries, e.sub)
+	if ks != nil {
+		ks.drop(e)
 		s.dropIfIdle(sh, e.nk, ks)
 	}
 	s.unlink(sh, e)

@@ -242,21 +242,19 @@ func checkAccounting(t *testing.T, s *Store) {
 		if sh.head.next != nil {
 			for e := sh.head.next; e != &sh.head; e = e.next {
 				listed += e.size
-				if ks := sh.keys[e.nk]; ks == nil || ks.entries[e.sub] != e {
+				if ks := sh.keys[e.nk]; ks == nil || ks.get(e.sub) != e {
 					t.Fatalf("shard %d lists an entry its key does not hold", i)
 				}
 			}
 		}
 		for _, ks := range sh.keys {
-			if ks.pending == 0 && len(ks.entries) == 0 {
+			if ks.pending == 0 && ks.count() == 0 {
 				t.Fatalf("shard %d keeps an idle key", i)
 			}
 			if ks.pending < 0 {
 				t.Fatalf("shard %d: %d reads pending", i, ks.pending)
 			}
-			for _, e := range ks.entries {
-				mapped += e.size
-			}
+			ks.each(func(e *entry) { mapped += e.size })
 		}
 		if listed != sh.bytes || mapped != sh.bytes || sh.bytes > s.shardMax {
 			t.Fatalf("shard %d: %d bytes counted, %d listed, %d mapped, bound %d", i, sh.bytes, listed, mapped, s.shardMax)
