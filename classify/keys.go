@@ -2,6 +2,7 @@ package classify
 
 import (
 	"encoding"
+	"iter"
 	"net"
 	"reflect"
 	"strconv"
@@ -28,6 +29,10 @@ const (
 	keysStreams
 	// keysMigrate: argument 3, or, when it is "", the first after KEYS.
 	keysMigrate
+	// keysStoreNumkeys: a destination at 1 (the first key, as keysFixed),
+	// then a key count at entry.numkeysAt and the keys after it
+	// (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE).
+	keysStoreNumkeys
 )
 
 // keyRuleFor returns the rule for a command or subcommand Redis names
@@ -43,9 +48,11 @@ func keyRuleFor(name string) (keyRule, int) {
 		return keysStreams, 0
 	case "migrate":
 		return keysMigrate, 0
+	case "zunionstore", "zinterstore", "zdiffstore":
+		return keysStoreNumkeys, 2
 	}
-	// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE (destination at 1), SORT,
-	// SORT_RO, GEORADIUS*, GEOSEARCH* and any other command: the table.
+	// SORT, SORT_RO, GEORADIUS*, GEOSEARCH* and any other command: the
+	// table.
 	return keysFixed, 0
 }
 
@@ -311,6 +318,80 @@ func deref[T any](p *T) T {
 // Hash the key with KeyString(args[i]).
 func (c *Classifier) FirstKey(args []any) int {
 	return c.table().firstKey(args)
+}
+
+// KeyIndexes returns the indexes in args of every key of the command, in
+// order (none for a command without keys or one the table does not know):
+// the table's range (first, last, step: MSET's every other argument from
+// 1, DEL's every argument), the keys after the key count of a command
+// whose keys move (EVAL, FCALL, ZUNION, LMPOP...; ZUNIONSTORE's
+// destination first), the first half of what follows STREAMS (XREAD,
+// XREADGROUP), MIGRATE's key or the keys after KEYS. Not found: the
+// destination an option names (SORT ... STORE, GEORADIUS ... STORE and
+// STOREDIST). Like FirstKey it never panics, calls none of the caller's code,
+// and does not allocate for the arguments go-redis's commands hold.
+func (c *Classifier) KeyIndexes(args []any) iter.Seq[int] {
+	t := c.table()
+	return func(yield func(int) bool) {
+		dest, from, to, step := t.keyRange(args)
+		if dest > 0 && !yield(dest) {
+			return
+		}
+		for i := from; from > 0 && i <= to; i += step {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+// keyRange is KeyIndexes's work: the keys are args[dest] when dest > 0,
+// then args[from..to] every step when from > 0.
+func (t *table) keyRange(args []any) (dest, from, to, step int) {
+	e := t.entryOf(args)
+	if e == nil {
+		return -1, -1, -1, 1
+	}
+	// counted is the key count at numkeysAt and the keys after it.
+	counted := func() (int, int) {
+		first := numkeysFirstKey(args, e.numkeysAt)
+		if first < 0 {
+			return -1, -1
+		}
+		n, _ := argInt(args[e.numkeysAt]) // checked by numkeysFirstKey
+		return first, first + int(n) - 1
+	}
+	dest, from, to, step = -1, -1, -1, 1
+	switch e.keyRule {
+	case keysNumkeys:
+		from, to = counted()
+	case keysStoreNumkeys:
+		if e.keys.First > 0 && e.keys.First < len(args) {
+			dest = e.keys.First
+			from, to = counted()
+		}
+	case keysStreams:
+		if first := streamsFirstKey(args); first > 0 {
+			// STREAMS k1 k2 ... id1 id2 ...: as many keys as ids.
+			from, to = first, first+(len(args)-first)/2-1
+		}
+	case keysMigrate:
+		from = migrateFirstKey(args)
+		to = len(args) - 1
+		if from == 3 {
+			to = 3 // one key; "" names KEYS k1 k2 ...
+		}
+	default:
+		k := e.keys
+		if k.First > 0 && k.First < len(args) {
+			from, to, step = k.First, k.Last, max(k.Step, 1)
+			if to < 0 {
+				to += len(args)
+			}
+			to = min(to, len(args)-1)
+		}
+	}
+	return dest, from, to, step
 }
 
 // FirstKey is Classifier.FirstKey with the built-in table.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -397,6 +398,13 @@ func TestFirstKeyMatchesServer(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: FirstKey(%q) = %d, COMMAND GETKEYS says %q (index %d)", sm.spec.Name, sm.args, got, keys, want)
 		}
+		var all []string
+		for i := range c.KeyIndexes(sm.args) {
+			all = append(all, fmt.Sprint(sm.args[i]))
+		}
+		if !slices.Equal(all, keys) && !(len(keys) == 0 && len(all) == 0) && !keyIndexesPartial[sm.spec.Name] {
+			t.Errorf("%s: KeyIndexes(%q) finds %q, COMMAND GETKEYS says %q", sm.spec.Name, sm.args, all, keys)
+		}
 		if !keyed && want >= 0 {
 			t.Errorf("%s: the table has no key for it, GETKEYS finds %q", sm.spec.Name, keys)
 		}
@@ -705,3 +713,8 @@ func BenchmarkFirstKey(b *testing.B) {
 		}
 	})
 }
+
+// keyIndexesPartial are the commands whose keys KeyIndexes finds only in
+// part: a destination named by an option (STORE, STOREDIST), found by
+// neither the legacy key range nor a rule of this package.
+var keyIndexesPartial = map[string]bool{"sort": true, "georadius": true, "georadiusbymember": true}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -80,6 +81,31 @@ func TestCache(t *testing.T) {
 		}
 		return getCalls(t, ctx, owner) == before
 	})
+	if err := other.Set(ctx, key, "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "the invalidation", func() bool { return read() == "v2" })
+	// Read your writes: the client's own write ends its entry at once,
+	// single, pipelined (by slot) or in a transaction.
+	for i := range 60 {
+		want := fmt.Sprint("own-", i)
+		var err error
+		switch i % 3 {
+		case 0:
+			err = c.Set(ctx, key, want, 0).Err()
+		case 1:
+			_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error { p.Set(ctx, "other", 1, 0); p.Set(ctx, key, want, 0); return nil })
+		case 2:
+			_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Set(ctx, key, want, 0); return nil })
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := read(); v != want {
+			t.Fatalf("GET %s after the client's own write of %q: %q", key, want, v)
+		}
+		_ = read()
+	}
 	if err := other.Set(ctx, key, "v2", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -342,6 +342,9 @@ type attempt struct {
 func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder) error {
 	a := &attempt{slot: slot, write: write, holdEnd: time.Now().Add(c.opts.WriteHoldTimeout)}
 	err := c.runAttempts(ctx, cmd, a)
+	if write && a.last != nil {
+		a.last.cache.Wrote(cmd, nil) // read your writes (cachestore)
+	}
 	err = c.seal(cmd, nil, err, a.last, slot, write, nil)
 	if err != nil && !write {
 		// Every re-route tried: a cached read may fall back on its
@@ -747,7 +750,12 @@ type group struct {
 func (c *Client) runGroups(ctx context.Context, groups []group) {
 	var wg sync.WaitGroup
 	for i, g := range groups {
-		run := func() { _ = routing.Run(ctx, g.target(), nil, append(g.cmds, g.confirm...)) }
+		run := func() {
+			_ = routing.Run(ctx, g.target(), nil, append(g.cmds, g.confirm...))
+			if g.writes > 0 && g.rd == nil {
+				g.n.cache.Wrote(nil, g.cmds) // read your writes (cachestore)
+			}
+		}
 		if i == len(groups)-1 {
 			if err := safe.Call(run); err != nil { // the last on this goroutine
 				routing.SetErrs(nil, g.cmds, err)
@@ -798,6 +806,9 @@ func (c *Client) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	}
 	var last *node // the node of the last send
 	err = c.txAttempts(ctx, cmds, slot, &last)
+	if last != nil {
+		last.cache.Wrote(nil, cmds) // read your writes (cachestore)
+	}
 	return c.seal(nil, cmds, err, last, slot, true, nil)
 }
 

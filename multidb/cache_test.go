@@ -1,8 +1,12 @@
 package multidb
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/testkit"
@@ -53,11 +57,77 @@ func TestCache(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "the invalidation on db1", func() bool {
 		return c.Get(cached, "k").Val() == "db1-new"
 	})
+	// Read your writes: the client's own write ends its entry at once.
+	for i := range 40 {
+		want := fmt.Sprint("own-", i)
+		if err := c.Set(ctx, "k", want, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Get(cached, "k").Result(); err != nil || v != want {
+			t.Fatalf("GET k after the client's own write of %q: %q, %v", want, v, err)
+		}
+		_ = c.Get(cached, "k").Err()
+	}
 	if err := c.SetActive(ctx, "db0"); err != nil {
 		t.Fatal(err)
 	}
 	hit(nodes[0], "db0")
 	if st := c.Stats().Cache; st.Hits == 0 || st.Invalidations == 0 {
 		t.Fatalf("cache stats: %+v", st)
+	}
+}
+
+// TestCacheStaleness runs the staleness checker (testkit.StalenessRun)
+// through a multidb client's cache over two databases kept equal by the
+// writer (it writes each version to both, and a version counts as
+// acknowledged when both have it): no fault; a switch to the other
+// database and back (SetActive), whose entries are its own; the active
+// database's tracking connection killed. No read may be stale by more
+// than HeartbeatTimeout.
+func TestCacheStaleness(t *testing.T) {
+	ctx := testkit.Context(t, 90*time.Second)
+	nodes := standalone(t, 2, lab.Standalone())
+	c, _ := newClient(t, fast(Config{Cache: &clientcache.Config{}}), nodes, 2, 1)
+	direct := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		direct[i] = n.NewClient()
+		defer direct[i].Close()
+	}
+	write := func(ctx context.Context, key string, v int64) error {
+		for _, d := range direct {
+			if err := d.Set(ctx, key, v, 0).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	read := func(ctx context.Context, key string) (string, error) {
+		return c.Get(clientcache.WithTTL(ctx, time.Minute), key).Result()
+	}
+	for _, sc := range []struct {
+		name  string
+		fault func()
+	}{
+		{"no fault", nil},
+		{"switched and back", func() {
+			for _, db := range []string{"db1", "db0"} {
+				if err := c.SetActive(ctx, db); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		}},
+		{"tracking connection killed", func() {
+			if err := nodes[0].Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+				t.Error(err)
+			}
+		}},
+	} {
+		rep, err := testkit.StalenessRun{Keys: testkit.StalenessKeys("stale:", 16), Duration: 1500 * time.Millisecond,
+			Readers: 4, Write: write, Read: read, Fault: sc.fault}.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Check(t, sc.name, clientcache.DefaultHeartbeatTimeout)
 	}
 }

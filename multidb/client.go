@@ -726,7 +726,11 @@ func (c *Client) runWork(ctx context.Context, db *database, cmd redis.Cmder, cmd
 	if ttl, ok := db.cache.Asked(ctx); ok && cmd != nil && !routing.IsInternal(ctx) {
 		return db.cache.Do(cmd, ttl, func() error { return c.send(ctx, db, cmd, nil) })
 	}
-	return c.send(ctx, db, cmd, cmds)
+	err := c.send(ctx, db, cmd, cmds)
+	if db.cache != nil {
+		db.cache.Wrote(cmd, cmds) // read your writes (cachestore)
+	}
+	return err
 }
 
 // send is runWork's sending.

@@ -3,6 +3,7 @@ package sentinel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -384,4 +385,56 @@ func TestCacheFailOpen(t *testing.T) {
 	n.BlackHole()
 	defer n.Restore()
 	serveStale("black-holed", func(err error) bool { return nodeError(err) && failure.Timeout(err) })
+}
+
+// TestCacheReadYourWrites: a cached read that follows the client's own
+// write of its key, in the same goroutine, reads the write, at once:
+// single commands, auto-pipelined, MSET's every key, a pipeline and a
+// transaction. The server's invalidation, on another connection, may not
+// have arrived yet; the client ends its own entries itself.
+func TestCacheReadYourWrites(t *testing.T) {
+	ctx := testkit.Context(t, 60*time.Second)
+	l := lab.New(t, lab.Standalone())
+	n := l.Node(0)
+	for _, auto := range []bool{false, true} {
+		c, err := NewClient(Config{Primary: n.Addr(), AutoPipeline: auto, Cache: &clientcache.Config{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cached := clientcache.WithTTL(ctx, time.Minute)
+		testkit.WaitFor(t, 10*time.Second, "the tracking", func() bool {
+			_ = c.Get(cached, "a").Err()
+			return c.Stats().Cache.Hits > 0
+		})
+		writes := []struct {
+			name  string
+			write func(v string) error
+		}{
+			{"SET", func(v string) error { return c.Set(ctx, "a", v, 0).Err() }},
+			{"MSET", func(v string) error { return c.MSet(ctx, "b", "x", "a", v).Err() }},
+			{"pipeline", func(v string) error {
+				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { p.Set(ctx, "a", v, 0); return nil })
+				return err
+			}},
+			{"transaction", func(v string) error {
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Set(ctx, "a", v, 0); return nil })
+				return err
+			}},
+		}
+		for i := range 400 {
+			w := writes[i%len(writes)]
+			want := fmt.Sprint(w.name, i)
+			if err := w.write(want); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := c.Get(cached, "a").Result(); err != nil || got != want {
+				t.Fatalf("auto-pipelined %v: GET a after the client's own %s of %q: %q, %v", auto, w.name, want, got, err)
+			}
+			_ = c.Get(cached, "a").Err() // cached again (unless the server's invalidation came in between)
+		}
+		if st := c.Stats().Cache; st.Hits == 0 || st.Fills == 0 {
+			t.Fatalf("auto-pipelined %v: Stats().Cache %+v: the reads were not cached", auto, st)
+		}
+	}
 }

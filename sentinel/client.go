@@ -751,6 +751,9 @@ func (c *Client) awaitPrimary(ctx context.Context, snap *snapshot) *snapshot {
 // confirms it with WAIT on the same connection.
 func (c *Client) writeOn(ctx context.Context, snap *snapshot, cmd redis.Cmder, cmds []redis.Cmder, durable bool) error {
 	snap.master.counts.writes.Add(1)
+	// The client's own writes end its entries of their keys (read your
+	// writes), once run.
+	defer snap.master.cache.Wrote(cmd, cmds)
 	if cmd != nil && c.classifier.Blocking(cmd) {
 		return c.runBlocking(ctx, snap, cmd, durable)
 	}

@@ -48,10 +48,11 @@ func (c *Cache) Stats() clientcache.Stats {
 		return clientcache.Stats{}
 	}
 	k := &c.store.counts
+	hits, misses := c.store.HitsMisses()
 	f := clientcache.FlushCounts{Lost: k.FlushesLost.Load(), Silent: k.FlushesSilent.Load(),
 		Server: k.FlushesServer.Load(), Topology: k.FlushesTopology.Load()}
 	return clientcache.Stats{
-		Hits: k.Hits.Load(), Misses: k.Misses.Load(), Fills: k.Fills.Load(), FillsDropped: k.FillsRaced.Load(),
+		Hits: hits, Misses: misses, Fills: k.Fills.Load(), FillsDropped: k.FillsRaced.Load(),
 		Invalidations: k.Invalidations.Load(), Flushes: f.Lost + f.Silent + f.Server + f.Topology, FlushesByCause: f,
 		StaleServed: k.StaleServed.Load(), Evictions: k.Evictions.Load(),
 		TooLarge: k.TooLarge.Load(), Bytes: c.store.Bytes(), Entries: c.store.Entries(),
@@ -119,6 +120,35 @@ func (n *NodeCache) Close() {
 	delete(n.c.nodes, n.node)
 	n.c.nodesMu.Unlock()
 	n.c.store.Purge(n.node)
+}
+
+// Wrote ends the node's entries of every key the client's own writes in
+// cmd, or in cmds, touched, once they have run (or may have): the read
+// that follows a write in the caller's program then misses and reads the
+// new value, without waiting for the server's invalidation, which is on
+// its way on another connection. Reads in cmds are skipped; n may be nil.
+func (n *NodeCache) Wrote(cmd redis.Cmder, cmds []redis.Cmder) {
+	if n == nil {
+		return
+	}
+	if cmd != nil {
+		n.wrote(cmd)
+	}
+	for _, q := range cmds {
+		n.wrote(q)
+	}
+}
+
+func (n *NodeCache) wrote(q redis.Cmder) {
+	if n.c.cl.ReadOnly(q) {
+		return
+	}
+	args := q.Args()
+	for i := range n.c.cl.KeyIndexes(args) {
+		if key, ok := classify.KeyString(args[i]); ok {
+			n.c.store.Invalidate(n.node, key)
+		}
+	}
 }
 
 // Asked returns the TTL of a call whose single command should go through

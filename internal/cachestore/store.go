@@ -37,7 +37,7 @@ const entryOverhead = 280
 
 // Counts are a store's counters since it was made.
 type Counts struct {
-	Hits, Misses, StaleServed   atomic.Uint64
+	StaleServed                 atomic.Uint64
 	Fills, FillsRaced           atomic.Uint64 // FillsRaced: an invalidation or a flush came between Reserve and Fill
 	Invalidations, Evictions    atomic.Uint64 // Invalidations: of keys that had entries or reads in flight
 	TooLarge                    atomic.Uint64 // replies larger than a shard's share of the bound, not cached
@@ -225,6 +225,10 @@ type shard struct {
 	keys  map[nodeKey]*keyState
 	bytes int64
 	head  entry // sentinel of the recency list: head.next is the most recent
+	// hits and misses are counted under the shard's lock, which a read
+	// takes anyway: one counter for all would be a cache line every core
+	// writes on every read.
+	hits, misses uint64
 }
 
 func (s *Store) shardOf(nk nodeKey) *shard {
@@ -347,13 +351,26 @@ func (s *Store) Get(node *Node, key, sub string, now time.Time) (any, bool) {
 	default:
 		s.touch(sh, e)
 	}
-	sh.mu.Unlock()
 	if e == nil {
-		s.counts.Misses.Add(1)
+		sh.misses++
+		sh.mu.Unlock()
 		return nil, false
 	}
-	s.counts.Hits.Add(1)
-	return e.value, true
+	sh.hits++
+	v := e.value
+	sh.mu.Unlock()
+	return v, true
+}
+
+// HitsMisses are the reads Get served, and those it did not.
+func (s *Store) HitsMisses() (hits, misses uint64) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		hits, misses = hits+sh.hits, misses+sh.misses
+		sh.mu.Unlock()
+	}
+	return hits, misses
 }
 
 // GetStale returns the cached reply of key (as sub) on node when it can

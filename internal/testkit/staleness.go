@@ -1,9 +1,16 @@
 package testkit
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sort"
+	"strconv"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Versions is a staleness checker's record of acknowledged writes: a
@@ -65,4 +72,113 @@ func (vs *Versions) Report() StalenessReport {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	return StalenessReport{Reads: vs.reads, Stale: vs.stale, Worst: vs.worst}
+}
+
+// StalenessRun is one run of the staleness checker: one writer storing
+// increasing versions in Keys (a write a millisecond, in turn), Readers
+// goroutines reading them through the client under test, and Fault run
+// once, a third of the way through Duration.
+type StalenessRun struct {
+	Keys     []string
+	Duration time.Duration
+	Readers  int
+	// Write stores version v in key; Read returns what key holds (a
+	// version, or redis.Nil for none). A failed write is not recorded
+	// (its version is skipped); a failed read is not checked.
+	Write func(ctx context.Context, key string, v int64) error
+	Read  func(ctx context.Context, key string) (string, error)
+	// Fault, when set, is run from the caller's goroutine while the
+	// writer and readers go on; the run ends Duration after it began, or
+	// when Fault returns if later.
+	Fault func()
+}
+
+// StalenessKeys returns n keys named prefix0..prefix(n-1).
+func StalenessKeys(prefix string, n int) []string {
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = prefix + strconv.Itoa(i)
+	}
+	return ks
+}
+
+// Run runs the checker and returns what it saw; the error is a read that
+// returned no version.
+func (r StalenessRun) Run(ctx context.Context) (StalenessReport, error) {
+	var vs Versions
+	ctx, cancel := context.WithTimeout(ctx, r.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+	}
+	wg.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		versions := make([]int64, len(r.Keys))
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			k := i % len(r.Keys)
+			versions[k]++
+			// A write refused, or whose fate is unknown, is not
+			// recorded: the next one uses a higher version all the same.
+			if err := r.Write(ctx, r.Keys[k], versions[k]); err == nil {
+				vs.Acked(r.Keys[k], versions[k], time.Now())
+			}
+		}
+	})
+	for g := range r.Readers {
+		wg.Go(func() {
+			for i := g; ctx.Err() == nil; i++ {
+				key := r.Keys[i%len(r.Keys)]
+				start := time.Now()
+				s, err := r.Read(ctx, key)
+				if errors.Is(err, redis.Nil) {
+					s, err = "0", nil
+				}
+				if err != nil {
+					continue // a fault's failures: not a read
+				}
+				v, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					fail(fmt.Errorf("%s: %q is no version", key, s))
+					return
+				}
+				vs.Check(key, start, v)
+			}
+		})
+	}
+	if r.Fault != nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.Duration / 3):
+			r.Fault()
+		}
+	}
+	wg.Wait()
+	return vs.Report(), firstErr
+}
+
+// Check logs the report of a scenario and fails t unless the run made at
+// least 100 reads and none was stale by more than limit.
+func (r StalenessReport) Check(t testing.TB, scenario string, limit time.Duration) {
+	t.Helper()
+	t.Logf("%s: %d reads, %d stale (%.2f %%), worst %v", scenario, r.Reads, r.Stale,
+		100*float64(r.Stale)/float64(max(r.Reads, 1)), r.Worst.Round(time.Microsecond))
+	if r.Reads < 100 {
+		t.Fatalf("%s: only %d reads", scenario, r.Reads)
+	}
+	if r.Worst > limit {
+		t.Errorf("%s: a read stale by %v, more than %v", scenario, r.Worst, limit)
+	}
 }
