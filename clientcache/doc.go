@@ -34,6 +34,8 @@
 //   - a write by anyone ends the key's entries when its invalidation
 //     arrives, in the same event-loop turn as the write's reply on the
 //     server; a read in flight when it arrives is not cached;
+//   - a write through the client itself ends the client's entries of its
+//     keys as soon as it has run: a read that follows it reads it;
 //   - the tracking connection lost (killed, the server restarted) ends
 //     every entry of the node at once; silent (a partition), within
 //     HeartbeatTimeout of its last answered ping;

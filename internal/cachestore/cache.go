@@ -172,18 +172,24 @@ func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) er
 		return send()
 	}
 	n.start() // on the node's first cacheable read (a write never starts it); then a load
-	if v, hit := n.c.store.Get(n.node, key, sub, time.Now()); hit && Restore(cmd, v) {
-		return cmd.Err()
+	now := time.Now()
+	var tk Ticket // on the stack: a miss allocates nothing for it
+	if v, hit := n.c.store.GetOrReserve(n.node, key, sub, now, &tk); hit {
+		if Restore(cmd, v) {
+			return cmd.Err()
+		}
+		tk = *n.c.store.Reserve(n.node, key, sub) // a reply of another type: read it again
 	}
-	tk := n.c.store.Reserve(n.node, key, sub)
 	err := send()
 	if err == nil || errors.Is(err, redis.Nil) {
 		if v, size, ok := Extract(cmd); ok {
-			n.c.store.Fill(tk, v, size, ttl, time.Now())
+			// The TTL counts from before the send: an entry never
+			// outlives it.
+			n.c.store.Fill(&tk, v, size, ttl, now)
 			return err
 		}
 	}
-	n.c.store.Abandon(tk)
+	n.c.store.Abandon(&tk)
 	return err
 }
 

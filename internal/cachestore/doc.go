@@ -52,6 +52,15 @@
 // invalidation, is not cached; one whose reply arrives first is cached and
 // then invalidated.
 //
+// # The client's own writes
+//
+// The server's invalidation of a write the client made comes on the
+// tracking connection, while the write's reply comes on the pooled one: a
+// read that follows the write in the caller's goroutine could be served
+// the entry the write replaced. So each topology's write path, once a
+// write has run (or may have), calls NodeCache.Wrote, which ends the
+// node's entries of every key of the write (classify.KeyIndexes).
+//
 // # The bounds
 //
 //   - Connected: the server queues a write's invalidation while it runs

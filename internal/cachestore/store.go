@@ -333,33 +333,64 @@ func (s *Store) Abandon(t *Ticket) {
 func (s *Store) Get(node *Node, key, sub string, now time.Time) (any, bool) {
 	nk := nodeKey{node, key}
 	sh := s.shardOf(nk)
-	epoch := node.epoch.Load()
-	confirmed := node.Confirmed(now)
+	epoch, confirmed := node.epoch.Load(), node.Confirmed(now)
 	sh.mu.Lock()
-	e := s.lookup(sh, nk, sub)
+	defer sh.mu.Unlock()
+	if e := s.lookup(sh, nk, sub); e != nil && s.servable(sh, e, confirmed, epoch, now) {
+		sh.hits++
+		return e.value, true
+	}
+	sh.misses++
+	return nil, false
+}
+
+// GetOrReserve is Get and, on a miss, Reserve in one visit of the key's
+// shard (the read path's: one lock, one lookup): it returns the cached
+// reply, or reserves the read into *tk for its Fill or Abandon.
+func (s *Store) GetOrReserve(node *Node, key, sub string, now time.Time, tk *Ticket) (any, bool) {
+	nk := nodeKey{node, key}
+	sh := s.shardOf(nk)
+	epoch, until := node.epoch.Load(), node.until.Load()
+	sh.mu.Lock()
+	ks := sh.keys[nk]
+	if ks != nil {
+		if e := ks.get(sub); e != nil && s.servable(sh, e, now.UnixNano() < until, epoch, now) {
+			sh.hits++
+			v := e.value
+			sh.mu.Unlock()
+			return v, true
+		}
+	} else {
+		ks = &keyState{}
+		sh.keys[nk] = ks
+	}
+	sh.misses++
+	ks.pending++
+	sh.mu.Unlock()
+	if until == 0 {
+		epoch = unconfirmed // as Reserve: no tracking, no fill
+	}
+	*tk = Ticket{nk: nk, sub: sub, ks: ks, epoch: epoch}
+	return nil, false
+}
+
+// servable reports whether e may be served at now (and moves it to the
+// front of the recency list if so): its node's tracking confirmed, e not
+// expired, filled in the node's current epoch. Called with sh locked.
+func (s *Store) servable(sh *shard, e *entry, confirmed bool, epoch uint64, now time.Time) bool {
 	switch {
-	case e == nil:
 	case !confirmed:
-		e = nil // until the tracker hears from the server again
+		return false // until the tracker hears from the server again
 	case now.UnixNano() >= e.expires:
 		// Past its TTL: a miss, whose fill replaces it. Kept until then
 		// (or evicted): GetStale may serve it while the node is down.
 		s.counts.Expirations.Add(1)
-		e = nil
+		return false
 	case e.epoch != epoch:
-		e = nil // unconfirmed: kept for GetStale until evicted or replaced
-	default:
-		s.touch(sh, e)
+		return false // unconfirmed: kept for GetStale until evicted or replaced
 	}
-	if e == nil {
-		sh.misses++
-		sh.mu.Unlock()
-		return nil, false
-	}
-	sh.hits++
-	v := e.value
-	sh.mu.Unlock()
-	return v, true
+	s.touch(sh, e)
+	return true
 }
 
 // HitsMisses are the reads Get served, and those it did not.

@@ -10,10 +10,22 @@ import (
 var t0 = time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 
 // TestStoreReads is the life of one entry, step by step: each row a
-// sequence of operations on one node and key, and what a Get then finds.
+// sequence of operations on one node and key, and what a Get then finds;
+// every row twice, reserving with Reserve and with GetOrReserve's miss.
 func TestStoreReads(t *testing.T) {
 	type step func(s *Store, n *Node, tk **Ticket)
-	reserve := func(s *Store, n *Node, tk **Ticket) { *tk = s.Reserve(n, "k", "GET") }
+	viaGet := false
+	reserve := func(s *Store, n *Node, tk **Ticket) {
+		if !viaGet {
+			*tk = s.Reserve(n, "k", "GET")
+			return
+		}
+		var got Ticket
+		if v, hit := s.GetOrReserve(n, "k", "GET", t0, &got); hit {
+			t.Fatalf("GetOrReserve found %v where every row reserves a key it does not serve", v)
+		}
+		*tk = &got
+	}
 	fill := func(ttl time.Duration) step {
 		return func(s *Store, n *Node, tk **Ticket) { s.Fill(*tk, "v", 1, ttl, t0) }
 	}
@@ -43,21 +55,27 @@ func TestStoreReads(t *testing.T) {
 		{"refilled after an invalidation", []step{reserve, fill(time.Minute), invalidate, reserve, fill(time.Minute)}, 0, true},
 		{"filled twice by one ticket", []step{reserve, fill(time.Minute), invalidate, fill(time.Minute)}, 0, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := NewStore(1<<20, 10*time.Minute)
-			n := liveNode("127.0.0.1:6379")
-			var tk *Ticket
-			for _, st := range tc.steps {
-				st(s, n, &tk)
+		for _, viaGet = range []bool{false, true} {
+			name := tc.name
+			if viaGet {
+				name += " (GetOrReserve)"
 			}
-			v, ok := s.Get(n, "k", "GET", t0.Add(tc.at))
-			if ok != tc.want || (ok && v != "v") {
-				t.Fatalf("Get: %v %v, want found=%v", v, ok, tc.want)
-			}
-			if !ok && s.Entries() == 0 && s.Bytes() != 0 {
-				t.Fatalf("no entries but %d bytes", s.Bytes())
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				s := NewStore(1<<20, 10*time.Minute)
+				n := liveNode("127.0.0.1:6379")
+				var tk *Ticket
+				for _, st := range tc.steps {
+					st(s, n, &tk)
+				}
+				v, ok := s.Get(n, "k", "GET", t0.Add(tc.at))
+				if ok != tc.want || (ok && v != "v") {
+					t.Fatalf("Get: %v %v, want found=%v", v, ok, tc.want)
+				}
+				if !ok && s.Entries() == 0 && s.Bytes() != 0 {
+					t.Fatalf("no entries but %d bytes", s.Bytes())
+				}
+			})
+		}
 	}
 }
 
