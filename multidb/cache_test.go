@@ -124,7 +124,7 @@ func TestCacheStaleness(t *testing.T) {
 		}},
 	} {
 		rep, err := testkit.StalenessRun{Keys: testkit.StalenessKeys("stale:", 16), Duration: 1500 * time.Millisecond,
-			Readers: 4, Write: write, Read: read, Fault: sc.fault}.Run(ctx)
+			Readers: 4, ReadPause: 50 * time.Microsecond, Write: write, Read: read, Fault: sc.fault}.Run(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

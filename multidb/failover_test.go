@@ -28,6 +28,20 @@ type op struct {
 	err        error
 }
 
+// ended reports whether stop is closed or ctx done: a test that ended
+// without closing stop (a Fatal) cancels ctx, after which every call would
+// fail at once, and be recorded without end.
+func ended(ctx context.Context, stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 // load runs writers and readers through c until stop is closed.
 func load(ctx context.Context, c *Client, writers, readers int, stop <-chan struct{}) []op {
 	var mu sync.Mutex
@@ -37,13 +51,11 @@ func load(ctx context.Context, c *Client, writers, readers int, stop <-chan stru
 		wg.Go(func() {
 			var mine []op
 			for seq := 0; ; seq++ {
-				select {
-				case <-stop:
+				if ended(ctx, stop) {
 					mu.Lock()
 					ops = append(ops, mine...)
 					mu.Unlock()
 					return
-				default:
 				}
 				o := op{write: w < writers, start: time.Now()}
 				if o.write {

@@ -31,6 +31,12 @@ func stalenessRun(ctx context.Context, d time.Duration, readers int,
 		Write: write, Read: read, Fault: fault}.Run(ctx)
 }
 
+// testReadPause is the pause between a staleness test's reads (see
+// testkit.StalenessRun.ReadPause): 4 readers under -race that never
+// paused took both CPUs for the whole test, and starved the package
+// tested beside it.
+const testReadPause = 50 * time.Microsecond
+
 // TestCacheStaleness runs the staleness checker on rediskit's cache on a
 // Sentinel lab: no fault, the tracking connection killed, the cached
 // client partitioned from the master (its packets dropped while the writer
@@ -111,7 +117,8 @@ func TestCacheStaleness(t *testing.T) {
 			}
 		}},
 	} {
-		rep, err := stalenessRun(ctx, sc.d, 4, write, read, sc.fault)
+		rep, err := testkit.StalenessRun{Keys: testkit.StalenessKeys("stale:", 16), Duration: sc.d, Readers: 4,
+			ReadPause: testReadPause, Write: write, Read: read, Fault: sc.fault}.Run(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,8 +308,9 @@ func BenchmarkCacheStaleness(b *testing.B) {
 // the same with every tenth read of a key never read before ("hits90":
 // a miss, filled, and in time evicted), and only such keys ("misses": the
 // miss path, which reserves, sends and fills). Clients: rediskit with
-// Config.Cache (clientcache.WithTTL), rueidis's DoCache, go-redis v9.23's
-// cache (a standalone client, RESP3), and, uncached, rediskit and go-redis.
+// Config.Cache (clientcache.WithTTL), the same with AutoPipeline, rueidis's
+// DoCache, go-redis v9.23's cache (a standalone client, RESP3), and,
+// uncached, rediskit and go-redis.
 // 3 rounds of 1 s per client; medians, ratios to rueidis DoCache and to
 // uncached rediskit (the miss path's cost), CPU and allocations a read.
 //
@@ -325,6 +333,14 @@ func BenchmarkCacheThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ours.Close()
+	// The same with auto-pipelining: its misses share round trips, as
+	// rueidis's always do.
+	oursAP, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), PoolSize: 64,
+		AutoPipeline: true, Cache: &clientcache.Config{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer oursAP.Close()
 	rue, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{master.Addr()}, DisableRetry: true})
 	if err != nil {
 		b.Fatal(err)
@@ -347,7 +363,7 @@ func BenchmarkCacheThroughput(b *testing.B) {
 		return key
 	}
 	cached := clientcache.WithTTL(ctx, time.Minute)
-	var cPlain, cOurs, cCached, cRue, cGr counter
+	var cPlain, cOurs, cCached, cCachedAP, cRue, cGr counter
 	clients := []benchcmp.Client{
 		{Name: "go-redis", Do: func(ctx context.Context, op, key string) error {
 			return ignoreNil(plain.Get(ctx, pick(&cPlain, op, key)).Err())
@@ -357,6 +373,9 @@ func BenchmarkCacheThroughput(b *testing.B) {
 		}},
 		{Name: "rediskit Cache", Do: func(_ context.Context, op, key string) error {
 			return ignoreNil(ours.Get(cached, pick(&cCached, op, key)).Err())
+		}},
+		{Name: "rediskit Cache AP", Do: func(_ context.Context, op, key string) error {
+			return ignoreNil(oursAP.Get(cached, pick(&cCachedAP, op, key)).Err())
 		}},
 		{Name: "rueidis DoCache", Do: func(ctx context.Context, op, key string) error {
 			err := rue.DoCache(ctx, rue.B().Get().Key(pick(&cRue, op, key)).Cache(), time.Minute).Error()

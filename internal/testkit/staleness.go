@@ -82,6 +82,11 @@ type StalenessRun struct {
 	Keys     []string
 	Duration time.Duration
 	Readers  int
+	// ReadPause is how long each reader sleeps between reads: 0 for
+	// readers that saturate the CPUs (a benchmark's worst case); a test in
+	// make test pauses, so that the packages tested beside it keep their
+	// share of the machine.
+	ReadPause time.Duration
 	// Write stores version v in key; Read returns what key holds (a
 	// version, or redis.Nil for none). A failed write is not recorded
 	// (its version is skipped); a failed read is not checked.
@@ -155,6 +160,9 @@ func (r StalenessRun) Run(ctx context.Context) (StalenessReport, error) {
 					return
 				}
 				vs.Check(key, start, v)
+				if r.ReadPause > 0 {
+					time.Sleep(r.ReadPause)
+				}
 			}
 		})
 	}
