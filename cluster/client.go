@@ -310,7 +310,15 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	if sc, ok := routing.FindScan(cmd); ok {
 		return c.scan(ctx, sc)
 	}
-	return c.run(ctx, c.slotOf(cmd), !c.classifier.ReadOnly(cmd), cmd)
+	write := !c.classifier.ReadOnly(cmd)
+	err := c.run(ctx, c.slotOf(cmd), write, cmd)
+	if err != nil && !write {
+		// Every re-route tried: a cached read may fall back on its
+		// entry (clientcache.Config.MaxStale). Not a pipeline's read
+		// run again alone (afterPipeline): pipelines are not cached.
+		return c.nodes.cache.FailOpen(ctx, cmd, err)
+	}
+	return err
 }
 
 // attempt is the state of one command's run across its sends.
@@ -345,13 +353,7 @@ func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder)
 	if write && a.last != nil {
 		a.last.cache.Wrote(cmd, nil) // read your writes (cachestore)
 	}
-	err = c.seal(cmd, nil, err, a.last, slot, write, nil)
-	if err != nil && !write {
-		// Every re-route tried: a cached read may fall back on its
-		// entry (clientcache.Config.MaxStale).
-		return c.nodes.cache.FailOpen(ctx, cmd, err)
-	}
-	return err
+	return c.seal(cmd, nil, err, a.last, slot, write, nil)
 }
 
 // runAttempts is run's loop: each send, and the judgement of its failure.

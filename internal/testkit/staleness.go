@@ -114,57 +114,10 @@ func (r StalenessRun) Run(ctx context.Context) (StalenessReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Duration)
 	defer cancel()
 	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-	}
-	wg.Go(func() {
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		versions := make([]int64, len(r.Keys))
-		for i := 0; ; i++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			k := i % len(r.Keys)
-			versions[k]++
-			// A write refused, or whose fate is unknown, is not
-			// recorded: the next one uses a higher version all the same.
-			if err := r.Write(ctx, r.Keys[k], versions[k]); err == nil {
-				vs.Acked(r.Keys[k], versions[k], time.Now())
-			}
-		}
-	})
+	wg.Go(func() { r.write(ctx, &vs) })
+	errs := make([]error, r.Readers)
 	for g := range r.Readers {
-		wg.Go(func() {
-			for i := g; ctx.Err() == nil; i++ {
-				key := r.Keys[i%len(r.Keys)]
-				start := time.Now()
-				s, err := r.Read(ctx, key)
-				if errors.Is(err, redis.Nil) {
-					s, err = "0", nil
-				}
-				if err != nil {
-					continue // a fault's failures: not a read
-				}
-				v, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					fail(fmt.Errorf("%s: %q is no version", key, s))
-					return
-				}
-				vs.Check(key, start, v)
-				if r.ReadPause > 0 {
-					time.Sleep(r.ReadPause)
-				}
-			}
-		})
+		wg.Go(func() { errs[g] = r.read(ctx, &vs, g) })
 	}
 	if r.Fault != nil {
 		select {
@@ -174,7 +127,54 @@ func (r StalenessRun) Run(ctx context.Context) (StalenessReport, error) {
 		}
 	}
 	wg.Wait()
-	return vs.Report(), firstErr
+	return vs.Report(), errors.Join(errs...)
+}
+
+// write is the writer: a version a millisecond, the keys in turn, each
+// acknowledged one recorded.
+func (r StalenessRun) write(ctx context.Context, vs *Versions) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	versions := make([]int64, len(r.Keys))
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		k := i % len(r.Keys)
+		versions[k]++
+		// A write refused, or whose fate is unknown, is not recorded:
+		// the next one uses a higher version all the same.
+		if err := r.Write(ctx, r.Keys[k], versions[k]); err == nil {
+			vs.Acked(r.Keys[k], versions[k], time.Now())
+		}
+	}
+}
+
+// read is reader g: the keys in turn from the g-th, each read checked,
+// until ctx ends or a read returns no version.
+func (r StalenessRun) read(ctx context.Context, vs *Versions, g int) error {
+	for i := g; ctx.Err() == nil; i++ {
+		key := r.Keys[i%len(r.Keys)]
+		start := time.Now()
+		s, err := r.Read(ctx, key)
+		if errors.Is(err, redis.Nil) {
+			s, err = "0", nil
+		}
+		if err != nil {
+			continue // a fault's failures: not a read
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is no version", key, s)
+		}
+		vs.Check(key, start, v)
+		if r.ReadPause > 0 {
+			time.Sleep(r.ReadPause)
+		}
+	}
+	return nil
 }
 
 // Check logs the report of a scenario and fails t unless the run made at
