@@ -195,13 +195,13 @@ func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) er
 
 // FailOpen is the last step of a cached read that failed, after the
 // client's own re-routing, holds and retries (Config.MaxStale): when err
-// says no server could be reached for it (Unreachable), and an entry of
+// says no server could be reached for it (failure.Unreachable), and an entry of
 // the read, on any node of the cache, was known current at most MaxStale
 // ago, cmd gets the youngest such entry's value and FailOpen returns a
 // *clientcache.StaleError (also set as cmd's error). Otherwise it returns
 // err. c may be nil.
 func (c *Cache) FailOpen(ctx context.Context, cmd redis.Cmder, err error) error {
-	if c == nil || c.cfg.MaxStale <= 0 || cmd == nil || !Unreachable(err) {
+	if c == nil || c.cfg.MaxStale <= 0 || cmd == nil || !failure.Unreachable(err) {
 		return err
 	}
 	if _, asked := clientcache.TTL(ctx); !asked {
@@ -231,32 +231,4 @@ func (c *Cache) FailOpen(ctx context.Context, cmd redis.Cmder, err error) error 
 	se := &clientcache.StaleError{Addr: from.Addr(), Age: bestAge, Nil: errors.Is(cmd.Err(), redis.Nil), Err: err}
 	cmd.SetErr(se)
 	return se
-}
-
-// transient is guard.Transient's method: the errors of rediskit's clients
-// that mean "no server can do this now, try again".
-type transient interface {
-	RetryAdvice() (after time.Duration, mayHaveExecuted bool)
-}
-
-// Unreachable reports whether err says a read could not reach a server:
-// a connection refused, lost or timed out (the caller's deadline
-// included), no connection free in time, a node that does not serve
-// (CLUSTERDOWN, LOADING, MASTERDOWN), or a client's error that means
-// "try again" (no master, a failover under way, no healthy database).
-// Not: an answer of the server, the caller's cancellation, a closed
-// client.
-func Unreachable(err error) bool {
-	var tr transient
-	switch {
-	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
-		return false
-	case failure.ClusterDown(err), failure.Loading(err), failure.MasterDown(err):
-		return true
-	case failure.Reply(err):
-		return false
-	case errors.As(err, &tr):
-		return true
-	}
-	return failure.Network(err) || failure.Timeout(err) || failure.IsDial(err) || errors.Is(err, redis.ErrPoolTimeout)
 }

@@ -88,7 +88,7 @@
 // Cache.FailOpen, the last step of every topology's read path (after its
 // re-resolution, redirects and database switches, so that the failure has
 // reached the topology first), answers a read that could not reach a
-// server (Unreachable) from the youngest entry of the read on any node no
+// server (failure.Unreachable) from the youngest entry of the read on any node no
 // older than MaxStale, the age counted from the last moment the entry was
 // known current (the end of its epoch, or the node's last confirmation),
 // and returns a *clientcache.StaleError. Any node: the entry may come from

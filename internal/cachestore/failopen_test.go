@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -16,48 +15,8 @@ import (
 	"github.com/rediskit/rediskit/clientcache"
 )
 
-// retryLater is a client's "try again" error (guard.Transient).
-type retryLater struct{}
-
-func (retryLater) Error() string                      { return "no master" }
-func (retryLater) RetryAdvice() (time.Duration, bool) { return time.Second, false }
-func wrapped(err error) error                         { return fmt.Errorf("read on 10.0.0.1:6379: %w", err) }
-func opError(op string, err error) error              { return &net.OpError{Op: op, Net: "tcp", Err: err} }
-func joined(errs ...error) error                      { return errors.Join(errs...) }
-func deadline() error                                 { return wrapped(context.DeadlineExceeded) }
-
-// TestUnreachable: the failures that let a cached read fall back on its
-// entry, and the ones that do not (the server answered, the caller
-// cancelled, the client is closed).
-func TestUnreachable(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"nil", nil, false},
-		{"refused", wrapped(opError("dial", syscall.ECONNREFUSED)), true},
-		{"reset", wrapped(opError("read", syscall.ECONNRESET)), true},
-		{"EOF", wrapped(io.EOF), true},
-		{"socket timeout", wrapped(opError("read", errTimeout{})), true},
-		{"the caller's deadline", deadline(), true},
-		{"pool timeout", redis.ErrPoolTimeout, true},
-		{"a client's try-again error", wrapped(retryLater{}), true},
-		{"CLUSTERDOWN", redisReply("CLUSTERDOWN The cluster is down"), true},
-		{"LOADING", redisReply("LOADING Redis is loading the dataset in memory"), true},
-		{"MASTERDOWN", redisReply("MASTERDOWN Link with MASTER is down"), true},
-		{"WRONGTYPE", redisReply("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
-		{"redis.Nil", redis.Nil, false},
-		{"cancelled", wrapped(context.Canceled), false},
-		{"cancelled, with a try-again error", joined(retryLater{}, context.Canceled), false},
-		{"closed client", redis.ErrClosed, false},
-		{"another error", errors.New("ERR unknown"), false},
-	} {
-		if got := Unreachable(tt.err); got != tt.want {
-			t.Errorf("%s: Unreachable(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
-		}
-	}
-}
+func wrapped(err error) error            { return fmt.Errorf("read on 10.0.0.1:6379: %w", err) }
+func opError(op string, err error) error { return &net.OpError{Op: op, Net: "tcp", Err: err} }
 
 // replyError is a server's error reply, as go-redis types it.
 type replyError string
@@ -66,12 +25,6 @@ func (e replyError) Error() string { return string(e) }
 func (e replyError) RedisError()   {}
 
 func redisReply(s string) error { return replyError(s) }
-
-type errTimeout struct{}
-
-func (errTimeout) Error() string   { return "i/o timeout" }
-func (errTimeout) Timeout() bool   { return true }
-func (errTimeout) Temporary() bool { return true }
 
 // TestFailOpen: which entry a failed read falls back on, across nodes,
 // and when it does not.

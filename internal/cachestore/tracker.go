@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/clientcache"
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/safe"
 )
 
@@ -399,10 +400,10 @@ func (t *Tracker) handle(msg any, hb *heartbeat) {
 // beat decides), a flush the server announced, or the connection lost.
 func (t *Tracker) failed(s *session, err error) (FlushCause, error) {
 	switch {
-	case err == nil, isTimeout(err):
+	case err == nil, failure.Timeout(err):
 	case t.ctx.Err() != nil:
 		return FlushClosed, nil
-	case strings.HasPrefix(err.Error(), "redis: unsupported pubsub message payload"):
+	case failure.PubSubPayload(err):
 		// An invalidation without keys: the server flushed the database
 		// (FLUSHALL, FLUSHDB), or sent what go-redis could not read as
 		// keys. Either way no entry of the node can be trusted.
@@ -420,9 +421,4 @@ func (t *Tracker) failed(s *session, err error) (FlushCause, error) {
 		return FlushConnectionLost, errors.New("the subscription was reconnected")
 	}
 	return "", nil
-}
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
 }

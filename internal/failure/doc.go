@@ -89,4 +89,11 @@
 //     TryAgain (TRYAGAIN: a multi-key command mid-migration), ClusterDown
 //     (CLUSTERDOWN), CrossSlot (CROSSSLOT: keys of different slots, not a
 //     failure of the node).
+//   - Loading (LOADING), MasterDown (MASTERDOWN): a node that serves
+//     nothing yet, or a replica cut from its master.
+//   - Unreachable: work that reached no server able to run it (refused,
+//     lost, timed out, no pool connection, CLUSTERDOWN / LOADING /
+//     MASTERDOWN, a client's "try again" error with RetryAdvice); not the
+//     caller's cancellation, nor a closed client. The client-side cache's
+//     fail-open reads fall back on it.
 package failure

@@ -139,6 +139,43 @@ func Loading(err error) bool { return replyPrefix(err, "LOADING") }
 // master and does not serve stale data; the command did not run.
 func MasterDown(err error) bool { return replyPrefix(err, "MASTERDOWN") }
 
+// PubSubPayload reports whether err is go-redis's refusal of a pubsub
+// message it cannot read as a channel message: the invalidation without
+// keys a server sends for FLUSHALL and FLUSHDB arrives so on a RESP2
+// tracking subscription.
+func PubSubPayload(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "redis: unsupported pubsub message payload")
+}
+
+// retryAdvisor is guard.Transient's method: the errors of rediskit's
+// clients that mean "no server can do this now, try again" (no master, a
+// failover under way, no healthy database).
+type retryAdvisor interface {
+	RetryAdvice() (after time.Duration, mayHaveExecuted bool)
+}
+
+// Unreachable reports whether err says work could not reach a server that
+// would run it: a connection refused, lost or timed out (the caller's
+// deadline included), no pool connection in time, a node that does not
+// serve (CLUSTERDOWN, LOADING, MASTERDOWN), or a client's error that
+// means "try again" (it has a RetryAdvice method). Not: any other answer
+// of the server, the caller's cancellation, a closed client. A client-side
+// cache's fail-open reads (clientcache.Config.MaxStale) fall back on it.
+func Unreachable(err error) bool {
+	var ra retryAdvisor
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
+		return false
+	case ClusterDown(err), Loading(err), MasterDown(err):
+		return true
+	case Reply(err):
+		return false
+	case errors.As(err, &ra):
+		return true
+	}
+	return Network(err) || Timeout(err) || IsDial(err) || errors.Is(err, redis.ErrPoolTimeout)
+}
+
 // CrossSlot reports whether err is CROSSSLOT: a multi-key command whose
 // keys hash to different slots, refused by a cluster node. It did not run,
 // and never will as it is: not a failure signal.

@@ -64,6 +64,8 @@ var predicates = []predicate{
 	{"ClusterDown", errOnly(ClusterDown)},
 	{"Loading", errOnly(Loading)},
 	{"MasterDown", errOnly(MasterDown)},
+	{"Unreachable", errOnly(Unreachable)},
+	{"PubSubPayload", errOnly(PubSubPayload)},
 	{"CrossSlot", errOnly(CrossSlot)},
 }
 
@@ -83,11 +85,11 @@ const (
 	// that may be run again.
 	notRun = "NotExecuted ProvablyNotExecuted Signal WorkSignal"
 	// A connection not made.
-	dialFailed = "IsDial Network Refused " + notRun
+	dialFailed = "IsDial Network Refused Unreachable " + notRun
 	// A connection lost after the command may have been sent.
-	lost = "Network ConnectionLost Signal WorkSignal"
+	lost = "Network ConnectionLost Signal WorkSignal Unreachable"
 	// A socket deadline while the caller still waits.
-	socketTimeout = "Network Timeout Signal WorkSignal"
+	socketTimeout = "Network Timeout Signal WorkSignal Unreachable"
 )
 
 // TestPredicates checks every predicate against errors that go-redis
@@ -176,13 +178,13 @@ func realErrors(t *testing.T) []classified {
 	// go-redis reports the caller's deadline as the socket's i/o timeout:
 	// only CallerEnded tells that it was the caller's, and WorkSignal
 	// does not count it against the server.
-	add("the caller's deadline, as a socket timeout", callerCtx, err, "Network Timeout Signal CallerEnded")
+	add("the caller's deadline, as a socket timeout", callerCtx, err, "Network Timeout Signal CallerEnded Unreachable")
 	n.Restore()
 
 	expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Millisecond))
 	t.Cleanup(cancel)
 	add("the caller's deadline passed before the call", expired, c.Ping(expired).Err(),
-		"Timeout ContextError BareContextError Signal CallerEnded")
+		"Timeout ContextError BareContextError Signal CallerEnded Unreachable")
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	add("the caller cancelled", cancelled, c.Ping(cancelled).Err(), "ContextError BareContextError CallerEnded")
@@ -257,9 +259,9 @@ func constructedErrors() []classified {
 		{name: "redis.Nil", err: redis.Nil, want: "IsNil Reply Answer"},
 
 		{name: "our dial error, refused", err: fmt.Errorf("get: %w", &DialError{Addr: "a:1", Err: syscall.ECONNREFUSED}), want: dialFailed},
-		{name: "dial timeout", err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}, want: "IsDial Network Timeout " + notRun},
+		{name: "dial timeout", err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}, want: "IsDial Network Timeout " + notRun + " Unreachable"},
 		{name: "a dial error joined after another", err: errors.Join(errors.New("first"), &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), want: dialFailed},
-		{name: "ECONNREFUSED outside a dial error", err: syscall.ECONNREFUSED, want: "Network Refused Signal WorkSignal"},
+		{name: "ECONNREFUSED outside a dial error", err: syscall.ECONNREFUSED, want: "Network Refused Signal WorkSignal Unreachable"},
 
 		{name: "EOF, wrapped", err: fmt.Errorf("read reply: %w", io.EOF), want: lost},
 		{name: "unexpected EOF", err: io.ErrUnexpectedEOF, want: lost},
@@ -268,21 +270,23 @@ func constructedErrors() []classified {
 		{name: "connection closed", err: &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}, want: lost},
 
 		{name: "read deadline", err: readDeadline, want: socketTimeout},
-		{name: "os.ErrDeadlineExceeded alone", err: os.ErrDeadlineExceeded, want: "Timeout Signal WorkSignal"},
+		{name: "os.ErrDeadlineExceeded alone", err: os.ErrDeadlineExceeded, want: "Timeout Signal WorkSignal Unreachable"},
 		{name: "a deadline joined after a reset", err: errors.Join(reset, os.ErrDeadlineExceeded), want: socketTimeout},
-		{name: "a context deadline joined after a reset", err: errors.Join(reset, context.DeadlineExceeded), want: "Network Timeout ContextError Signal"},
-		{name: "a limit's deadline, wrapped", err: fmt.Errorf("limit 1s: %w", context.DeadlineExceeded), want: "Timeout ContextError Signal"},
+		{name: "a context deadline joined after a reset", err: errors.Join(reset, context.DeadlineExceeded), want: "Network Timeout ContextError Signal Unreachable"},
+		{name: "a limit's deadline, wrapped", err: fmt.Errorf("limit 1s: %w", context.DeadlineExceeded), want: "Timeout ContextError Signal Unreachable"},
 		{name: "cancelled, wrapped", err: fmt.Errorf("call: %w", context.Canceled), want: "ContextError"},
 		{name: "cancelled while queued for a batch", err: &routing.UnsentError{Err: context.Canceled}, want: "ContextError NotExecuted ProvablyNotExecuted Signal"},
 		{name: "the deadline passed while queued for a batch", err: &routing.UnsentError{Err: context.DeadlineExceeded},
-			want: "ContextError Timeout NotExecuted ProvablyNotExecuted Signal"},
+			want: "ContextError Timeout NotExecuted ProvablyNotExecuted Signal Unreachable"},
 		{name: "a context error's text without its identity", err: errors.New(context.DeadlineExceeded.Error()), want: ""},
 
-		{name: "pool timeout", err: redis.ErrPoolTimeout, want: notRun},
+		{name: "an invalidation without keys, as go-redis refuses it", err: errors.New("redis: unsupported pubsub message payload: <nil>"), want: "PubSubPayload"},
+		{name: "a client's try-again error (RetryAdvice), wrapped", err: fmt.Errorf("get: %w", retryLater{}), want: "Unreachable"},
+		{name: "pool timeout", err: redis.ErrPoolTimeout, want: notRun + " Unreachable"},
 		{name: "closed client", err: redis.ErrClosed, want: notRun},
 		{name: "READONLY", err: redisErr("READONLY You can't write against a read only replica."), want: "Reply " + notRun},
-		{name: "MASTERDOWN", err: redisErr("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), want: "Reply MasterDown " + notRun},
-		{name: "LOADING", err: redisErr("LOADING Redis is loading the dataset in memory"), want: "Reply Loading " + notRun},
+		{name: "MASTERDOWN", err: redisErr("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), want: "Reply MasterDown " + notRun + " Unreachable"},
+		{name: "LOADING", err: redisErr("LOADING Redis is loading the dataset in memory"), want: "Reply Loading " + notRun + " Unreachable"},
 		{name: "UNBLOCKED, wrapped", err: fmt.Errorf("blpop: %w", redisErr("UNBLOCKED client unblocked via CLIENT UNBLOCK")), want: "Reply Unblocked " + notRun},
 		{name: "WRONGTYPE", err: redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), want: "Reply Answer"},
 
@@ -303,7 +307,13 @@ func constructedErrors() []classified {
 		{name: "MOVED without an address", err: redisErr("MOVED 12"), want: "Reply Answer"},
 		{name: "MOVED in text that is not a reply", err: errors.New("MOVED 1 a:1"), want: ""},
 		{name: "TRYAGAIN", err: redisErr("TRYAGAIN Multiple keys request during rehashing of slot"), want: "Reply TryAgain " + notRun},
-		{name: "CLUSTERDOWN", err: redisErr("CLUSTERDOWN The cluster is down"), want: "Reply ClusterDown " + notRun},
+		{name: "CLUSTERDOWN", err: redisErr("CLUSTERDOWN The cluster is down"), want: "Reply ClusterDown " + notRun + " Unreachable"},
 		{name: "CROSSSLOT", err: redisErr("CROSSSLOT Keys in request don't hash to the same slot"), want: "Reply CrossSlot Answer"},
 	}
 }
+
+// retryLater is a client's "try again" error (guard.Transient's method).
+type retryLater struct{}
+
+func (retryLater) Error() string                      { return "no master known" }
+func (retryLater) RetryAdvice() (time.Duration, bool) { return time.Second, false }
