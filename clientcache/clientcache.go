@@ -35,8 +35,9 @@ type Config struct {
 	// a server (the client's own re-routing, holds and retries done, the
 	// read failed for want of a node: connection refused or lost, no
 	// answer before the deadline, no master, the cluster down, no healthy
-	// database), the client returns the entry it last held for the read,
-	// if that entry was known current at most MaxStale ago, with a
+	// database), the client returns the most recently confirmed entry it
+	// holds for the read, if it was known current at most MaxStale ago
+	// (on any node: a failover may have moved the key), with a
 	// *StaleError that says so: the value is set on the command, and the
 	// error is never nil, so that a stale value is never taken silently.
 	// 0 (the default): a read that cannot reach its server fails.

@@ -2,6 +2,7 @@ package clientcache_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,4 +50,52 @@ func Example() {
 	// hello
 	// hello
 	// bonjour
+}
+
+// With MaxStale, a cached read whose server cannot be reached is answered
+// from the cache, marked: the value is set, and the error is a
+// *StaleError saying how old it is and why the read failed.
+func Example_maxStale() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := lab.Start(ctx, lab.Standalone())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+
+	c, err := sentinel.NewClient(sentinel.Config{
+		Primary: l.Node(0).Addr(),
+		Cache:   &clientcache.Config{MaxStale: time.Minute},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	cached := clientcache.WithTTL(ctx, time.Minute)
+	_ = c.Set(ctx, "price:42", "9.99", 0).Err()
+	for c.Stats().Cache.Hits == 0 && ctx.Err() == nil { // cached once tracking is up
+		_ = c.Get(cached, "price:42").Err()
+		time.Sleep(time.Millisecond)
+	}
+
+	_ = l.Node(0).Kill() // the server is gone
+	var v string
+	for ctx.Err() == nil {
+		// Hits until the client sees the server gone (its tracking
+		// connection lost), then the read fails and falls back.
+		read, done := context.WithTimeout(cached, 500*time.Millisecond)
+		v, err = c.Get(read, "price:42").Result()
+		done()
+		if err != nil {
+			break
+		}
+	}
+	var stale *clientcache.StaleError
+	fmt.Println(v, errors.As(err, &stale))
+	// Output:
+	// 9.99 true
 }
