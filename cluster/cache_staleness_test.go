@@ -132,14 +132,7 @@ func TestCacheStaleness(t *testing.T) {
 		}
 		limit := clientcache.DefaultHeartbeatTimeout
 		if sc.failover && newMaster != "" {
-			// A client whose map never moved the slots in the run
-			// either wrote nothing there (the writer) or read nothing
-			// there from the cache (its entries on the old master ended
-			// with its tracking, or are invalidated by replication).
-			var lag time.Duration
-			if cached, wrote := changedAt(&cachedEvents, newMaster), changedAt(&writerEvents, newMaster); !cached.IsZero() && !wrote.IsZero() {
-				lag = max(cached.Sub(wrote), 0)
-			}
+			lag := testkit.SwitchLag(changedAt(&cachedEvents, newMaster), changedAt(&writerEvents, newMaster))
 			limit += lag
 			t.Logf("%s: the cached client's map moved the slots %v after the writer's", sc.name, lag)
 		}

@@ -128,10 +128,7 @@ func TestCacheStaleness(t *testing.T) {
 			// before it sees the switch; the writer writes to the new
 			// master once its own client has. The later the first
 			// after the second, the longer the window.
-			var lag time.Duration // none when a client never switched (see the cluster's test)
-			if cached, wrote := switchedAt(cacheEvents), switchedAt(writerEvents); !cached.IsZero() && !wrote.IsZero() {
-				lag = max(cached.Sub(wrote), 0)
-			}
+			lag := testkit.SwitchLag(switchedAt(cacheEvents), switchedAt(writerEvents))
 			limit += lag
 			t.Logf("%s: the cached client switched %v after the writer's", sc.name, lag)
 		}

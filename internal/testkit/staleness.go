@@ -190,3 +190,19 @@ func (r StalenessReport) Check(t testing.TB, scenario string, limit time.Duratio
 		t.Errorf("%s: a read stale by %v, more than %v", scenario, r.Worst, limit)
 	}
 }
+
+// SwitchLag is how much later the cached client moved to a new master
+// than the writer did (cached and wrote: when each last did; zero when it
+// did not in the run): how long the cached client could still serve the
+// old master's entries while the writer wrote to the new one, which a
+// staleness bound through a failover adds. Zero when either never
+// switched: a writer that did not wrote nothing to the new master, and a
+// cached client that did not read nothing from its cache there (its
+// entries on the old master ended with their tracking, or are
+// invalidated as the old master replicates).
+func SwitchLag(cached, wrote time.Time) time.Duration {
+	if cached.IsZero() || wrote.IsZero() {
+		return 0
+	}
+	return max(cached.Sub(wrote), 0)
+}

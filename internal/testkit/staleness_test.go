@@ -35,3 +35,23 @@ func TestVersions(t *testing.T) {
 		t.Fatalf("report %+v", r)
 	}
 }
+
+// TestSwitchLag: the lag counts only when both clients switched, and
+// never below zero.
+func TestSwitchLag(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name          string
+		cached, wrote time.Time
+		want          time.Duration
+	}{
+		{"cached later", t0.Add(80 * time.Millisecond), t0, 80 * time.Millisecond},
+		{"cached first", t0, t0.Add(time.Second), 0},
+		{"cached never", time.Time{}, t0, 0},
+		{"writer never", t0, time.Time{}, 0},
+	} {
+		if got := SwitchLag(tt.cached, tt.wrote); got != tt.want {
+			t.Errorf("%s: SwitchLag = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
