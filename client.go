@@ -226,7 +226,8 @@ func sentinelConfig(cfg *Config, kind Kind) sentinel.Config {
 		PoolSize: cfg.PoolSize,
 		Durable:  cfg.Durable, DurableAOF: cfg.DurableAOF, DurableTimeout: cfg.DurableTimeout,
 		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Cache: cfg.Cache, Logger: cfg.Logger,
-		Observer: sentinelObserver(cfg.Observer, kind),
+		ExactlyOnce: cfg.ExactlyOnce,
+		Observer:    sentinelObserver(cfg.Observer, kind),
 	}
 }
 
@@ -251,7 +252,8 @@ func newCluster(u *redisurl.Config, cfg *Config) (*client, error) {
 		TLSConfig: cfg.TLSConfig, PoolSize: cfg.PoolSize,
 		Durable: cfg.Durable, DurableAOF: cfg.DurableAOF, DurableTimeout: cfg.DurableTimeout,
 		AutoPipeline: cfg.AutoPipeline, ReplyLimits: cfg.ReplyLimits, Cache: cfg.Cache, Logger: cfg.Logger,
-		Observer: clusterObserver(cfg.Observer),
+		ExactlyOnce: cfg.ExactlyOnce,
+		Observer:    clusterObserver(cfg.Observer),
 	})
 	if err != nil {
 		return nil, err

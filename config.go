@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rediskit/rediskit/clientcache"
+	"github.com/rediskit/rediskit/exactlyonce"
 	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/respguard"
@@ -148,6 +149,14 @@ type Config struct {
 	// clientcache). A multidb client gives each database its own part.
 	// Nil: no cache.
 	Cache *clientcache.Config
+	// ExactlyOnce makes writes exactly-once (see package exactlyonce): a
+	// write whose outcome is unknown is sent again with its token and
+	// runs once, on standalone, Sentinel and cluster deployments. A
+	// multidb client's Sentinel and cluster databases make their writes
+	// exactly-once within each database; a write whose database changed
+	// is refused as before (*multidb.DatabaseChangedError: its token is
+	// not in the other database). Nil: plain writes.
+	ExactlyOnce *exactlyonce.Config
 
 	// Observer, when set, receives the typed client's events (Event), in
 	// order, from a goroutine the client owns; it must not block for long

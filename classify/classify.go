@@ -216,3 +216,29 @@ func ReadOnlyPipeline(cmds []redis.Cmder) bool { return (*Classifier)(nil).ReadO
 
 // Explain is ReadOnlyArgs with the reason, according to the built-in table.
 func Explain(args ...any) Decision { return (*Classifier)(nil).Explain(args...) }
+
+// ScriptWrite says whether a command may run as a write inside a Lua
+// script, which is how rediskit makes a write exactly-once (package
+// exactlyonce): it returns "" for a command the table knows, flagged
+// write, allowed in scripts (not flagged noscript: MULTI, WAIT, EVAL...),
+// not waiting for data (a blocking command, XREAD... BLOCK), with at
+// least one key; and otherwise why not, in a few words ("not a write").
+// It does not allocate.
+func (c *Classifier) ScriptWrite(args []any) string {
+	t := c.table()
+	e := t.entryOf(args)
+	switch {
+	case e == nil:
+		return "a command the command table does not know"
+	case e.flags&cmdinfo.Write == 0:
+		return "not a write"
+	case e.flags&cmdinfo.NoScript != 0:
+		return "not allowed in scripts"
+	case t.blocking(args):
+		return "a blocking command"
+	}
+	if dest, from, _, _ := t.keyRange(args); dest <= 0 && from <= 0 {
+		return "a command without keys"
+	}
+	return ""
+}

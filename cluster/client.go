@@ -17,6 +17,7 @@ import (
 	"github.com/rediskit/rediskit/clientcache"
 	"github.com/rediskit/rediskit/internal/cachestore"
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/oncewrite"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 	"github.com/rediskit/rediskit/internal/zero"
@@ -43,8 +44,10 @@ type Client struct {
 	cursors routing.UntaggedCursors
 	// durableW knows each master's replicas for durable writes (durable.go).
 	durableW *durableWatch
-	stats    counters
-	closed   atomic.Bool
+	// once makes writes exactly-once (Config.ExactlyOnce; nil: off).
+	once   *oncewrite.Writer
+	stats  counters
+	closed atomic.Bool
 }
 
 type counters struct {
@@ -121,6 +124,9 @@ func NewClient(opts Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{opts: o, classifier: classify.New()}
+	if c.once, err = oncewrite.New(o.ExactlyOnce, o.WriteHoldTimeout, c.classifier); err != nil {
+		return nil, fmt.Errorf("cluster: ExactlyOnce: %w", err)
+	}
 	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}, blocking: c.classifier.Blocking}
 	if o.Cache != nil {
 		c.nodes.cache = cachestore.New(*o.Cache, c.classifier, o.Logger)
@@ -311,7 +317,15 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 		return c.scan(ctx, sc)
 	}
 	write := !c.classifier.ReadOnly(cmd)
-	err := c.run(ctx, c.slotOf(cmd), write, cmd)
+	slot := c.slotOf(cmd)
+	if write {
+		q, err := c.once.Wrap(ctx, cmd) // exactly-once writes (Config.ExactlyOnce)
+		if err != nil {
+			return err
+		}
+		cmd = q
+	}
+	err := c.run(ctx, slot, write, cmd)
 	if err != nil && !write {
 		// Every re-route tried: a cached read may fall back on its
 		// entry (clientcache.Config.MaxStale). Not a pipeline's read
@@ -333,6 +347,9 @@ type attempt struct {
 	failures  int   // sends that failed
 	redirects int
 	holdEnd   time.Time
+	// once: the command is an exactly-once write (oncewrite), sent again
+	// whatever its failure, until the hold ends.
+	once bool
 	// A read sent to a replica (readfrom.go): its replica-read client and
 	// the done of the election's pick, for the next send; and a replica
 	// that gave no answer, which the read's next try avoids.
@@ -348,7 +365,7 @@ type attempt struct {
 // master's writes held until the cluster names another, a read re-run
 // once, a write whose outcome is unknown never re-run.
 func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder) error {
-	a := &attempt{slot: slot, write: write, holdEnd: time.Now().Add(c.opts.WriteHoldTimeout)}
+	a := &attempt{slot: slot, write: write, holdEnd: time.Now().Add(c.opts.WriteHoldTimeout), once: oncewrite.Is(cmd)}
 	err := c.runAttempts(ctx, cmd, a)
 	if write && a.last != nil {
 		a.last.cache.Wrote(cmd, nil) // read your writes (cachestore)
@@ -373,12 +390,16 @@ func (c *Client) runAttempts(ctx context.Context, cmd redis.Cmder, a *attempt) e
 			continue // the map changed: look again
 		}
 		a.last = n
-		if a.write && c.durable(ctx) {
-			err = c.sendDurable(ctx, n, cmd, a) // durable.go
+		if a.once {
+			err = n.script.Send(ctx, c.once, n.addr, n.ctl, cmd, nil, func() error { return c.sendOne(ctx, n, cmd, a) })
 		} else {
-			err = c.sendAttempt(ctx, n, cmd, a) // a replica's or the master's (readfrom.go)
+			err = c.sendOne(ctx, n, cmd, a)
 		}
 		a.direct, a.asking = nil, false
+		if a.once && c.confirmAgain(ctx, snap, err, a) {
+			cmd.SetErr(nil)
+			continue
+		}
 		if c.settled(err) {
 			return err
 		}
@@ -393,6 +414,33 @@ func (c *Client) runAttempts(ctx context.Context, cmd redis.Cmder, a *attempt) e
 		}
 		cmd.SetErr(nil)
 	}
+}
+
+// confirmAgain decides whether an exactly-once durable write that ran and
+// was not confirmed (a *NotDurableError that may have executed) is sent
+// again, after a pause, within the hold: sent again, it returns its
+// stored reply where its token survived, or runs where it was lost, and
+// WAIT confirms what the master holds then.
+func (c *Client) confirmAgain(ctx context.Context, snap *snapshot, err error, a *attempt) bool {
+	var nde *NotDurableError
+	if !errors.As(err, &nde) || !nde.MayHaveExecuted || failure.CallerEnded(ctx) || time.Now().After(a.holdEnd) {
+		return false
+	}
+	a.failures++
+	if c.pause(ctx, snap, a.slot, a.failures) != nil {
+		return false
+	}
+	c.stats.retries.Add(1)
+	return true
+}
+
+// sendOne is one send of a command's run: durable, or to a replica or
+// the master.
+func (c *Client) sendOne(ctx context.Context, n *node, cmd redis.Cmder, a *attempt) error {
+	if a.write && c.durable(ctx) {
+		return c.sendDurable(ctx, n, cmd, a) // durable.go
+	}
+	return c.sendAttempt(ctx, n, cmd, a) // a replica's or the master's (readfrom.go)
 }
 
 // settled reports whether a send's err ends the call as it is: success,
@@ -461,18 +509,19 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 	notExecuted := failure.NotExecuted(err)
 	if !notExecuted {
 		// No answer: the command may have run. A write's verdict waits
-		// for the map to say whether its slot moved.
+		// for the map to say whether its slot moved; an exactly-once
+		// write is sent again instead.
 		c.topo.failed(n, err)
-		if a.write {
+		if a.write && !a.once {
 			return false, c.writeUnknown(ctx, snap, n, a.slot, cmd, err, a.holdEnd)
 		}
 	}
 	// Again: the same node may serve it after a pause, or the map
 	// changes meanwhile.
-	if failure.Next(failure.Attempt{Write: a.write, NotExecuted: notExecuted, Again: true, Reran: a.reran}) != failure.Rerun {
+	if failure.Next(failure.Attempt{Write: a.write, NotExecuted: notExecuted, Again: true, Reran: a.reran, ExactlyOnce: a.once}) != failure.Rerun {
 		return false, c.nodeError(n, a.slot, a.write, cmd, err)
 	}
-	if notExecuted {
+	if notExecuted || a.once {
 		// It did not run: retry after the map changes, or after a short
 		// pause (TRYAGAIN, LOADING, CLUSTERDOWN while another shard fails
 		// over: the same node may serve it soon), until the hold ends.
@@ -626,6 +675,12 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder) error 
 	if len(cmds) == 0 {
 		return nil
 	}
+	// Exactly-once writes (Config.ExactlyOnce), each on its own; a
+	// transaction stays as it is (or is refused, when the call insists).
+	cmds, _, err := c.once.WrapPipeline(ctx, cmds, routing.IsTx(cmds))
+	if err != nil {
+		return err
+	}
 	if routing.IsTx(cmds) {
 		return c.processTx(ctx, cmds)
 	}
@@ -753,7 +808,9 @@ func (c *Client) runGroups(ctx context.Context, groups []group) {
 	var wg sync.WaitGroup
 	for i, g := range groups {
 		run := func() {
-			_ = routing.Run(ctx, g.target(), nil, append(g.cmds, g.confirm...))
+			_ = g.n.script.Send(ctx, c.once, g.n.addr, g.n.ctl, nil, g.cmds, func() error {
+				return routing.Run(ctx, g.target(), nil, append(g.cmds, g.confirm...))
+			})
 			if g.writes > 0 && g.rd == nil {
 				g.n.cache.Wrote(nil, g.cmds) // read your writes (cachestore)
 			}
@@ -780,8 +837,8 @@ func (c *Client) afterPipeline(ctx context.Context, snap *snapshot, q redis.Cmde
 	}
 	write := !c.classifier.ReadOnly(q)
 	notExecuted := failure.NotExecuted(err)
-	if failure.Next(failure.Attempt{Write: write, NotExecuted: notExecuted, Again: true}) == failure.Rerun {
-		if !notExecuted {
+	if failure.Next(failure.Attempt{Write: write, NotExecuted: notExecuted, Again: true, ExactlyOnce: oncewrite.Is(q)}) == failure.Rerun {
+		if !notExecuted && !write {
 			c.stats.readsRetried.Add(1)
 			c.topo.emit(Event{Kind: EventReadRetried, Slot: slot, Err: err})
 		}

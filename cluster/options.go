@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/clientcache"
+	"github.com/rediskit/rediskit/exactlyonce"
 	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/redisopt"
 	"github.com/rediskit/rediskit/internal/respguard"
@@ -88,6 +89,16 @@ type Config struct {
 	// invalidate, per node, masters and the replicas reads go to (see
 	// package clientcache). Nil: no cache.
 	Cache *clientcache.Config
+
+	// ExactlyOnce makes writes exactly-once (package exactlyonce): each
+	// write the path can take runs as a script with a token kept in its
+	// slot, so that a write whose outcome is unknown (a connection lost
+	// after sending, a timeout, its shard's failover) is sent again, to
+	// whichever master serves the slot then, within WriteHoldTimeout and
+	// the caller's context, and runs once: the caller gets its reply, not
+	// a may-have-executed error. Nil: plain writes, unless a call asks
+	// (exactlyonce.With), which then fails.
+	ExactlyOnce *exactlyonce.Config
 
 	// AutoPipeline makes the client auto-pipeline its single commands:
 	// those that concurrent callers send to the same node while a batch

@@ -10,28 +10,6 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// TestSlotTable checks Slot on the cases the Cluster specification gives
-// and on hash tags' edge cases.
-func TestSlotTable(t *testing.T) {
-	for _, tc := range []struct {
-		key  string
-		want int
-	}{
-		{"123456789", 0x31C3 % Slots}, // the spec's CRC16 check value
-		{"", 0},
-		{"foo", 12182},
-		{"{user1000}.following", Slot("user1000")},
-		{"{user1000}.followers", Slot("user1000")},
-		{"foo{}{bar}", Slot("foo{}{bar}")}, // an empty tag: the whole key
-		{"foo{{bar}}zap", Slot("{bar")},
-		{"foo{bar}{zap}", Slot("bar")},
-	} {
-		if got := Slot(tc.key); got != tc.want {
-			t.Errorf("Slot(%q) = %d, want %d", tc.key, got, tc.want)
-		}
-	}
-}
-
 // TestSlotMatchesServer compares Slot with CLUSTER KEYSLOT on a real node
 // for many keys, tags included.
 func TestSlotMatchesServer(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/isolation"
 	"github.com/rediskit/rediskit/internal/logdedup"
+	"github.com/rediskit/rediskit/internal/oncewrite"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/internal/safe"
 	"github.com/rediskit/rediskit/replica"
@@ -43,6 +44,9 @@ type node struct {
 	// or nil: one tracker a node, whether it is read as a master or as a
 	// replica.
 	cache *cachestore.NodeCache
+	// script is whether the node holds the exactly-once script and lets
+	// the client run it (Config.ExactlyOnce).
+	script oncewrite.Node
 }
 
 // count counts a command sent to the node.

@@ -2,6 +2,7 @@ package sentinel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/rediskit/rediskit/internal/eventq"
 	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/logdedup"
+	"github.com/rediskit/rediskit/internal/oncewrite"
 	"github.com/rediskit/rediskit/internal/routing"
 	"github.com/rediskit/rediskit/redisurl"
 	"github.com/rediskit/rediskit/replica"
@@ -60,6 +62,9 @@ type Client struct {
 
 	closed atomic.Bool
 
+	// once makes writes exactly-once (Config.ExactlyOnce; nil: off).
+	once *oncewrite.Writer
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the client's own goroutines (unblockWaiting)
@@ -79,6 +84,9 @@ func NewClient(cfg Config) (*Client, error) {
 		classifier: opts.Classifier,
 		selector:   opts.ReplicaSelector,
 		log:        logdedup.Logger(opts.Logger).With("rediskit.master_name", opts.MasterName),
+	}
+	if c.once, err = oncewrite.New(opts.ExactlyOnce, opts.FailoverHold, opts.Classifier); err != nil {
+		return nil, fmt.Errorf("sentinel: ExactlyOnce: %w", err)
 	}
 	c.observer = eventq.New(eventq.Config[Event]{Deliver: opts.Observer, Logger: c.log, Name: "sentinel"})
 	if c.selector == nil {
@@ -653,11 +661,18 @@ func (c *Client) seal(snap *snapshot, n *node, write bool, cmd redis.Cmder, cmds
 // only if it provably did not execute; otherwise a master change is
 // reported as a *MasterChangedError.
 func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) error {
+	cmd, cmds, once, err := c.exactlyOnce(ctx, cmd, cmds)
+	if err != nil {
+		return err
+	}
 	snap, err := c.writableSnapshot(ctx)
 	if err != nil {
 		return err
 	}
 	durable := c.durable(ctx)
+	if once {
+		return c.writeExactlyOnce(ctx, snap, cmd, cmds, durable)
+	}
 	err = c.writeOn(ctx, snap, cmd, cmds, durable)
 	if err == nil || !c.failureSignal(ctx, cmd, cmds, err) {
 		return c.nodeError(snap, snap.master, true, cmd, cmds, err)
@@ -710,6 +725,85 @@ func (c *Client) write(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder)
 	return mce
 }
 
+// exactlyOnce returns the work to send for a write: cmd or cmds with
+// their writes in exactly-once form when the client or the call asks for
+// it (Config.ExactlyOnce, exactlyonce.With), and whether every write of
+// the work is so (the work may then be sent again). Blocking commands and
+// transactions stay as they are; a call that insists on a write that
+// cannot be made exactly-once gets the *exactlyonce.UnsupportedError.
+func (c *Client) exactlyOnce(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder) (redis.Cmder, []redis.Cmder, bool, error) {
+	if cmd != nil {
+		q, err := c.once.Wrap(ctx, cmd)
+		return q, nil, err == nil && oncewrite.Is(q), err
+	}
+	out, all, err := c.once.WrapPipeline(ctx, cmds, routing.IsTx(cmds))
+	return nil, out, all, err
+}
+
+// writeExactlyOnce is write for work whose every write is exactly-once:
+// after a failure signal, whatever it says of what ran, or a durable
+// write's confirmation that fell short, the work is sent again with the
+// same tokens, to whichever master the client then finds (the same one
+// too: a lost connection, a timeout of the server's), until it gets an
+// answer (durable: confirmed), FailoverHold since the first failure ends,
+// or ctx does (failure.Next; the package exactlyonce argues why it runs
+// once). A write sent again that had run returns its stored reply, and
+// WAIT then confirms what the master holds: the write with its token.
+func (c *Client) writeExactlyOnce(ctx context.Context, snap *snapshot, cmd redis.Cmder, cmds []redis.Cmder, durable bool) error {
+	var holdEnd time.Time
+	for {
+		err := c.writeOn(ctx, snap, cmd, cmds, durable)
+		var nde *NotDurableError
+		short := durable && errors.As(err, &nde)
+		if err == nil || !short && !c.failureSignal(ctx, cmd, cmds, err) || failure.CallerEnded(ctx) || c.closed.Load() {
+			return c.nodeError(snap, snap.master, true, cmd, cmds, err)
+		}
+		now := time.Now()
+		if holdEnd.IsZero() {
+			holdEnd = now.Add(c.opts.FailoverHold)
+		}
+		if now.After(holdEnd) || failure.Next(failure.Attempt{Write: true, ExactlyOnce: true}) != failure.Rerun {
+			return c.nodeError(snap, snap.master, true, cmd, cmds, err)
+		}
+		c.topo.kick()
+		next, rerr := c.resolveAfter(ctx, snap)
+		if rerr == nil && next.held() {
+			next, rerr = c.writableSnapshot(ctx)
+		}
+		if rerr != nil {
+			return c.nodeError(snap, snap.master, true, cmd, cmds, err)
+		}
+		if next.master == snap.master && !c.pause(ctx, rerunPause) {
+			return c.nodeError(snap, snap.master, true, cmd, cmds, err)
+		}
+		c.stats.writesRerun.Add(1)
+		c.emit(Event{Kind: EventWriteRerun, Master: next.master.addr, OldMaster: snap.master.addr, Err: err})
+		routing.SetErrs(cmd, cmds, nil)
+		snap = next
+	}
+}
+
+// pause waits d: before a write is sent again to the master it failed
+// on (a stall, a lost connection, a primary refusing connections: not in
+// a spin); false when ctx or the client ended meanwhile.
+func (c *Client) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// rerunPause is the pause before a write is sent again to the master it
+// failed on: long enough not to spin on a refusing server, short beside a
+// failover.
+const rerunPause = 50 * time.Millisecond
+
 // rerunWrite sends a write that provably did not run on snap's master
 // again, on next's.
 func (c *Client) rerunWrite(ctx context.Context, snap, next *snapshot, cmd redis.Cmder, cmds []redis.Cmder, durable bool, cause error) error {
@@ -736,11 +830,7 @@ func (c *Client) awaitPrimary(ctx context.Context, snap *snapshot) *snapshot {
 		snap = next
 		// A refresh that failed at once (the primary refuses
 		// connections) is asked again after a pause, not in a spin.
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			return nil
-		case <-c.ctx.Done():
+		if !c.pause(ctx, rerunPause) {
 			return nil
 		}
 	}
@@ -757,6 +847,17 @@ func (c *Client) writeOn(ctx context.Context, snap *snapshot, cmd redis.Cmder, c
 	if cmd != nil && c.classifier.Blocking(cmd) {
 		return c.runBlocking(ctx, snap, cmd, durable)
 	}
+	if c.once == nil {
+		return c.sendWrite(ctx, snap, cmd, cmds, durable)
+	}
+	n := snap.master
+	return n.script.Send(ctx, c.once, n.addr, n.ctl, cmd, cmds, func() error {
+		return c.sendWrite(ctx, snap, cmd, cmds, durable)
+	})
+}
+
+// sendWrite is writeOn's sending, durable or not.
+func (c *Client) sendWrite(ctx context.Context, snap *snapshot, cmd redis.Cmder, cmds []redis.Cmder, durable bool) error {
 	if !durable {
 		return c.runOn(ctx, snap.master, cmd, cmds)
 	}

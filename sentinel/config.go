@@ -17,6 +17,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/clientcache"
+	"github.com/rediskit/rediskit/exactlyonce"
 	"github.com/rediskit/rediskit/internal/callopt"
 	"github.com/rediskit/rediskit/internal/configerr"
 	"github.com/rediskit/rediskit/internal/redisopt"
@@ -222,6 +223,15 @@ type Config struct {
 	// (clientcache.WithTTL) are served from replies the server promised to
 	// invalidate, per node (see package clientcache). Nil: no cache.
 	Cache *clientcache.Config
+
+	// ExactlyOnce makes writes exactly-once (package exactlyonce): each
+	// write the path can take runs as a script with a token, so that a
+	// write whose outcome is unknown (a connection lost after sending, a
+	// timeout, a failover) is sent again, to whichever master serves then,
+	// within FailoverHold and the caller's context, and runs once: the
+	// caller gets its reply, not a may-have-executed error. Nil: plain
+	// writes, unless a call asks (exactlyonce.With), which then fails.
+	ExactlyOnce *exactlyonce.Config
 
 	// AutoPipeline makes the client auto-pipeline its single commands:
 	// commands that concurrent callers run on the same node at the same

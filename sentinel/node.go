@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rediskit/rediskit/internal/cachestore"
+	"github.com/rediskit/rediskit/internal/oncewrite"
 	"github.com/rediskit/rediskit/internal/redisinfo"
 	"github.com/rediskit/rediskit/internal/respguard"
 	"github.com/rediskit/rediskit/internal/routing"
@@ -42,6 +43,9 @@ type node struct {
 	// cache is the node's part of the client-side cache (Config.Cache),
 	// or nil.
 	cache *cachestore.NodeCache
+	// script is whether the node holds the exactly-once script and lets
+	// the client run it (Config.ExactlyOnce).
+	script oncewrite.Node
 }
 
 // nodeCounts are the calls a client sent to one address, across the

@@ -23,10 +23,16 @@ type Client struct {
 }
 
 // RunOp runs op on key through a go-redis face (a client of ours, a
-// go-redis client, an auto-pipeliner): GET, or SET of a short value.
+// go-redis client, an auto-pipeliner): GET, SET of a short value, INCR,
+// or RPUSH of a short value.
 func RunOp(ctx context.Context, c redis.Cmdable, op, key string) error {
-	if op == "SET" {
+	switch op {
+	case "SET":
 		return c.Set(ctx, key, "v", 0).Err()
+	case "INCR":
+		return c.Incr(ctx, key).Err()
+	case "RPUSH":
+		return c.RPush(ctx, key, "v").Err()
 	}
 	return c.Get(ctx, key).Err()
 }
@@ -36,6 +42,9 @@ func RunOp(ctx context.Context, c redis.Cmdable, op, key string) error {
 // system has none) and its heap allocations.
 type Cost struct {
 	OpsPerSec, CPUPerOp, AllocsPerOp float64 // CPUPerOp in nanoseconds
+	// P50 and P99 are the commands' latency quantiles (0 unless asked:
+	// MeasureLatency).
+	P50, P99 time.Duration
 }
 
 // Measure runs do from goroutines for d, each on keys in turn from an
@@ -47,6 +56,17 @@ type Cost struct {
 // they are the client's own, plus the loop's, the same for every client
 // (the lab's in-process proxies, where it has them, add theirs).
 func Measure(ctx context.Context, goroutines int, d time.Duration, op string, keys []string, do func(ctx context.Context, op, key string) error) (Cost, error) {
+	return measure(ctx, goroutines, d, op, keys, do, false)
+}
+
+// MeasureLatency is Measure that also times every command (two clock
+// reads each) for Cost's P50 and P99.
+func MeasureLatency(ctx context.Context, goroutines int, d time.Duration, op string, keys []string, do func(ctx context.Context, op, key string) error) (Cost, error) {
+	return measure(ctx, goroutines, d, op, keys, do, true)
+}
+
+func measure(ctx context.Context, goroutines int, d time.Duration, op string, keys []string, do func(ctx context.Context, op, key string) error, timed bool) (Cost, error) {
+	lat := make([][]time.Duration, goroutines)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -59,9 +79,16 @@ func Measure(ctx context.Context, goroutines int, d time.Duration, op string, ke
 		wg.Go(func() {
 			k := g * len(keys) / goroutines
 			for time.Now().Before(stop) {
+				var began time.Time
+				if timed {
+					began = time.Now()
+				}
 				if err := do(ctx, op, keys[k]); err != nil && !errors.Is(err, redis.Nil) {
 					firstErr.CompareAndSwap(nil, err)
 					return
+				}
+				if timed {
+					lat[g] = append(lat[g], time.Since(began))
 				}
 				n.Add(1)
 				k = (k + 1) % len(keys)
@@ -75,11 +102,16 @@ func Measure(ctx context.Context, goroutines int, d time.Duration, op string, ke
 		return Cost{}, err
 	}
 	done := float64(max(n.Load(), 1))
-	return Cost{
+	cost := Cost{
 		OpsPerSec:   done / d.Seconds(),
 		CPUPerOp:    float64(cpu1-cpu0) / done,
 		AllocsPerOp: float64(after.Mallocs-before.Mallocs) / done,
-	}, nil
+	}
+	if all := slices.Concat(lat...); len(all) > 0 {
+		slices.Sort(all)
+		cost.P50, cost.P99 = all[len(all)/2], all[len(all)*99/100]
+	}
+	return cost, nil
 }
 
 // Median is the median of v (the upper one of an even count).
@@ -107,6 +139,9 @@ type Comparison struct {
 	Versus []string
 	// Tag starts the names of the reported metrics ("master", "cluster").
 	Tag string
+	// Latency adds each client's median p50 and p99 latency to the table
+	// (MeasureLatency).
+	Latency bool
 }
 
 // Run runs the comparison, reports for each client, op and count its
@@ -125,7 +160,15 @@ func (c Comparison) Run(b *testing.B) string {
 	for _, v := range c.Versus {
 		fmt.Fprintf(&t, " × %s |", v)
 	}
-	fmt.Fprintf(&t, " CPU µs/op | allocs/op |\n|---|---|---|---|---|%s---|---|\n", strings.Repeat("---|", len(c.Versus)))
+	fmt.Fprintf(&t, " CPU µs/op | allocs/op |")
+	if c.Latency {
+		t.WriteString(" p50 | p99 |")
+	}
+	fmt.Fprintf(&t, "\n|---|---|---|---|---|%s---|---|", strings.Repeat("---|", len(c.Versus)))
+	if c.Latency {
+		t.WriteString("---|---|")
+	}
+	t.WriteString("\n")
 	for _, op := range c.Ops {
 		for _, goroutines := range c.Goroutines {
 			med := c.medians(b, op, goroutines)
@@ -144,7 +187,7 @@ func (c Comparison) medians(b *testing.B, op string, goroutines int) map[string]
 	costs := make([][]Cost, len(c.Clients))
 	for range c.Rounds {
 		for i, cl := range c.Clients {
-			k, err := Measure(context.Background(), goroutines, c.Turn, op, c.Keys, cl.Do)
+			k, err := measure(context.Background(), goroutines, c.Turn, op, c.Keys, cl.Do, c.Latency)
 			if err != nil {
 				b.Fatalf("%s %s at %d goroutines: %v", cl.Name, op, goroutines, err)
 			}
@@ -153,11 +196,13 @@ func (c Comparison) medians(b *testing.B, op string, goroutines int) map[string]
 	}
 	med := map[string]Cost{}
 	for i, cl := range c.Clients {
-		var ops, cpu, allocs []float64
+		var ops, cpu, allocs, p50, p99 []float64
 		for _, k := range costs[i] {
 			ops, cpu, allocs = append(ops, k.OpsPerSec), append(cpu, k.CPUPerOp), append(allocs, k.AllocsPerOp)
+			p50, p99 = append(p50, float64(k.P50)), append(p99, float64(k.P99))
 		}
-		med[cl.Name] = Cost{Median(ops), Median(cpu), Median(allocs)}
+		med[cl.Name] = Cost{OpsPerSec: Median(ops), CPUPerOp: Median(cpu), AllocsPerOp: Median(allocs),
+			P50: time.Duration(Median(p50)), P99: time.Duration(Median(p99))}
 	}
 	return med
 }
@@ -174,6 +219,11 @@ func (c Comparison) row(b *testing.B, t *strings.Builder, op string, goroutines 
 			b.ReportMetric(ratio, name+"-vs-"+strings.ReplaceAll(v, " ", "_"))
 		}
 	}
-	fmt.Fprintf(t, " %.2f | %.1f |\n", m.CPUPerOp/1e3, m.AllocsPerOp)
+	fmt.Fprintf(t, " %.2f | %.1f |", m.CPUPerOp/1e3, m.AllocsPerOp)
+	if c.Latency {
+		fmt.Fprintf(t, " %v | %v |", m.P50.Round(time.Microsecond), m.P99.Round(time.Microsecond))
+		b.ReportMetric(float64(m.P99.Microseconds()), name+"-p99-µs")
+	}
+	t.WriteString("\n")
 	b.ReportMetric(m.CPUPerOp, name+"-cpu-ns/op")
 }

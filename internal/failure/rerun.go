@@ -30,6 +30,10 @@ type Attempt struct {
 	// Strict is the client's StrictWrites: a write is never sent twice,
 	// even when it provably did not run.
 	Strict bool
+	// ExactlyOnce is whether every write of the work is in its
+	// exactly-once form (package exactlyonce): sent again, it returns the
+	// first run's reply instead of running twice.
+	ExactlyOnce bool
 }
 
 // Verdict is what follows a failed attempt.
@@ -54,11 +58,18 @@ const (
 //     nothing can run twice;
 //   - any other read is re-run once, wherever it goes now (a read twice is
 //     harmless; twice is enough to step over one failed node);
+//   - an exactly-once write is re-run whatever its failure, wherever it
+//     goes now (its node again included), as often as the client's hold
+//     and the caller's context allow: its token makes a second run return
+//     the first one's reply (StrictWrites does not stop it: nothing runs
+//     twice);
 //   - any other write is never re-run: when the work now goes elsewhere it
 //     is refused with the client's "changed" error, else it fails on its
 //     node, both saying it may have run.
 func Next(a Attempt) Verdict {
 	switch {
+	case a.Write && a.ExactlyOnce:
+		return Rerun
 	case a.NotExecuted && !(a.Write && a.Strict) && (a.Moved || a.Again):
 		return Rerun
 	case !a.Write && !a.Reran:

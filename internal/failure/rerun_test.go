@@ -20,6 +20,10 @@ func TestNext(t *testing.T) {
 		{"write may have run, moved", Attempt{Write: true, Moved: true}, Refuse},
 		{"write may have run, same node", Attempt{Write: true, Again: true}, Fail},
 		{"write may have run, nothing known", Attempt{Write: true}, Fail},
+		{"exactly-once write may have run, moved", Attempt{Write: true, Moved: true, ExactlyOnce: true}, Rerun},
+		{"exactly-once write may have run, same node", Attempt{Write: true, ExactlyOnce: true}, Rerun},
+		{"exactly-once write, strict", Attempt{Write: true, Strict: true, ExactlyOnce: true}, Rerun},
+		{"exactly-once read twice: the read rule", Attempt{Reran: true, ExactlyOnce: true}, Fail},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rediskit/rediskit/exactlyonce"
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
@@ -80,7 +81,7 @@ type Sealer struct {
 // is left as it is, as that command's error is.
 func Seal(cmd redis.Cmder, cmds []redis.Cmder, err error, s Sealer) error {
 	placed := func(e error) bool {
-		return e == nil || Answer(e) || s.Typed(e) ||
+		return e == nil || Answer(e) || s.Typed(e) || ExactlyOnceVerdict(e) ||
 			s.Own != nil && errors.Is(e, s.Own) && !Signal(e) && !ContextError(e)
 	}
 	if cmd != nil {
@@ -162,4 +163,20 @@ func mayHaveRun(tx bool, cmds []redis.Cmder, err error) bool {
 		}
 	}
 	return false
+}
+
+// ExactlyOnceVerdict reports whether err is the exactly-once path's own
+// verdict on a write (package exactlyonce: a write it cannot make
+// exactly-once, a server that refuses its script, a token key the
+// application wrote): nothing ran, and every client returns it as it is.
+func ExactlyOnceVerdict(err error) bool {
+	if err == nil || IsNil(err) {
+		return false
+	}
+	var (
+		ue *exactlyonce.UnsupportedError
+		re *exactlyonce.RefusedError
+		te *exactlyonce.TokenKeyError
+	)
+	return errors.As(err, &ue) || errors.As(err, &re) || errors.As(err, &te)
 }

@@ -57,6 +57,10 @@ func Place(err error, typed Typed) Placement {
 	if failure.Answer(err) {
 		return Placement{Placed: true, Kind: "answer", MayHaveRun: true}
 	}
+	if failure.ExactlyOnceVerdict(err) {
+		// The exactly-once path's own refusal, before anything was sent.
+		return Placement{Placed: true, Kind: "exactly-once refusal", Typed: true}
+	}
 	return Placement{Kind: Class(err), MayHaveRun: true}
 }
 

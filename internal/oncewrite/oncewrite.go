@@ -1,0 +1,402 @@
+// Package oncewrite is the mechanism of exactly-once writes (package
+// exactlyonce explains the design and argues each case): it turns a write
+// into the script call that runs it once per id, loads the script on a
+// node and checks it may run there, and types the script's own errors.
+// Every routed client (sentinel, cluster) uses it; the rule that lets
+// such a write be sent again is failure.Next's.
+package oncewrite
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1" //nolint:gosec // Redis names scripts by SHA-1
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/exactlyonce"
+	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/keyslot"
+	"github.com/rediskit/rediskit/internal/routing"
+)
+
+// Script runs a write once per token. KEYS[1] is the token key, KEYS[2..]
+// the command's keys (declared, for a cluster's same-slot check); ARGV[1]
+// is the token's TTL in milliseconds, ARGV[2..] the command. With ARGV[1]
+// alone it is the probe: it deletes the (absent) token key, which checks
+// that the user may run it and write token keys, and changes nothing.
+//
+// A stored reply starts with "rkx1:" so that a value the application put
+// there is told apart (RKXTOKEN) rather than unpacked.
+const Script = `local t = KEYS[1]
+if #ARGV == 1 then
+  redis.call('DEL', t)
+  return 1
+end
+local v = redis.pcall('GET', t)
+if type(v) == 'table' then
+  return redis.error_reply('RKXTOKEN ' .. t)
+end
+if v then
+  if string.sub(v, 1, 5) ~= 'rkx1:' then
+    return redis.error_reply('RKXTOKEN ' .. t)
+  end
+  return cmsgpack.unpack(string.sub(v, 6))
+end
+local r = redis.pcall(unpack(ARGV, 2))
+if type(r) == 'table' and r.err then
+  return r
+end
+redis.call('SET', t, 'rkx1:' .. cmsgpack.pack(r), 'PX', ARGV[1])
+return r
+`
+
+// SHA is Script's SHA-1, by which EVALSHA names it.
+var SHA = func() string {
+	sum := sha1.Sum([]byte(Script)) //nolint:gosec // Redis names scripts by SHA-1
+	return hex.EncodeToString(sum[:])
+}()
+
+// Writer makes a client's writes exactly-once. A nil *Writer is a client
+// without exactly-once writes: it wraps nothing, and refuses calls that
+// ask for it.
+type Writer struct {
+	cfg        exactlyonce.Config
+	ttl        string // cfg.TTL in milliseconds, as ARGV[1]
+	classifier *classify.Classifier
+	// shaArg and ttlArg are SHA and ttl as arguments, boxed once.
+	shaArg, ttlArg any
+	// run is random per Writer and seq counts its writes: the ids of two
+	// clients, or two runs of one, never meet.
+	run string
+	seq atomic.Uint64
+}
+
+// New returns the Writer of a client with cfg (nil: none) and a write
+// hold of hold (the TTL must outlive it: exactlyonce.Config.Check).
+func New(cfg *exactlyonce.Config, hold time.Duration, cl *classify.Classifier) (*Writer, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	c := cfg.WithDefaults()
+	if err := c.Check(hold); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	ttl := strconv.FormatInt(c.TTL.Milliseconds(), 10)
+	return &Writer{cfg: c, ttl: ttl, classifier: cl, shaArg: SHA, ttlArg: ttl, run: hex.EncodeToString(b[:])}, nil
+}
+
+// wanted says whether a call with ctx asks for exactly-once writes, and
+// whether it insists (With(ctx, true)).
+func (w *Writer) wanted(ctx context.Context) (want, insist bool) {
+	if on, set := exactlyonce.Asked(ctx); set {
+		return on, on
+	}
+	return w != nil && !w.cfg.PerCall, false
+}
+
+// Wrap returns what to send for the write cmd: cmd itself when the call is
+// not exactly-once (or cmd cannot be, and the call did not insist), else
+// its exactly-once form (Cmd). A call that insists on a write that cannot
+// be gets an *exactlyonce.UnsupportedError, set on cmd too.
+func (w *Writer) Wrap(ctx context.Context, cmd redis.Cmder) (redis.Cmder, error) {
+	want, insist := w.wanted(ctx)
+	if !want || Is(cmd) {
+		return cmd, nil
+	}
+	why := w.why(cmd)
+	if why == "" {
+		return w.wrap(cmd), nil
+	}
+	if !insist {
+		return cmd, nil
+	}
+	err := &exactlyonce.UnsupportedError{Command: cmd.Name(), Why: why}
+	cmd.SetErr(err)
+	return nil, err
+}
+
+// WrapPipeline is Wrap for each write of a pipeline (transactions are
+// refused when the call insists, else left as they are): the slice to
+// send (cmds itself when nothing changed), and whether it has writes and
+// every one is exactly-once (so the whole may be sent again).
+func (w *Writer) WrapPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) ([]redis.Cmder, bool, error) {
+	want, insist := w.wanted(ctx)
+	if !want {
+		return cmds, false, nil
+	}
+	if tx {
+		if !insist {
+			return cmds, false, nil
+		}
+		err := &exactlyonce.UnsupportedError{Command: "exec", Why: "a transaction (MULTI ... EXEC)"}
+		for _, q := range cmds {
+			q.SetErr(err)
+		}
+		return nil, false, err
+	}
+	out, copied := cmds, false
+	all := true
+	for i, q := range cmds {
+		if Is(q) || w.classifier.ReadOnly(q) {
+			continue
+		}
+		why := w.why(q)
+		if why != "" {
+			if insist {
+				err := &exactlyonce.UnsupportedError{Command: q.Name(), Why: why}
+				for _, q := range cmds {
+					q.SetErr(err)
+				}
+				return nil, false, err
+			}
+			all = false
+			continue
+		}
+		if !copied {
+			out, copied = append([]redis.Cmder(nil), cmds...), true
+		}
+		out[i] = w.wrap(q)
+	}
+	return out, all && copied, nil
+}
+
+// why says why cmd cannot be made exactly-once ("" when it can).
+func (w *Writer) why(cmd redis.Cmder) string {
+	if w == nil {
+		return "the client has no ExactlyOnce config"
+	}
+	args := cmd.Args()
+	if len(args) > exactlyonce.MaxArgs {
+		return "more than " + strconv.Itoa(exactlyonce.MaxArgs) + " arguments"
+	}
+	if why := w.classifier.ScriptWrite(args); why != "" {
+		return why
+	}
+	for i := range w.classifier.KeyIndexes(args) {
+		if _, ok := classify.KeyString(args[i]); !ok {
+			return "a key go-redis cannot send"
+		}
+	}
+	return ""
+}
+
+// wrap builds cmd's exactly-once form with a new token: EVALSHA, the
+// script, the key count, the token, cmd's keys (its own arguments, not
+// copied), the TTL, and cmd's arguments.
+func (w *Writer) wrap(cmd redis.Cmder) *Cmd {
+	args := cmd.Args()
+	nkeys, first := 0, ""
+	for i := range w.classifier.KeyIndexes(args) {
+		if nkeys == 0 {
+			first, _ = classify.KeyString(args[i]) // checked by why
+		}
+		nkeys++
+	}
+	var seq [20]byte
+	tag := keyslot.Tag(keyslot.Of(first))
+	token := w.cfg.KeyPrefix + "{" + tag + "}" + w.run + ":" + string(strconv.AppendUint(seq[:0], w.seq.Add(1), 36))
+	out := make([]any, 0, 4+nkeys+1+len(args))
+	out = append(out, "evalsha", w.shaArg, 1+nkeys, token)
+	for i := range w.classifier.KeyIndexes(args) {
+		out = append(out, args[i])
+	}
+	out = append(out, w.ttlArg)
+	out = append(out, args...)
+	return &Cmd{Cmder: cmd, args: out, token: token, tag: tag}
+}
+
+// Cmd is a write in its exactly-once form: its arguments are the script
+// call, and its reply is read, and its result kept, by the caller's own
+// command (the embedded Cmder), as if that command had been sent.
+type Cmd struct {
+	redis.Cmder
+	args  []any
+	token string
+	tag   string // the slot's tag in token
+}
+
+// Args returns the script call, which go-redis writes on the wire.
+func (c *Cmd) Args() []any { return c.args }
+
+// Token returns the write's token key.
+func (c *Cmd) Token() string { return c.token }
+
+// Unwrap returns the caller's command.
+func (c *Cmd) Unwrap() redis.Cmder { return c.Cmder }
+
+// Is reports whether cmd is exactly-once.
+func Is(cmd redis.Cmder) bool {
+	_, ok := cmd.(*Cmd)
+	return ok
+}
+
+// All reports whether every write of cmds (a pipeline) is exactly-once.
+func All(cmds []redis.Cmder, cl *classify.Classifier) bool {
+	for _, q := range cmds {
+		if !Is(q) && !cl.ReadOnly(q) {
+			return false
+		}
+	}
+	return true
+}
+
+// settle gives the script's own refusal its type: a token key holding
+// someone else's value (RKXTOKEN) becomes an *exactlyonce.TokenKeyError
+// on the command (returned; nil when it was not that).
+func settle(q redis.Cmder) error {
+	oc, ok := q.(*Cmd)
+	if !ok {
+		return nil
+	}
+	if e := q.Err(); e != nil && redis.HasErrorPrefix(e, "RKXTOKEN") {
+		te := &exactlyonce.TokenKeyError{Key: oc.token}
+		q.SetErr(te)
+		return te
+	}
+	return nil
+}
+
+// noScript reports whether an exactly-once command of the work was
+// answered NOSCRIPT (the server lost its scripts: a restart, SCRIPT
+// FLUSH).
+func noScript(cmd redis.Cmder, cmds []redis.Cmder) bool {
+	if cmd != nil {
+		return Is(cmd) && failure.NoScript(cmd.Err())
+	}
+	for _, q := range cmds {
+		if Is(q) && failure.NoScript(q.Err()) {
+			return true
+		}
+	}
+	return false
+}
+
+// first returns the first exactly-once command of the work (nil: none).
+func first(cmd redis.Cmder, cmds []redis.Cmder) *Cmd {
+	if cmd != nil {
+		oc, _ := cmd.(*Cmd)
+		return oc
+	}
+	for _, q := range cmds {
+		if oc, ok := q.(*Cmd); ok {
+			return oc
+		}
+	}
+	return nil
+}
+
+// Node is what a client knows of one server's readiness for the script:
+// loaded (SCRIPT LOAD done, the probe passed) or refused, and when.
+type Node struct {
+	mu      sync.Mutex
+	ready   atomic.Bool
+	refused *exactlyonce.RefusedError
+	at      time.Time
+}
+
+// reprobe is how long a refusal stands before the server is asked again
+// (an ACL fixed meanwhile).
+const reprobe = 10 * time.Second
+
+// Prepare makes sure the server of n (addr, reached through c) has the
+// script and lets the client run it, before cmd is sent there: once per
+// server, and again after a NOSCRIPT (a restarted server: Forget). It
+// returns an *exactlyonce.RefusedError when the server refuses, or the
+// error that kept it from asking as a *routing.UnsentError (a lost
+// connection, a redirect); nothing of cmd was sent either way.
+func (n *Node) Prepare(ctx context.Context, w *Writer, addr string, c redis.Cmdable, cmd *Cmd) error {
+	if n.ready.Load() {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ready.Load() {
+		return nil
+	}
+	if n.refused != nil && time.Since(n.at) < reprobe {
+		return n.refused
+	}
+	sha, err := c.ScriptLoad(ctx, Script).Result()
+	if err == nil && sha != SHA {
+		n.refused, n.at = &exactlyonce.RefusedError{Addr: addr,
+			Err: errors.New("SCRIPT LOAD answered " + sha + ", not the script's SHA-1 " + SHA)}, time.Now()
+		return n.refused
+	}
+	if err == nil {
+		// In cmd's slot: a cluster node serves that one.
+		probe := w.cfg.KeyPrefix + "{" + cmd.tag + "}" + w.run + ":probe"
+		err = c.EvalSha(ctx, SHA, []string{probe}, w.ttl).Err()
+	}
+	if _, moved := failure.ParseRedirect(err); moved || failure.TryAgain(err) {
+		// A cluster node sends the probe's key elsewhere (its slot is
+		// moving): the server checked the ACL before it redirected, and
+		// the script is loaded.
+		err = nil
+	}
+	switch {
+	case err == nil:
+		n.refused = nil
+		n.ready.Store(true)
+		return nil
+	case redis.IsAuthError(err):
+		return err // the connection's, as a plain write would get it
+	case failure.Reply(err) && !failure.NotExecuted(err):
+		// An answer that is not "not here, not now" (READONLY, MOVED,
+		// LOADING...): ACL, scripting disabled, no cmsgpack.
+		n.refused, n.at = &exactlyonce.RefusedError{Addr: addr, Err: err}, time.Now()
+		return n.refused
+	}
+	return &routing.UnsentError{Err: err}
+}
+
+// Send runs work (cmd, or the pipeline cmds) with send on the server of
+// n, when it holds exactly-once commands: after Prepare, and once more
+// after the server answered NOSCRIPT (it lost its scripts: NOSCRIPT
+// proves the script did not run) when every write of the work is
+// exactly-once (a pipeline with other writes keeps the NOSCRIPT answers:
+// sending it again could run those twice). The script's own refusals are
+// typed (*exactlyonce.TokenKeyError). It returns send's error.
+func (n *Node) Send(ctx context.Context, w *Writer, addr string, c redis.Cmdable, cmd redis.Cmder, cmds []redis.Cmder, send func() error) error {
+	oc := first(cmd, cmds)
+	if oc == nil {
+		return send()
+	}
+	if err := n.Prepare(ctx, w, addr, c, oc); err != nil {
+		routing.SetErrs(cmd, cmds, err)
+		return err
+	}
+	err := send()
+	if noScript(cmd, cmds) && (cmd != nil || All(cmds, w.classifier)) {
+		n.ready.Store(false)
+		if perr := n.Prepare(ctx, w, addr, c, oc); perr != nil {
+			return err
+		}
+		routing.SetErrs(cmd, cmds, nil)
+		err = send()
+	}
+	if cmd != nil {
+		if te := settle(cmd); te != nil {
+			return te
+		}
+		return err
+	}
+	var typed error
+	for _, q := range cmds {
+		if te := settle(q); te != nil && typed == nil {
+			typed = te
+		}
+	}
+	if typed != nil && err != nil && redis.HasErrorPrefix(err, "RKXTOKEN") {
+		return typed
+	}
+	return err
+}
