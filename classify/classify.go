@@ -230,12 +230,12 @@ func (c *Classifier) ScriptWrite(args []any) string {
 	switch {
 	case e == nil:
 		return "a command the command table does not know"
-	case e.flags&cmdinfo.Write == 0:
-		return "not a write"
-	case e.flags&cmdinfo.NoScript != 0:
-		return "not allowed in scripts"
 	case t.blocking(args):
 		return "a blocking command"
+	case e.flags&cmdinfo.NoScript != 0:
+		return "not allowed in scripts"
+	case e.flags&cmdinfo.Write == 0:
+		return "not a write"
 	}
 	if dest, from, _, _ := t.keyRange(args); dest <= 0 && from <= 0 {
 		return "a command without keys"

@@ -124,7 +124,7 @@ func NewClient(opts Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{opts: o, classifier: classify.New()}
-	if c.once, err = oncewrite.New(o.ExactlyOnce, o.WriteHoldTimeout, c.classifier); err != nil {
+	if c.once, err = oncewrite.New(o.ExactlyOnce, o.WriteHoldTimeout, c.classifier, o.Logger); err != nil {
 		return nil, fmt.Errorf("cluster: ExactlyOnce: %w", err)
 	}
 	c.nodes = &nodeSet{opts: &c.opts, live: map[string]*node{}, blocking: c.classifier.Blocking}

@@ -12,9 +12,10 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// TestExactlyOnceDrills drives three clients side by side through faults
+// TestExactlyOnceDrills drives four drills side by side through faults
 // of the shard that holds the drill's keys: plain writes, exactly-once
-// writes, exactly-once durable writes; 8 writers each, RPUSH of unique
+// writes, single and in pipelines, exactly-once durable writes; 8
+// writers each, RPUSH of unique
 // ids and INCR of a counter per writer. Faults: a graceful CLUSTER
 // FAILOVER, a master SIGKILL, a 2 s stall (SIGSTOP: the writes in flight
 // are read when it resumes, after the client sent them again), a minority
@@ -35,9 +36,11 @@ func TestExactlyOnceDrills(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			once := newTestClient(t, l, func(o *Config) { o.ExactlyOnce = &exactlyonce.Config{} })
 			runs := testkit.StartOnce(ctx, t, tag,
 				testkit.Named{Name: "plain", Client: newTestClient(t, l, nil)},
-				testkit.Named{Name: "exactly-once", Client: newTestClient(t, l, func(o *Config) { o.ExactlyOnce = &exactlyonce.Config{} })},
+				testkit.Named{Name: "exactly-once", Client: once},
+				testkit.Named{Name: "exactly-once pipelines", Client: once, Pipeline: true},
 				testkit.Named{Name: "exactly-once durable", Client: newTestClient(t, l, func(o *Config) {
 					o.ExactlyOnce = &exactlyonce.Config{}
 					o.Durable = true

@@ -82,7 +82,8 @@
 // and the keys sent twice. The client loads the script on each master it
 // writes to (SCRIPT LOAD, once) and checks there that its user may run it
 // and write token keys; a refusal is a *RefusedError, for every
-// exactly-once write meant for that server, before anything is sent.
+// exactly-once write meant for that server, before anything is sent, and
+// an ERROR record on the client's Logger.
 //
 // Hooks on the clients work is routed to see the script call (EVALSHA)
 // as the command's arguments.

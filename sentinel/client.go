@@ -85,7 +85,7 @@ func NewClient(cfg Config) (*Client, error) {
 		selector:   opts.ReplicaSelector,
 		log:        logdedup.Logger(opts.Logger).With("rediskit.master_name", opts.MasterName),
 	}
-	if c.once, err = oncewrite.New(opts.ExactlyOnce, opts.FailoverHold, opts.Classifier); err != nil {
+	if c.once, err = oncewrite.New(opts.ExactlyOnce, opts.FailoverHold, opts.Classifier, c.log); err != nil {
 		return nil, fmt.Errorf("sentinel: ExactlyOnce: %w", err)
 	}
 	c.observer = eventq.New(eventq.Config[Event]{Deliver: opts.Observer, Logger: c.log, Name: "sentinel"})

@@ -14,9 +14,10 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// TestExactlyOnceFailover drives four clients side by side through a
+// TestExactlyOnceFailover drives five drills side by side through a
 // Sentinel failover and through a master SIGKILL: plain writes,
-// exactly-once writes, durable and auto-pipelined; 8 writers each,
+// exactly-once writes, durable, auto-pipelined and in pipelines; 8
+// writers each,
 // RPUSH of unique ids and INCR of a counter per writer, master and
 // replicas 6 ms away. Exactly-once: no duplicate, no INCR run twice, no
 // may-have-executed error reaching a caller; durable: nothing
@@ -43,7 +44,8 @@ func TestExactlyOnceFailover(t *testing.T) {
 			})
 			runs := testkit.StartOnce(ctx, t, "{eo}", testkit.Named{Name: "plain", Client: plain},
 				testkit.Named{Name: "exactly-once", Client: once}, testkit.Named{Name: "exactly-once durable", Client: durable},
-				testkit.Named{Name: "exactly-once auto-pipelined", Client: auto})
+				testkit.Named{Name: "exactly-once auto-pipelined", Client: auto},
+				testkit.Named{Name: "exactly-once pipelines", Client: once, Pipeline: true})
 			time.Sleep(time.Second)
 			switch fault {
 			case "failover":

@@ -12,7 +12,7 @@ import (
 
 // BenchmarkWrap is the client's cost of making a write exactly-once.
 func BenchmarkWrap(b *testing.B) {
-	w, err := New(&exactlyonce.Config{}, 0, classify.New())
+	w, err := New(&exactlyonce.Config{}, 0, classify.New(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"crypto/sha1" //nolint:gosec // Redis names scripts by SHA-1
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,11 +76,13 @@ type Writer struct {
 	// clients, or two runs of one, never meet.
 	run string
 	seq atomic.Uint64
+	log *slog.Logger
 }
 
 // New returns the Writer of a client with cfg (nil: none) and a write
-// hold of hold (the TTL must outlive it: exactlyonce.Config.Check).
-func New(cfg *exactlyonce.Config, hold time.Duration, cl *classify.Classifier) (*Writer, error) {
+// hold of hold (the TTL must outlive it: exactlyonce.Config.Check); a
+// server's refusal of the script is logged on log (nil: not logged).
+func New(cfg *exactlyonce.Config, hold time.Duration, cl *classify.Classifier, log *slog.Logger) (*Writer, error) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -91,7 +93,10 @@ func New(cfg *exactlyonce.Config, hold time.Duration, cl *classify.Classifier) (
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
 	ttl := strconv.FormatInt(c.TTL.Milliseconds(), 10)
-	return &Writer{cfg: c, ttl: ttl, classifier: cl, shaArg: SHA, ttlArg: ttl, run: hex.EncodeToString(b[:])}, nil
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{cfg: c, ttl: ttl, classifier: cl, shaArg: SHA, ttlArg: ttl, run: hex.EncodeToString(b[:]), log: log}, nil
 }
 
 // wanted says whether a call with ctx asks for exactly-once writes, and
@@ -295,12 +300,19 @@ func first(cmd redis.Cmder, cmds []redis.Cmder) *Cmd {
 }
 
 // Node is what a client knows of one server's readiness for the script:
-// loaded (SCRIPT LOAD done, the probe passed) or refused, and when.
+// loaded (SCRIPT LOAD done, the probe passed), or refused and when. It
+// holds no lock over the network: callers that find it unready at the
+// same moment each ask (loading a script twice is harmless), each within
+// its own context.
 type Node struct {
-	mu      sync.Mutex
 	ready   atomic.Bool
-	refused *exactlyonce.RefusedError
-	at      time.Time
+	refused atomic.Pointer[refusal]
+}
+
+// refusal is a server's refusal of the script, and when it was seen.
+type refusal struct {
+	err *exactlyonce.RefusedError
+	at  time.Time
 }
 
 // reprobe is how long a refusal stands before the server is asked again
@@ -309,27 +321,21 @@ const reprobe = 10 * time.Second
 
 // Prepare makes sure the server of n (addr, reached through c) has the
 // script and lets the client run it, before cmd is sent there: once per
-// server, and again after a NOSCRIPT (a restarted server: Forget). It
-// returns an *exactlyonce.RefusedError when the server refuses, or the
-// error that kept it from asking as a *routing.UnsentError (a lost
-// connection, a redirect); nothing of cmd was sent either way.
+// server, and again after a NOSCRIPT (a restarted server). It returns an
+// *exactlyonce.RefusedError when the server refuses, or the error that
+// kept it from asking as a *routing.UnsentError (a lost connection, a
+// redirect); nothing of cmd was sent either way.
 func (n *Node) Prepare(ctx context.Context, w *Writer, addr string, c redis.Cmdable, cmd *Cmd) error {
 	if n.ready.Load() {
 		return nil
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ready.Load() {
-		return nil
-	}
-	if n.refused != nil && time.Since(n.at) < reprobe {
-		return n.refused
+	seen := n.refused.Load()
+	if seen != nil && time.Since(seen.at) < reprobe {
+		return seen.err
 	}
 	sha, err := c.ScriptLoad(ctx, Script).Result()
 	if err == nil && sha != SHA {
-		n.refused, n.at = &exactlyonce.RefusedError{Addr: addr,
-			Err: errors.New("SCRIPT LOAD answered " + sha + ", not the script's SHA-1 " + SHA)}, time.Now()
-		return n.refused
+		return n.refuse(w, seen, addr, errors.New("SCRIPT LOAD answered "+sha+", not the script's SHA-1 "+SHA))
 	}
 	if err == nil {
 		// In cmd's slot: a cluster node serves that one.
@@ -344,7 +350,7 @@ func (n *Node) Prepare(ctx context.Context, w *Writer, addr string, c redis.Cmda
 	}
 	switch {
 	case err == nil:
-		n.refused = nil
+		n.refused.Store(nil)
 		n.ready.Store(true)
 		return nil
 	case redis.IsAuthError(err):
@@ -352,10 +358,20 @@ func (n *Node) Prepare(ctx context.Context, w *Writer, addr string, c redis.Cmda
 	case failure.Reply(err) && !failure.NotExecuted(err):
 		// An answer that is not "not here, not now" (READONLY, MOVED,
 		// LOADING...): ACL, scripting disabled, no cmsgpack.
-		n.refused, n.at = &exactlyonce.RefusedError{Addr: addr, Err: err}, time.Now()
-		return n.refused
+		return n.refuse(w, seen, addr, err)
 	}
 	return &routing.UnsentError{Err: err}
+}
+
+// refuse records the server's refusal (err), replacing seen, and logs it
+// once a probe (the caller whose record it is).
+func (n *Node) refuse(w *Writer, seen *refusal, addr string, err error) error {
+	r := &refusal{err: &exactlyonce.RefusedError{Addr: addr, Err: err}, at: time.Now()}
+	if n.refused.CompareAndSwap(seen, r) {
+		w.log.Error("rediskit: the server refuses exactly-once writes; they are not sent there",
+			"rediskit.addr", addr, "error", err)
+	}
+	return r.err
 }
 
 // Send runs work (cmd, or the pipeline cmds) with send on the server of

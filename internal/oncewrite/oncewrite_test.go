@@ -1,10 +1,15 @@
 package oncewrite
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +17,7 @@ import (
 
 	"github.com/rediskit/rediskit/classify"
 	"github.com/rediskit/rediskit/exactlyonce"
+	"github.com/rediskit/rediskit/internal/failure"
 	"github.com/rediskit/rediskit/internal/testkit"
 	"github.com/rediskit/rediskit/lab"
 )
@@ -45,7 +51,7 @@ func (h *wrapHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 func newWriter(t *testing.T, cfg exactlyonce.Config) *Writer {
 	t.Helper()
-	w, err := New(&cfg, time.Second, classify.New())
+	w, err := New(&cfg, time.Second, classify.New(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,17 +314,34 @@ func TestRefused(t *testing.T) {
 			opt.Username, opt.Password = user, "pw"
 			rc := redis.NewClient(opt)
 			defer rc.Close()
-			w := newWriter(t, exactlyonce.Config{})
+			var logged testkit.Buffer
+			w, err := New(&exactlyonce.Config{}, time.Second, classify.New(), slog.New(slog.NewTextHandler(&logged, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
 			var st Node
 			q, _ := w.Wrap(ctx, redis.NewIntCmd(ctx, "incr", "app:n"))
 			sent := false
-			err := st.Send(ctx, w, node.Addr(), rc, q, nil, func() error { sent = true; return rc.Process(ctx, q) })
+			err = st.Send(ctx, w, node.Addr(), rc, q, nil, func() error { sent = true; return rc.Process(ctx, q) })
 			var re *exactlyonce.RefusedError
 			if !errors.As(err, &re) || re.Addr != node.Addr() || sent || !errors.As(q.Err(), &re) {
 				t.Fatalf("got %v (sent %v)", err, sent)
 			}
 			if !strings.Contains(err.Error(), "NOPERM") {
 				t.Fatalf("the reason is missing: %v", err)
+			}
+			if log := logged.String(); !strings.Contains(log, "level=ERROR") || !strings.Contains(log, node.Addr()) || !strings.Contains(log, "NOPERM") {
+				t.Errorf("the refusal is not logged with its server and reason: %q", log)
+			}
+			// A second write meets the recorded refusal: not asked, not
+			// logged again.
+			before := logged.String()
+			q2, _ := w.Wrap(ctx, redis.NewIntCmd(ctx, "incr", "app:n"))
+			if err := st.Send(ctx, w, node.Addr(), rc, q2, nil, func() error { sent = true; return nil }); !errors.As(err, &re) || sent {
+				t.Fatalf("second write: %v (sent %v)", err, sent)
+			}
+			if logged.String() != before {
+				t.Error("the refusal was logged twice")
 			}
 		})
 	}
@@ -377,5 +400,93 @@ func TestTokenMemory(t *testing.T) {
 		per, usage, len(last.Token()), exactlyonce.DefaultTTL, per*10_000*exactlyonce.DefaultTTL.Seconds()/1e6)
 	if per <= 0 || per > 200 {
 		t.Errorf("%.0f bytes a token", per)
+	}
+}
+
+// lateConn holds the bytes of its next Write (when held is set) and
+// writes them to the server only after delay, on a goroutine the test
+// waits for, and closes the socket then: a request that reaches the
+// server late, after the client gave up on its connection.
+type lateConn struct {
+	net.Conn
+	held  *atomic.Bool
+	delay time.Duration
+	wg    *sync.WaitGroup
+	late  atomic.Bool // this connection holds a late write
+}
+
+func (c *lateConn) Write(b []byte) (int, error) {
+	if !c.held.CompareAndSwap(true, false) {
+		return c.Conn.Write(b)
+	}
+	c.late.Store(true)
+	buf := bytes.Clone(b)
+	c.wg.Go(func() {
+		time.Sleep(c.delay)
+		_, _ = c.Conn.Write(buf)
+		time.Sleep(100 * time.Millisecond) // the server reads it before the close
+		_ = c.Conn.Close()
+	})
+	return len(b), nil
+}
+
+func (c *lateConn) Close() error {
+	if c.late.Load() {
+		return nil // closed by the late write's goroutine
+	}
+	return c.Conn.Close()
+}
+
+// TestLateOriginal: an exactly-once INCR whose bytes are held in the
+// network (500 ms) while the client times out (100 ms), sends it again
+// on a new connection and gets its reply; then the original arrives. It
+// finds the token: the counter stays at 1. The same held INCR sent
+// plainly runs when it arrives, which is what the token prevents.
+func TestLateOriginal(t *testing.T) {
+	ctx, node, _, w := standalone(t)
+	var held atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	opt := node.Options()
+	opt.ReadTimeout, opt.MaxRetries = 100*time.Millisecond, -1
+	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &lateConn{Conn: c, held: &held, delay: 500 * time.Millisecond, wg: &wg}, nil
+	}
+	rc := redis.NewClient(opt)
+	defer rc.Close()
+	var st Node
+	for _, once := range []bool{true, false} {
+		key := fmt.Sprintf("counter:%v", once)
+		var q redis.Cmder = redis.NewIntCmd(ctx, "incr", key)
+		if once {
+			q, _ = w.Wrap(ctx, q)
+			if err := st.Prepare(ctx, w, node.Addr(), rc, q.(*Cmd)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		held.Store(true)
+		err := rc.Process(ctx, q)
+		if !failure.Timeout(err) {
+			t.Fatalf("the held attempt: %v, want a timeout", err)
+		}
+		q.SetErr(nil)
+		if err := rc.Process(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait() // the original has reached the server
+		n, err := rc.Get(ctx, key).Int()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case once && n != 1:
+			t.Errorf("exactly-once: the late original ran again: counter %d", n)
+		case !once && n != 2:
+			t.Errorf("plain: counter %d, want 2 (the late original runs): the test did not deliver it", n)
+		}
 	}
 }

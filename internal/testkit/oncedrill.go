@@ -33,6 +33,8 @@ type OnceDrill struct {
 	Writers   int
 	OpTimeout time.Duration
 	Pause     time.Duration
+	// Pipeline sends each writer's RPUSH and INCR as one pipeline.
+	Pipeline bool
 }
 
 // OnceReport is what a drill saw: per writer and in all.
@@ -147,7 +149,20 @@ func (r *OnceRun) write(ctx context.Context, w int) {
 		}
 		id := fmt.Sprintf("%d-%d", w, i)
 		octx, cancel := context.WithTimeout(ctx, r.d.OpTimeout)
-		err := r.d.Client.RPush(octx, r.listKey(), id).Err()
+		var err, incrErr error
+		if r.d.Pipeline {
+			var push *redis.IntCmd
+			var incr *redis.IntCmd
+			_, _ = r.d.Client.Pipelined(octx, func(p redis.Pipeliner) error {
+				push, incr = p.RPush(octx, r.listKey(), id), p.Incr(octx, r.counterKey(w))
+				return nil
+			})
+			err, incrErr = push.Err(), incr.Err()
+		} else {
+			err = r.d.Client.RPush(octx, r.listKey(), id).Err()
+			incrErr = r.d.Client.Incr(octx, r.counterKey(w)).Err()
+		}
+		cancel()
 		if err == nil {
 			r.mu.Lock()
 			r.acked[w] = append(r.acked[w], id)
@@ -156,18 +171,16 @@ func (r *OnceRun) write(ctx context.Context, w int) {
 		} else {
 			r.failed(err)
 		}
-		err = r.d.Client.Incr(octx, r.counterKey(w)).Err()
-		cancel()
 		r.mu.Lock()
-		if err == nil {
+		if incrErr == nil {
 			r.incrOK[w]++
 			r.rep.Acked++
 		} else {
 			r.incrFail[w]++
 		}
 		r.mu.Unlock()
-		if err != nil {
-			r.failed(err)
+		if incrErr != nil {
+			r.failed(incrErr)
 		}
 		time.Sleep(r.d.Pause)
 	}
@@ -179,10 +192,12 @@ func (r *OnceRun) Stop() {
 	r.wg.Wait()
 }
 
-// Named is a client of a drill, and the name its report gets.
+// Named is a client of a drill, the name its report gets, and whether
+// its writers pipeline.
 type Named struct {
-	Name   string
-	Client redis.Cmdable
+	Name     string
+	Client   redis.Cmdable
+	Pipeline bool
 }
 
 // StartOnce pings each client and starts a drill (8 writers, keys under
@@ -195,7 +210,7 @@ func StartOnce(ctx context.Context, t testing.TB, tag string, clients ...Named) 
 		if err := c.Client.Ping(ctx).Err(); err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
-		runs = append(runs, OnceDrill{Name: c.Name, Client: c.Client, Tag: tag}.Start(ctx))
+		runs = append(runs, OnceDrill{Name: c.Name, Client: c.Client, Tag: tag, Pipeline: c.Pipeline}.Start(ctx))
 	}
 	return runs
 }

@@ -1,0 +1,72 @@
+package oncewrite
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rediskit/rediskit/classify"
+	"github.com/rediskit/rediskit/exactlyonce"
+	"github.com/rediskit/rediskit/internal/keyslot"
+)
+
+// FuzzWrap: for any command, Wrap (insisting) either refuses it with an
+// *exactlyonce.UnsupportedError or returns the script call: EVALSHA of
+// the script, the key count, a token in the first key's slot, the
+// command's keys, the TTL, then the command's arguments unchanged.
+func FuzzWrap(f *testing.F) {
+	for _, seed := range []string{"set k v", "incr {a}b", "mset {x}1 v {x}2 w", "blpop l 0", "get k", "flushall", "del a{}b c", "eval s 0"} {
+		f.Add(seed)
+	}
+	w, err := New(&exactlyonce.Config{}, 0, classify.New(), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx := exactlyonce.With(context.Background(), true)
+	f.Fuzz(func(t *testing.T, line string) {
+		words := strings.Fields(line)
+		if len(words) == 0 {
+			return
+		}
+		args := make([]any, len(words))
+		for i, w := range words {
+			args[i] = w
+		}
+		cmd := redis.NewCmd(ctx, args...)
+		q, err := w.Wrap(ctx, cmd)
+		if err != nil {
+			if !errors.Is(err, exactlyonce.ErrUnsupported) || !errors.Is(cmd.Err(), exactlyonce.ErrUnsupported) {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return
+		}
+		oc, ok := q.(*Cmd)
+		if !ok {
+			t.Fatalf("%q: %T", line, q)
+		}
+		out := oc.Args()
+		keys := slices.Collect(w.classifier.KeyIndexes(args))
+		if len(keys) == 0 || out[0] != "evalsha" || out[1] != SHA || out[2] != 1+len(keys) || out[3] != oc.Token() {
+			t.Fatalf("%q: %v", line, out)
+		}
+		first, _ := classify.KeyString(args[keys[0]])
+		if keyslot.Of(oc.Token()) != keyslot.Of(first) || !strings.HasPrefix(oc.Token(), exactlyonce.DefaultKeyPrefix) {
+			t.Fatalf("%q: token %q not in the slot of %q", line, oc.Token(), first)
+		}
+		for i, k := range keys {
+			if out[4+i] != args[k] {
+				t.Fatalf("%q: key %d is %v", line, i, out[4+i])
+			}
+		}
+		if !slices.Equal(out[5+len(keys):], args) {
+			t.Fatalf("%q: the command is %v", line, out[5+len(keys):])
+		}
+		if again, _ := w.Wrap(ctx, oc); again != oc {
+			t.Fatalf("%q: wrapped twice", line)
+		}
+	})
+}
