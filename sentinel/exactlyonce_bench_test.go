@@ -2,6 +2,9 @@ package sentinel
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,9 +20,26 @@ import (
 // allocations, p50 and p99 latency (medians of the rounds).
 //
 //	go test -run '^$' -bench 'ExactlyOnceCost' -benchtime 1x -v ./sentinel/
+//
+// With REDISKIT_BENCH_SERVER_CPU=n the master is moved to CPU n, so that,
+// run under taskset -c 0 (the client, and everything the lab starts, on
+// CPU 0), the server has a core of its own as it has in production:
+//
+//	REDISKIT_BENCH_SERVER_CPU=1 taskset -c 0 go test -run '^$' -bench 'ExactlyOnceCost' -benchtime 1x -v ./sentinel/
 func BenchmarkExactlyOnceCost(b *testing.B) {
 	l := lab.New(b, lab.Sentinel(0))
 	ctx := context.Background()
+	placement := "client and server sharing the machine's CPUs"
+	if cpu := os.Getenv("REDISKIT_BENCH_SERVER_CPU"); cpu != "" {
+		n, err := strconv.Atoi(cpu)
+		if err != nil {
+			b.Fatalf("REDISKIT_BENCH_SERVER_CPU=%q: %v", cpu, err)
+		}
+		if err := pinToCPU(l.Node(0).PID(), n); err != nil {
+			b.Fatal(err)
+		}
+		placement = fmt.Sprintf("the master alone on CPU %d, the client where taskset put it", n)
+	}
 	mk := func(once, auto bool) *Client {
 		cfg := Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), PoolSize: 64, AutoPipeline: auto}
 		if once {
@@ -62,7 +82,7 @@ func BenchmarkExactlyOnceCost(b *testing.B) {
 			Keys: apBenchKeys, Clients: clients, Tag: "once", Base: "plain", Versus: []string{"plain auto-pipelined"},
 			Latency: true,
 		}.Run(b)
-		b.Logf("%s, medians of 3 rounds of 1 s per client\n%s", l.ServerVersion(), table)
+		b.Logf("%s, %s, medians of 3 rounds of 1 s per client\n%s", l.ServerVersion(), placement, table)
 		// RPUSH grows its lists: start each run afresh.
 		if err := l.Node(0).NewClient().FlushAll(ctx).Err(); err != nil {
 			b.Fatal(err)
