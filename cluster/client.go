@@ -522,13 +522,15 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 		return false, c.nodeError(n, a.slot, a.write, cmd, err)
 	}
 	if notExecuted || a.once {
-		// It did not run: retry after the map changes, or after a short
-		// pause (TRYAGAIN, LOADING, CLUSTERDOWN while another shard fails
-		// over: the same node may serve it soon), until the hold ends.
-		// Redirects alone count against MaxRedirects.
-		if failure.IsDial(err) {
+		// It did not run (or it is exactly-once): retry after the map
+		// changes, or after a short pause (TRYAGAIN, LOADING, CLUSTERDOWN
+		// while another shard fails over: the same node may serve it
+		// soon), until the hold ends. Redirects alone count against
+		// MaxRedirects. (A failure without an answer told the map above.)
+		switch {
+		case failure.IsDial(err):
 			c.topo.failed(n, err)
-		} else {
+		case notExecuted:
 			c.topo.kick(RefreshRefused)
 		}
 		if time.Now().After(a.holdEnd) || c.pause(ctx, snap, a.slot, a.failures) != nil {

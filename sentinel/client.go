@@ -742,7 +742,7 @@ func (c *Client) exactlyOnce(ctx context.Context, cmd redis.Cmder, cmds []redis.
 
 // writeExactlyOnce is write for work whose every write is exactly-once:
 // after a failure signal, whatever it says of what ran, or a durable
-// write's confirmation that fell short, the work is sent again with the
+// write that ran and whose confirmation fell short, the work is sent again with the
 // same tokens, to whichever master the client then finds (the same one
 // too: a lost connection, a timeout of the server's), until it gets an
 // answer (durable: confirmed), FailoverHold since the first failure ends,
@@ -753,8 +753,11 @@ func (c *Client) writeExactlyOnce(ctx context.Context, snap *snapshot, cmd redis
 	var holdEnd time.Time
 	for {
 		err := c.writeOn(ctx, snap, cmd, cmds, durable)
+		// A durable write that ran and was not confirmed is sent again
+		// (one refused unsent is not: nothing ran, and its refusal is
+		// the durable mode's answer).
 		var nde *NotDurableError
-		short := durable && errors.As(err, &nde)
+		short := durable && errors.As(err, &nde) && !nde.NotSent
 		if err == nil || !short && !c.failureSignal(ctx, cmd, cmds, err) || failure.CallerEnded(ctx) || c.closed.Load() {
 			return c.nodeError(snap, snap.master, true, cmd, cmds, err)
 		}

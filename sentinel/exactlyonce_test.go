@@ -169,3 +169,44 @@ func TestExactlyOnceRefusals(t *testing.T) {
 		t.Error("a TTL shorter than twice the hold was accepted")
 	}
 }
+
+// TestExactlyOnceDurableRefusedUnsent: an exactly-once durable write that
+// is refused unsent (a replica it must be confirmed by is down) is the
+// durable mode's answer, returned at once: not sent again through the
+// hold, since nothing ran.
+func TestExactlyOnceDurableRefusedUnsent(t *testing.T) {
+	ctx := testkit.Context(t, time.Minute)
+	l := lab.New(t, lab.Sentinel(1))
+	const hold = 5 * time.Second
+	c, _ := newTestClient(t, l, func(o *Config) {
+		o.ExactlyOnce = &exactlyonce.Config{}
+		o.Durable, o.FailoverHold = true, hold
+		o.RefreshInterval = 100 * time.Millisecond
+	})
+	if err := c.Incr(ctx, "n").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Node(1).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var nde *NotDurableError
+	testkit.WaitFor(t, 10*time.Second, "a durable write refused unsent", func() bool {
+		err := c.Incr(ctx, "m").Err()
+		return errors.As(err, &nde) && nde.NotSent
+	})
+	direct := l.Node(0).NewClient()
+	defer direct.Close()
+	before, _ := direct.Get(ctx, "m").Int() // writes that ran while the replica's loss was being found
+	began := time.Now()
+	err := c.Incr(ctx, "m").Err()
+	took := time.Since(began)
+	if !errors.As(err, &nde) || !nde.NotSent {
+		t.Fatalf("got %v", err)
+	}
+	if took >= hold/2 {
+		t.Errorf("refused after %v: it waited through the hold (%v)", took, hold)
+	}
+	if n, _ := direct.Get(ctx, "m").Int(); n != before {
+		t.Errorf("a write refused unsent ran: m went from %d to %d", before, n)
+	}
+}
