@@ -490,3 +490,36 @@ func TestLateOriginal(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxArgs: a command of exactlyonce.MaxArgs arguments runs through
+// the script (Lua's stack holds them); one more is refused before sending
+// when a call insists, and sent plainly otherwise.
+func TestMaxArgs(t *testing.T) {
+	ctx, node, rc, w := standalone(t)
+	var st Node
+	mset := func(n int) *redis.StatusCmd {
+		args := []any{"mset"}
+		for i := 0; len(args)+2 <= n; i++ {
+			args = append(args, fmt.Sprintf("{m}%d", i), i)
+		}
+		return redis.NewStatusCmd(ctx, args...)
+	}
+	largest := mset(exactlyonce.MaxArgs)
+	q, err := w.Wrap(ctx, largest)
+	if err != nil || !Is(q) {
+		t.Fatalf("MSET of %d arguments: %v", len(largest.Args()), err)
+	}
+	if err := st.Send(ctx, w, node.Addr(), rc, q, nil, func() error { return rc.Process(ctx, q) }); err != nil {
+		t.Fatalf("MSET of %d arguments through the script: %v", len(largest.Args()), err)
+	}
+	if n, _ := rc.Exists(ctx, "{m}0", fmt.Sprintf("{m}%d", (len(largest.Args())-1)/2-1)).Result(); n != 2 {
+		t.Fatalf("the MSET's first and last keys: %d of 2", n)
+	}
+	over := redis.NewStatusCmd(ctx, append(largest.Args(), "{m}x", "y")...)
+	if _, err := w.Wrap(exactlyonce.With(ctx, true), over); !errors.Is(err, exactlyonce.ErrUnsupported) {
+		t.Fatalf("%d arguments, insisting: %v", len(over.Args()), err)
+	}
+	if q, err := w.Wrap(ctx, redis.NewStatusCmd(ctx, append(largest.Args(), "{m}x", "y")...)); err != nil || Is(q) {
+		t.Fatalf("%d arguments, not insisting: %v %T", len(over.Args()), err, q)
+	}
+}
