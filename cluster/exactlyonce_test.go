@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -115,5 +116,23 @@ func TestExactlyOncePipeline(t *testing.T) {
 	}
 	if tokens != 30 {
 		t.Errorf("%d tokens for 30 exactly-once writes", tokens)
+	}
+}
+
+// TestExactlyOnceWithoutConfig: a call that asks exactly-once of a client
+// without the config is refused, single or pipelined, before sending.
+func TestExactlyOnceWithoutConfig(t *testing.T) {
+	ctx := testkit.Context(t, 30*time.Second)
+	l := lab.New(t, lab.Cluster(1, 0))
+	c := newTestClient(t, l, nil)
+	insist := exactlyonce.With(ctx, true)
+	if err := c.Incr(insist, "n").Err(); !errors.Is(err, exactlyonce.ErrUnsupported) {
+		t.Errorf("single: %v", err)
+	}
+	if _, err := c.Pipelined(insist, func(p redis.Pipeliner) error { p.Get(ctx, "n"); p.Incr(ctx, "n"); return nil }); !errors.Is(err, exactlyonce.ErrUnsupported) {
+		t.Errorf("pipeline: %v", err)
+	}
+	if n, _ := c.Get(ctx, "n").Int(); n != 0 {
+		t.Errorf("a refused write ran: n = %d", n)
 	}
 }

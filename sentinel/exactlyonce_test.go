@@ -149,6 +149,10 @@ func TestExactlyOnceRefusals(t *testing.T) {
 			return err
 		}},
 		{"no config", plain, func(ctx context.Context, c *Client) error { return c.Incr(ctx, "n").Err() }},
+		{"no config, a pipeline", plain, func(ctx context.Context, c *Client) error {
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { p.Get(ctx, "n"); p.Incr(ctx, "p"); return nil })
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.run(insist, tc.c)

@@ -145,7 +145,7 @@ func (w *Writer) WrapPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) 
 	out, copied := cmds, false
 	all := true
 	for i, q := range cmds {
-		if Is(q) || w.classifier.ReadOnly(q) {
+		if Is(q) || w != nil && w.classifier.ReadOnly(q) || w == nil && classify.ReadOnly(q) {
 			continue
 		}
 		why := w.why(q)
