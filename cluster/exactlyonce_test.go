@@ -13,9 +13,9 @@ import (
 	"github.com/rediskit/rediskit/lab"
 )
 
-// TestExactlyOnceDrills drives four drills side by side through faults
+// TestExactlyOnceDrills drives five drills side by side through faults
 // of the shard that holds the drill's keys: plain writes, exactly-once
-// writes, single and in pipelines, exactly-once durable writes; 8
+// writes, single, in pipelines and auto-pipelined, exactly-once durable writes; 8
 // writers each, RPUSH of unique
 // ids and INCR of a counter per writer. Faults: a graceful CLUSTER
 // FAILOVER, a master SIGKILL, a 2 s stall (SIGSTOP: the writes in flight
@@ -42,6 +42,10 @@ func TestExactlyOnceDrills(t *testing.T) {
 				testkit.Named{Name: "plain", Client: newTestClient(t, l, nil)},
 				testkit.Named{Name: "exactly-once", Client: once},
 				testkit.Named{Name: "exactly-once pipelines", Client: once, Pipeline: true},
+				testkit.Named{Name: "exactly-once auto-pipelined", Client: newTestClient(t, l, func(o *Config) {
+					o.ExactlyOnce = &exactlyonce.Config{}
+					o.AutoPipeline = true
+				})},
 				testkit.Named{Name: "exactly-once durable", Client: newTestClient(t, l, func(o *Config) {
 					o.ExactlyOnce = &exactlyonce.Config{}
 					o.Durable = true

@@ -15,7 +15,8 @@ import (
 )
 
 // TestExactlyOnceFailover drives five drills side by side through a
-// Sentinel failover and through a master SIGKILL: plain writes,
+// Sentinel failover, a master SIGKILL, and both in a row (the new master
+// killed once the failover settled): plain writes,
 // exactly-once writes, durable, auto-pipelined and in pipelines; 8
 // writers each,
 // RPUSH of unique ids and INCR of a counter per writer, master and
@@ -23,7 +24,7 @@ import (
 // may-have-executed error reaching a caller; durable: nothing
 // acknowledged then lost. The plain client's figures are logged beside.
 func TestExactlyOnceFailover(t *testing.T) {
-	for _, fault := range []string{"failover", "SIGKILL"} {
+	for _, fault := range []string{"failover", "SIGKILL", "failover, then SIGKILL"} {
 		t.Run(fault, func(t *testing.T) {
 			ctx := testkit.Context(t, 2*time.Minute)
 			l := lab.New(t, loadConfig())
@@ -52,7 +53,18 @@ func TestExactlyOnceFailover(t *testing.T) {
 				if _, err := l.Failover(ctx); err != nil {
 					t.Fatal(err)
 				}
-			case "SIGKILL":
+			case "SIGKILL", "failover, then SIGKILL":
+				if fault != "SIGKILL" {
+					// Two faults in a row: the new master is killed
+					// once the failover settled.
+					if _, err := l.Failover(ctx); err != nil {
+						t.Fatal(err)
+					}
+					if err := l.WaitSettled(ctx); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
 				m, err := l.Master(ctx)
 				if err != nil {
 					t.Fatal(err)
