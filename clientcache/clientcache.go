@@ -15,7 +15,8 @@ import (
 type Config struct {
 	// MaxBytes bounds the memory the cache holds (keys, replies and a
 	// fixed overhead an entry, estimated); the least recently used entries
-	// go first. Default DefaultMaxBytes.
+	// go first (by second chance: an entry read since it was filled, or
+	// since it was last spared, is spared once). Default DefaultMaxBytes.
 	MaxBytes int64
 	// MaxTTL caps how long an entry is kept, whatever WithTTL asks: a
 	// safety net, since invalidations end an entry as soon as its key

@@ -593,14 +593,20 @@ func (c *Client) nodeError(n *node, slot int, write bool, cmd redis.Cmder, err e
 // auto-pipelined (n's Batcher) with Config.AutoPipeline or from one of
 // the client's auto-pipeliners.
 func (c *Client) send(ctx context.Context, n *node, cmd redis.Cmder, asking, write bool) error {
-	n.count(write)
 	if !asking {
 		// (A read ASKed to another node is not cached: its slot is moving.)
 		if ttl, ok := n.cache.Asked(ctx); ok {
-			return n.cache.Do(cmd, ttl, func() error { return c.sendOn(ctx, n.client, n.batch, cmd) })
+			// A hit is not counted as sent to n: the counter is a cache
+			// line every core's hits would write (see sentinel's runRead).
+			return n.cache.Do(cmd, ttl, func() error {
+				n.count(write)
+				return c.sendOn(ctx, n.client, n.batch, cmd)
+			})
 		}
+		n.count(write)
 		return c.sendOn(ctx, n.client, n.batch, cmd)
 	}
+	n.count(write)
 	_, _ = n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Do(ctx, "ASKING")
 		return p.Process(ctx, cmd)

@@ -443,11 +443,14 @@ func (c *Client) sendAttempt(ctx context.Context, n *node, cmd redis.Cmder, a *a
 		return c.send(ctx, n, cmd, a.asking, a.write)
 	}
 	a.rd, a.done = nil, nil
-	n.count(false)
 	var err error
 	if ttl, ok := rd.cache.Asked(ctx); ok {
-		err = rd.cache.Do(cmd, ttl, func() error { return c.sendOn(ctx, rd.client, rd.batch, cmd) })
+		err = rd.cache.Do(cmd, ttl, func() error {
+			n.count(false)
+			return c.sendOn(ctx, rd.client, rd.batch, cmd)
+		})
 	} else {
+		n.count(false)
 		err = c.sendOn(ctx, rd.client, rd.batch, cmd)
 	}
 	rd.release()

@@ -547,10 +547,27 @@ func (c *Client) runOn(ctx context.Context, n *node, cmd redis.Cmder, cmds []red
 	if routing.IsInternal(ctx) {
 		return routing.Run(ctx, n.ctl, cmd, cmds)
 	}
-	if ttl, ok := n.cache.Asked(ctx); ok && cmd != nil {
-		return n.cache.Do(cmd, ttl, func() error { return c.send(ctx, n, cmd, nil) })
-	}
 	return c.send(ctx, n, cmd, cmds)
+}
+
+// runRead is runOn for a read, through n's cache when the call asks for
+// it, and counted in n's Reads. A cache hit neither holds n (it uses none
+// of its connections) nor counts as one of its reads (Stats().Cache.Hits
+// counts it): both counters are cache lines that every core's hits would
+// otherwise write, and take from each other (hits of 64 keys from 8
+// goroutines on 2 cores, 2026-12-06: 3.2 M/s with both, 4.8 M/s with
+// neither).
+func (c *Client) runRead(ctx context.Context, n *node, cmd redis.Cmder, cmds []redis.Cmder) error {
+	if ttl, ok := n.cache.Asked(ctx); ok && cmd != nil && !routing.IsInternal(ctx) {
+		return n.cache.Do(cmd, ttl, func() error {
+			n.counts.reads.Add(1)
+			n.acquire()
+			defer n.release()
+			return c.send(ctx, n, cmd, nil)
+		})
+	}
+	n.counts.reads.Add(1)
+	return c.runOn(ctx, n, cmd, cmds)
 }
 
 // send is runOn's sending: auto-pipelined, or on the node's pool.
@@ -592,8 +609,7 @@ func (c *Client) readOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder
 	if err != nil {
 		return nil, err
 	}
-	n.counts.reads.Add(1)
-	err = c.runOn(ctx, n, cmd, cmds)
+	err = c.runRead(ctx, n, cmd, cmds)
 	if done != nil {
 		done()
 	}
@@ -617,8 +633,7 @@ func (c *Client) readOn(ctx context.Context, cmd redis.Cmder, cmds []redis.Cmder
 	c.stats.readsRetried.Add(1)
 	c.emit(Event{Kind: EventReadRetried, Master: n.addr, Err: err})
 	routing.SetErrs(cmd, cmds, nil)
-	n2.counts.reads.Add(1)
-	err = c.runOn(ctx, n2, cmd, cmds)
+	err = c.runRead(ctx, n2, cmd, cmds)
 	if done2 != nil {
 		done2()
 	}

@@ -164,7 +164,7 @@ type Stats struct {
 // NodeStats counts the calls a client sent to one node.
 type NodeStats struct {
 	Addr   string
-	Reads  uint64 // read-only calls (commands, pipelines) it served
+	Reads  uint64 // read-only calls (commands, pipelines) sent to it; not the cache's hits
 	Writes uint64 // writing calls (commands, pipelines, transactions) sent to it
 	// Batched commands were auto-pipelined (Config.AutoPipeline, or an
 	// auto-pipeliner's) in Batches round trips: Batched / Batches is the

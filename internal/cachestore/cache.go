@@ -172,9 +172,9 @@ func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) er
 		return send()
 	}
 	n.start() // on the node's first cacheable read (a write never starts it); then a load
-	now := time.Now()
+	now := nanotime()
 	var tk Ticket // on the stack: a miss allocates nothing for it
-	if v, hit := n.c.store.GetOrReserve(n.node, key, sub, now, &tk); hit {
+	if v, hit := n.c.store.getOrReserve(n.node, key, sub, now, &tk); hit {
 		if Restore(cmd, v) {
 			return cmd.Err()
 		}
@@ -185,7 +185,7 @@ func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) er
 		if v, size, ok := Extract(cmd); ok {
 			// The TTL counts from before the send: an entry never
 			// outlives it.
-			n.c.store.Fill(&tk, v, size, ttl, now)
+			n.c.store.fill(&tk, v, size, ttl, now)
 			return err
 		}
 	}

@@ -2,9 +2,12 @@ package cachestore
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
@@ -161,7 +164,7 @@ func TestStoreBound(t *testing.T) {
 	var same []string
 	for i := 0; len(same) < 4; i++ {
 		k := fmt.Sprint("r", i)
-		if s.shardOf(nodeKey{n, k}) == &s.shards[0] {
+		if sh, _ := s.locate(n, k); sh == &s.shards[0] {
 			same = append(same, k)
 		}
 	}
@@ -259,20 +262,26 @@ func checkAccounting(t *testing.T, s *Store) {
 		var listed, mapped int64
 		if sh.head.next != nil {
 			for e := sh.head.next; e != &sh.head; e = e.next {
-				listed += e.size
-				if ks := sh.keys[e.nk]; ks == nil || ks.get(e.sub) != e {
+				listed += int64(e.size)
+				ks := e.ks
+				if ks.gone || sh.find(ks.h, ks.nk.node, ks.nk.key) != ks || ks.get(e.sub) != e {
 					t.Fatalf("shard %d lists an entry its key does not hold", i)
 				}
 			}
 		}
-		for _, ks := range sh.keys {
-			if ks.pending == 0 && ks.count() == 0 {
-				t.Fatalf("shard %d keeps an idle key", i)
+		for h, head := range sh.keys {
+			for ks := head; ks != nil; ks = ks.chain {
+				if ks.h != h || ks.gone {
+					t.Fatalf("shard %d maps a key state under another hash, or one it dropped", i)
+				}
+				if ks.pending == 0 && ks.count() == 0 {
+					t.Fatalf("shard %d keeps an idle key", i)
+				}
+				if ks.pending < 0 {
+					t.Fatalf("shard %d: %d reads pending", i, ks.pending)
+				}
+				ks.each(func(e *entry) { mapped += int64(e.size) })
 			}
-			if ks.pending < 0 {
-				t.Fatalf("shard %d: %d reads pending", i, ks.pending)
-			}
-			ks.each(func(e *entry) { mapped += e.size })
 		}
 		if listed != sh.bytes || mapped != sh.bytes || sh.bytes > s.shardMax {
 			t.Fatalf("shard %d: %d bytes counted, %d listed, %d mapped, bound %d", i, sh.bytes, listed, mapped, s.shardMax)
@@ -323,5 +332,70 @@ func TestRedialWait(t *testing.T) {
 		if got := redialWait(100*time.Millisecond, c.failures); got != c.want {
 			t.Errorf("after %d failures: %v, want %v", c.failures, got, c.want)
 		}
+	}
+}
+
+// BenchmarkStoreMiss is the store's part of a cached read that misses
+// once the store is full: reserve a key never read before, fill it, and
+// evict the oldest entry (go test -bench StoreMiss ./internal/cachestore/).
+// The sizes are the sentinel throughput benchmark's: a nil reply, a
+// 10-byte key, 64 MiB of them.
+func BenchmarkStoreMiss(b *testing.B) {
+	s := NewStore(64<<20, time.Minute)
+	node := NewNode("127.0.0.1:6379")
+	node.confirm(time.Now().Add(time.Hour))
+	keys := make([]string, 1<<20)
+	for i := range keys {
+		keys[i] = "cold:" + strconv.Itoa(i)
+	}
+	now := time.Now()
+	var tk Ticket
+	for i := 0; s.Bytes() < 64<<20-4096; i++ { // fill it
+		s.GetOrReserve(node, keys[i%len(keys)]+"w", "", now, &tk)
+		s.Fill(&tk, nil, 0, 0, now)
+	}
+	before := s.Counts().Evictions.Load()
+	readInParallel(b, s, node, keys, now, func(tk *Ticket) { s.Fill(tk, nil, 0, 0, now) })
+	b.ReportMetric(float64(s.Counts().Evictions.Load()-before)/float64(b.N), "evictions/op")
+}
+
+// BenchmarkStoreHit is the store's part of a cached read that hits: 64
+// keys, each read served from its entry.
+func BenchmarkStoreHit(b *testing.B) {
+	s := NewStore(64<<20, time.Minute)
+	node := NewNode("127.0.0.1:6379")
+	node.confirm(time.Now().Add(time.Hour))
+	keys := make([]string, 64)
+	now := time.Now()
+	for i := range keys {
+		keys[i] = "key:" + strconv.Itoa(i)
+		s.Fill(s.Reserve(node, keys[i], ""), keys[i], 16, 0, now)
+	}
+	readInParallel(b, s, node, keys, now, func(*Ticket) { b.Fatal("a miss") })
+}
+
+// readInParallel reads keys through s from b's goroutines, each from an
+// offset of its own, and calls miss with the ticket of each miss.
+func readInParallel(b *testing.B, s *Store, node *Node, keys []string, now time.Time, miss func(*Ticket)) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var tk Ticket
+		i := rand.IntN(len(keys))
+		for pb.Next() {
+			i++
+			if _, ok := s.GetOrReserve(node, keys[i%len(keys)], "", now, &tk); !ok {
+				miss(&tk)
+			}
+		}
+	})
+}
+
+// TestShardSize: shards fill whole cache lines, the Store's first field,
+// so that no two share a line (see shard).
+func TestShardSize(t *testing.T) {
+	var s Store
+	if size, off := unsafe.Sizeof(shard{}), unsafe.Offsetof(s.shards); size%64 != 0 || off != 0 {
+		t.Fatalf("a shard is %d bytes at offset %d: want a multiple of 64 at 0", size, off)
 	}
 }

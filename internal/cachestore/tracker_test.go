@@ -119,7 +119,7 @@ func TestTracker(t *testing.T) {
 			if _, ok := store.Get(node, "k", "GET", bound); ok {
 				t.Fatalf("the entry would be served %v after the black hole", clientcache.DefaultHeartbeatTimeout)
 			}
-			testkit.WaitFor(t, 10*time.Second, "the heartbeat to give up", func() bool { return node.until.Load() == 0 })
+			testkit.WaitFor(t, 10*time.Second, "the heartbeat to give up", func() bool { return node.until.Load() == notAlive })
 			if _, ok := store.Get(node, "k", "GET", time.Now()); ok {
 				t.Fatal("the entry is served after the heartbeat gave up")
 			}

@@ -34,10 +34,14 @@ var cacheable = map[string]bool{
 // replies for one key apart (HGET k a from HGET k b).
 func Cacheable(cl *classify.Classifier, cmd redis.Cmder) (key, sub string, ok bool) {
 	args := cmd.Args()
-	if len(args) < 2 || !cacheable[cmd.Name()] || !cl.ReadOnly(cmd) {
+	if len(args) < 2 {
 		return "", "", false
 	}
-	if cmd.Name() == "exists" && len(args) != 2 {
+	name := cmd.Name() // lower-cased afresh on every call: once
+	if !cacheable[name] || !cl.ReadOnly(cmd) {
+		return "", "", false
+	}
+	if name == "exists" && len(args) != 2 {
 		return "", "", false // several keys: several nodes' entries
 	}
 	key, ok = classify.KeyString(args[1])
@@ -45,10 +49,10 @@ func Cacheable(cl *classify.Classifier, cmd redis.Cmder) (key, sub string, ok bo
 		return "", "", false
 	}
 	if len(args) == 2 {
-		return key, cmd.Name(), true // GET k: no string to build on a hit
+		return key, name, true // GET k: no string to build on a hit
 	}
 	var b strings.Builder
-	b.WriteString(cmd.Name())
+	b.WriteString(name)
 	for _, a := range args[2:] {
 		b.WriteByte(0)
 		switch v := a.(type) {
