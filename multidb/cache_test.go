@@ -57,21 +57,46 @@ func TestCache(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "the invalidation on db1", func() bool {
 		return c.Get(cached, "k").Val() == "db1-new"
 	})
-	// Read your writes: the client's own write ends its entry at once.
-	for i := range 40 {
-		want := fmt.Sprint("own-", i)
-		if err := c.Set(ctx, "k", want, 0).Err(); err != nil {
-			t.Fatal(err)
+	// Read your writes: the client's own write ends its entry at once,
+	// and so does one asked in a cached read's context (it is not cached).
+	for _, writeCtx := range []context.Context{ctx, cached} {
+		for i := range 40 {
+			want := fmt.Sprint("own-", i)
+			if err := c.Set(writeCtx, "k", want, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Get(cached, "k").Result(); err != nil || v != want {
+				t.Fatalf("GET k after the client's own write of %q (cached context: %v): %q, %v", want, writeCtx == cached, v, err)
+			}
+			_ = c.Get(cached, "k").Err()
 		}
-		if v, err := c.Get(cached, "k").Result(); err != nil || v != want {
-			t.Fatalf("GET k after the client's own write of %q: %q, %v", want, v, err)
-		}
-		_ = c.Get(cached, "k").Err()
 	}
 	if err := c.SetActive(ctx, "db0"); err != nil {
 		t.Fatal(err)
 	}
 	hit(nodes[0], "db0")
+	// A hit is not an outcome of the database's: it leaves the breaker's
+	// window as it was (as successes, hits would dilute the failure rate
+	// with calls the database never saw). The window may only grow by the
+	// reads that missed, and it may shrink as it slides.
+	window := func() (calls int64) {
+		for _, d := range c.Stats().Databases {
+			if d.Active {
+				calls = d.WindowCalls
+			}
+		}
+		return calls
+	}
+	before, st0 := window(), c.Stats().Cache
+	for range 100 {
+		if err := c.Get(cached, "k").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, st1 := window(), c.Stats().Cache
+	if hits, misses := st1.Hits-st0.Hits, st1.Misses-st0.Misses; hits < 50 || uint64(max(after-before, 0)) > misses {
+		t.Fatalf("100 cached reads (%d hits, %d misses) took the breaker's window from %d calls to %d", hits, misses, before, after)
+	}
 	if st := c.Stats().Cache; st.Hits == 0 || st.Invalidations == 0 {
 		t.Fatalf("cache stats: %+v", st)
 	}

@@ -660,7 +660,10 @@ func (c *Client) runRouted(ctx context.Context, cmd redis.Cmder, cmds []redis.Cm
 		return nil, c.cursorLost(cmd, cmds, pinned, "is no longer the active database (now "+db.name+")", nil)
 	}
 	start := time.Now() // the trip rules need it (see judge)
-	err := c.runWork(ctx, db, cmd, cmds)
+	sent, err := c.runWork(ctx, db, cmd, cmds)
+	if !sent {
+		return db, err // a cache hit: not an outcome of db's (see runWork)
+	}
 	if !c.recordOutcome(ctx, db, cmds, err) {
 		if failure.NotExecuted(err) && ctx.Err() == nil {
 			rt := c.route.Load()
@@ -711,8 +714,8 @@ func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder,
 	}
 	routing.SetErrs(cmd, cmds, nil)
 	start := time.Now()
-	err := c.runWork(ctx, to, cmd, cmds)
-	if c.recordOutcome(ctx, to, cmds, err) {
+	sent, err := c.runWork(ctx, to, cmd, cmds)
+	if sent && c.recordOutcome(ctx, to, cmds, err) {
 		c.afterFailure(to, start, err)
 	}
 	return err
@@ -721,16 +724,26 @@ func (c *Client) again(ctx context.Context, from, to *database, cmd redis.Cmder,
 // runWork sends work to db: a single command auto-pipelined (see
 // batched) through db's Batcher, or, for a database on another kind of
 // client (a rediskit client with nodes of its own), with the context
-// marked so that client batches it; anything else as it is.
-func (c *Client) runWork(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder) error {
+// marked so that client batches it; anything else as it is. sent is
+// false when the cache answered without sending anything: a hit is not an
+// outcome of db's, and counted as a success it would dilute the breaker's
+// failure rate with calls db never saw.
+func (c *Client) runWork(ctx context.Context, db *database, cmd redis.Cmder, cmds []redis.Cmder) (sent bool, err error) {
 	if ttl, ok := db.cache.Asked(ctx); ok && cmd != nil && !routing.IsInternal(ctx) {
-		return db.cache.Do(cmd, ttl, func() error { return c.send(ctx, db, cmd, nil) })
+		err = db.cache.Do(cmd, ttl, func() error {
+			sent = true
+			return c.send(ctx, db, cmd, nil)
+		})
+		if sent {
+			db.cache.Wrote(cmd, nil) // a write asked with a cache context (reads are skipped)
+		}
+		return sent, err
 	}
-	err := c.send(ctx, db, cmd, cmds)
+	err = c.send(ctx, db, cmd, cmds)
 	if db.cache != nil {
 		db.cache.Wrote(cmd, cmds) // read your writes (cachestore)
 	}
-	return err
+	return true, err
 }
 
 // send is runWork's sending.
