@@ -167,7 +167,7 @@ func (n *NodeCache) Asked(ctx context.Context) (time.Duration, bool) {
 // cached for at most ttl, unless an invalidation of its key came first. A
 // command that cannot be cached (see Cacheable) is only sent.
 func (n *NodeCache) Do(cmd redis.Cmder, ttl time.Duration, send func() error) error {
-	key, sub, ok := Cacheable(n.c.cl, cmd)
+	key, sub, ok := Cacheable(cmd)
 	if !ok || !n.tracker.Tracks(key) {
 		return send()
 	}
@@ -207,7 +207,7 @@ func (c *Cache) FailOpen(ctx context.Context, cmd redis.Cmder, err error) error 
 	if _, asked := clientcache.TTL(ctx); !asked {
 		return err
 	}
-	key, sub, ok := Cacheable(c.cl, cmd)
+	key, sub, ok := Cacheable(cmd)
 	if !ok {
 		return err
 	}

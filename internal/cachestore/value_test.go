@@ -3,7 +3,10 @@ package cachestore
 import (
 	"context"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -13,7 +16,6 @@ import (
 
 // TestCacheable: which commands are cached, and their shapes.
 func TestCacheable(t *testing.T) {
-	cl := classify.New()
 	ctx := context.Background()
 	for _, c := range []struct {
 		cmd      redis.Cmder
@@ -35,9 +37,22 @@ func TestCacheable(t *testing.T) {
 		{redis.NewStringCmd(ctx, "GET"), false, "", ""},              // no key
 		{redis.NewStringCmd(ctx, "OBJECT", "ENCODING", "k"), false, "", ""},
 	} {
-		key, sub, ok := Cacheable(cl, c.cmd)
+		key, sub, ok := Cacheable(c.cmd)
 		if ok != c.ok || key != c.key || sub != c.sub {
 			t.Errorf("%v: %q %q %v, want %q %q %v", c.cmd.Args(), key, sub, ok, c.key, c.sub, c.ok)
+		}
+	}
+}
+
+// TestCacheableAreReadOnly: every command the cache may serve is
+// read-only in the built-in command table (Redis 7.0's and Valkey 8.0's
+// COMMAND replies): a write is never cached, and Cacheable need not ask
+// (see cacheable).
+func TestCacheableAreReadOnly(t *testing.T) {
+	cl := classify.New()
+	for _, name := range slices.Sorted(maps.Keys(cacheable)) {
+		if !cl.ReadOnlyArgs(name, "k") || !cl.ReadOnlyArgs(strings.ToUpper(name), "k") {
+			t.Errorf("%s is cached but is not read-only in the command table: %+v", name, cl.Explain(name, "k"))
 		}
 	}
 }
