@@ -861,3 +861,17 @@ func TestFreePortBelowEphemeralRange(t *testing.T) {
 		}
 	}
 }
+
+// TestPortShare: the Redis and Valkey passes of make test pick their
+// servers' ports from halves of the range that do not meet.
+func TestPortShare(t *testing.T) {
+	for _, tt := range []struct {
+		env      string
+		from, to int
+	}{{"", 10000, 21384}, {"redis", 10000, 21384}, {"valkey", 21384, 32768}, {"VALKEY", 21384, 32768}} {
+		t.Setenv(ServerEnv, tt.env)
+		if from, to := portShare(10000, 32768); from != tt.from || to != tt.to {
+			t.Errorf("%s=%q: [%d, %d), want [%d, %d)", ServerEnv, tt.env, from, to, tt.from, tt.to)
+		}
+	}
+}

@@ -45,6 +45,12 @@ type Proxy struct {
 	upstream string
 	addr     string
 	listener net.Listener
+	// release frees the port while the proxy is suspended: Suspend holds
+	// it (reservePort, holdPort), so that no other process listens there
+	// meanwhile. suspends counts Suspend calls: a holdPort of an earlier
+	// one that a Resume overtook lets the port go.
+	release  func()
+	suspends uint64
 	conns    map[*proxyConn]struct{}
 	closed   bool
 	// lost is set when a black hole dropped bytes of a live connection, so
@@ -168,36 +174,94 @@ func (p *Proxy) Suspend() {
 	p.mu.Lock()
 	ln := p.listener
 	p.listener = nil
-	p.mu.Unlock()
+	p.suspends++
+	gen, addr := p.suspends, p.addr
 	if ln != nil {
-		_ = ln.Close()
+		p.wg.Add(1) // under mu: Close, which waits, sets closed under it
 	}
+	p.mu.Unlock()
+	if ln == nil {
+		p.ResetConnections()
+		return
+	}
+	_ = ln.Close()
 	p.ResetConnections()
+	go p.holdPort(gen, addr)
+}
+
+// holdPort keeps the suspended proxy's port, refusing connections, until
+// Resume or Close (reservePort): it tries for a second, while the sockets
+// of the connections just reset are released, and gives up if Resume or
+// Close came first.
+func (p *Proxy) holdPort(gen uint64, addr string) {
+	defer p.wg.Done()
+	for range 100 {
+		release := reservePort(addr)
+		p.mu.Lock()
+		current := p.suspends == gen && p.listener == nil && !p.closed
+		if current && release != nil {
+			p.release = release
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		if release != nil {
+			release() // overtaken by Resume or Close
+		}
+		if !current {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// releasePort frees the port Suspend held, if it did. Called with p.mu
+// held.
+func (p *Proxy) releasePort() {
+	if p.release != nil {
+		p.release()
+		p.release = nil
+	}
 }
 
 // Resume listens again on the address the proxy had, after Suspend.
 func (p *Proxy) Resume() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return errors.New("lab: proxy is closed")
 	}
 	if p.listener != nil {
+		p.mu.Unlock()
 		return nil
 	}
+	p.suspends++ // a holdPort still trying lets the port go
+	p.releasePort()
+	addr, upstream := p.addr, p.upstream
+	p.mu.Unlock()
 	var ln net.Listener
 	var err error
-	// The port was ours a moment ago; a just-closed listener can take a
-	// moment to release it.
+	// The port was ours a moment ago; a just-closed listener (or holdPort's
+	// socket, while it sees it is overtaken) can take a moment to release it.
 	for attempt := 0; attempt < 50; attempt++ {
-		ln, err = net.Listen("tcp", p.addr)
+		ln, err = net.Listen("tcp", addr)
 		if err == nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err != nil {
-		return fmt.Errorf("lab: proxy for %s: listen again on %s: %w", p.upstream, p.addr, err)
+		return fmt.Errorf("lab: proxy for %s: listen again on %s: %w", upstream, addr, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		_ = ln.Close()
+		return errors.New("lab: proxy is closed")
+	case p.listener != nil: // another Resume won
+		_ = ln.Close()
+		return nil
 	}
 	p.startListener(ln)
 	return nil
@@ -210,6 +274,7 @@ func (p *Proxy) Close() error {
 	p.closed = true
 	ln := p.listener
 	p.listener = nil
+	p.releasePort()
 	p.mu.Unlock()
 	if ln != nil {
 		_ = ln.Close()

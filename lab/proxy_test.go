@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rediskit/rediskit/internal/failure"
+	"github.com/rediskit/rediskit/internal/testkit"
 )
 
 // echoServer answers every line with the same line.
@@ -240,9 +242,28 @@ func TestProxyResetConnections(t *testing.T) {
 func TestProxySuspendRefusesThenResumes(t *testing.T) {
 	p := newTestProxy(t)
 	addr := p.Addr()
+	held := dialLine(t, addr) // a connection Suspend resets
+	if _, _, err := held.roundTrip("x", time.Second); err != nil {
+		t.Fatal(err)
+	}
 	p.Suspend()
 	if _, err := net.DialTimeout("tcp", addr, time.Second); !failure.Refused(err) {
 		t.Fatalf("dial suspended proxy: %v, want connection refused", err)
+	}
+	// While suspended the port stays the proxy's: nothing else can listen
+	// there (Linux; see reservePort), so a killed node's peers, still
+	// dialling it, never reach a server another lab started since.
+	if runtime.GOOS == "linux" {
+		testkit.WaitFor(t, 5*time.Second, "the port held", func() bool {
+			ln, err := net.Listen("tcp", addr)
+			if err == nil {
+				_ = ln.Close()
+			}
+			return err != nil
+		})
+		if _, err := net.DialTimeout("tcp", addr, time.Second); !failure.Refused(err) {
+			t.Fatalf("dial suspended proxy with its port held: %v, want connection refused", err)
+		}
 	}
 	if err := p.Resume(); err != nil {
 		t.Fatal(err)

@@ -310,11 +310,12 @@ func (p *process) kill() error {
 // restarted after a kill find its port in use); below it, only a listener
 // can take a port. Another process can still take the port before the
 // server binds it; Start detects that and starts the whole topology again
-// on fresh ports.
+// on fresh ports. The range is shared out by server (see portShare).
 func freePort(host netip.Addr) (int, error) {
-	if low, ok := ephemeralLow(); ok && low-stablePortFloor >= 1000 {
+	if low, ok := ephemeralLow(); ok && low-stablePortFloor >= 2000 {
+		from, to := portShare(stablePortFloor, low)
 		for range 50 {
-			port := stablePortFloor + rand.IntN(low-stablePortFloor)
+			port := from + rand.IntN(to-from)
 			ln, err := net.Listen("tcp", netip.AddrPortFrom(host, uint16(port)).String()) //nolint:gosec // below 65536
 			if err != nil {
 				continue // taken: another
@@ -329,6 +330,21 @@ func freePort(host netip.Addr) (int, error) {
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portShare is the part of [from, to) whose ports this process's labs
+// pick: the lower half with Redis, the upper with Valkey (ServerEnv). make
+// test runs a pass of the suite per server, side by side: a node one pass
+// killed is still dialled at its port by its replicas and peers until
+// they learn of the failover, and a server the other pass started there
+// meanwhile would be taken for it (see reservePort). Apart, the passes'
+// ports never meet.
+func portShare(from, to int) (int, int) {
+	mid := from + (to-from)/2
+	if k, _ := ParseServerKind(os.Getenv(ServerEnv)); k == ServerValkey {
+		return mid, to
+	}
+	return from, mid
 }
 
 // stablePortFloor is the lowest port freePort picks itself: above the
