@@ -174,16 +174,15 @@ func (p *Proxy) Suspend() {
 	p.mu.Lock()
 	ln := p.listener
 	p.listener = nil
-	p.suspends++
-	gen, addr := p.suspends, p.addr
-	if ln != nil {
-		p.wg.Add(1) // under mu: Close, which waits, sets closed under it
-	}
-	p.mu.Unlock()
-	if ln == nil {
+	if ln == nil { // suspended already (or closed): its port is held, or was never ours
+		p.mu.Unlock()
 		p.ResetConnections()
 		return
 	}
+	p.suspends++
+	gen, addr := p.suspends, p.addr
+	p.wg.Add(1) // under mu: Close, which waits, sets closed under it
+	p.mu.Unlock()
 	_ = ln.Close()
 	p.ResetConnections()
 	go p.holdPort(gen, addr)

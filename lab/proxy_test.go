@@ -247,6 +247,7 @@ func TestProxySuspendRefusesThenResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Suspend()
+	p.Suspend() // twice (a node killed twice): the port stays held
 	if _, err := net.DialTimeout("tcp", addr, time.Second); !failure.Refused(err) {
 		t.Fatalf("dial suspended proxy: %v, want connection refused", err)
 	}
