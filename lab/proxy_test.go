@@ -255,13 +255,7 @@ func TestProxySuspendRefusesThenResumes(t *testing.T) {
 	// there (Linux; see reservePort), so a killed node's peers, still
 	// dialling it, never reach a server another lab started since.
 	if runtime.GOOS == "linux" {
-		testkit.WaitFor(t, 5*time.Second, "the port held", func() bool {
-			ln, err := net.Listen("tcp", addr)
-			if err == nil {
-				_ = ln.Close()
-			}
-			return err != nil
-		})
+		waitPortHeld(t, addr)
 		if _, err := net.DialTimeout("tcp", addr, time.Second); !failure.Refused(err) {
 			t.Fatalf("dial suspended proxy with its port held: %v, want connection refused", err)
 		}
@@ -276,6 +270,33 @@ func TestProxySuspendRefusesThenResumes(t *testing.T) {
 	if _, _, err := c.roundTrip("x", time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// Killed again (two faults in a row), then the lab closes: the port
+	// is held again while suspended, and free once the proxy is closed.
+	p.Suspend()
+	if runtime.GOOS == "linux" {
+		waitPortHeld(t, addr)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the port after Close: %v, want it free", err)
+	}
+	_ = ln.Close()
+}
+
+// waitPortHeld waits until nothing else can listen on addr: a suspended
+// proxy holds its port (reservePort).
+func waitPortHeld(t *testing.T, addr string) {
+	t.Helper()
+	testkit.WaitFor(t, 5*time.Second, "the port of "+addr+" held", func() bool {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			_ = ln.Close()
+		}
+		return err != nil
+	})
 }
 
 func TestProxyUpstreamDownClosesClient(t *testing.T) {
