@@ -107,7 +107,14 @@
 // moves them: the client switches only when a sentinel names it, and
 // otherwise, after FailoverHold, goes on writing to the master the
 // sentinels name. Writes that waited are then sent to the new master: they
-// never reached the old one. Connections to the old master are closed: idle ones
+// never reached the old one. A failover the client followed on the
+// candidate's ROLE can still be aborted (its leader died before announcing
+// it): the other sentinels then name the old master at its old epoch and
+// turn the candidate back into its replica. The client returns to the old
+// master as soon as the candidate answers ROLE as that master's replica,
+// provided no sentinel ever named the candidate at a newer epoch; plain
+// writes the candidate acknowledged meanwhile are lost with its resync, as
+// they would be for any client. Connections to the old master are closed: idle ones
 // at once, busy ones when their command returns; none is reused. A write
 // that waited FailoverHold (or until its context ended) fails with a
 // *WriteHeldError (errors.Is ErrFailoverInProgress), unsent: re-running it

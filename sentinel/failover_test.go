@@ -522,3 +522,82 @@ func TestFormerMasterPromotedAgainHoldsWrites(t *testing.T) {
 	t.Logf("writes held %s and switched %v after the failover command; %v durable INCRs acknowledged",
 		heldAt, switched.Sub(began).Round(time.Millisecond), acked)
 }
+
+// A failover the client followed on the candidate's ROLE, aborted by the
+// sentinels: the leader dies right after sending REPLICAOF NO ONE, before
+// it could announce the new configuration, so the other sentinels keep the
+// old master at its config epoch and turn the candidate back into its
+// replica. The client must return to the old master as soon as the
+// candidate answers as its replica. It used to wait out formerMasterGrace
+// (30 s), every write refused with READONLY meanwhile (TestRandomFaults,
+// once).
+func TestAbortedFailoverReturnsToTheMaster(t *testing.T) {
+	ctx := testkit.Context(t, 90*time.Second)
+	l := lab.New(t, lab.Config{Replicas: 1, Sentinels: 3, DownAfter: 30 * time.Second})
+	master, candidate := l.Node(0), l.Node(1)
+	c, events := newTestClient(t, l, func(o *Config) {
+		o.RefreshInterval, o.FailoverHold = 100*time.Millisecond, 5*time.Second
+	})
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 5*time.Second, "a healthy replica", func() bool { return len(c.Stats().Replicas) == 1 })
+
+	leader := l.Sentinels()[0]
+	asked := time.Now()
+	if err := leader.Do(ctx, "SENTINEL", "FAILOVER", l.MasterName()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.WaitEvent(ctx, asked, func(ev lab.SentinelEvent) bool {
+		return ev.Sentinel == leader.Addr() && ev.Type == "+selected-slave"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Kill the leader before it sees the promotion (its next INFO of the
+	// candidate, up to an info period away) and announces it; promote the
+	// candidate in its place, in case it had not sent REPLICAOF NO ONE yet.
+	if err := leader.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := candidate.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the client to follow the candidate on its ROLE", func() bool {
+		return c.Master() == candidate.Addr()
+	})
+	if err := c.Set(ctx, "k", "on the candidate", 0).Err(); err != nil {
+		t.Fatalf("SET on the candidate: %v", err)
+	}
+
+	// The remaining sentinels see a replica that answers ROLE master and
+	// convert it back (after 4 publish periods).
+	testkit.WaitFor(t, 30*time.Second, "the candidate turned back into a replica", func() bool {
+		r, err := candidate.Role(ctx)
+		return err == nil && r.Role == "slave"
+	})
+	demoted := time.Now()
+	// From now on the client has every sign it needs: a refresh names the
+	// old master, the candidate says it replicates from it. Allow a third
+	// of the grace it used to wait out (refreshes every 100 ms here).
+	var refused int
+	for {
+		err := c.Incr(ctx, "n").Err()
+		if err == nil {
+			break
+		}
+		refused++
+		if time.Since(demoted) > formerMasterGrace/3 {
+			t.Fatalf("%v after the candidate turned back, writes still fail (%d refused; last %v); the client's master is %s\nevents: %v",
+				time.Since(demoted).Round(time.Millisecond), refused, err, c.Master(), events.all())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(demoted)
+	if c.Master() != master.Addr() {
+		t.Fatalf("the client's master is %s, want %s", c.Master(), master.Addr())
+	}
+	if v, err := master.Do(ctx, "GET", "n").Int(); err != nil || v != 1 {
+		t.Fatalf("n on the master = %d, %v; want the acknowledged INCR", v, err)
+	}
+	t.Logf("back on the master %v after the candidate turned back (%d writes refused meanwhile)", took.Round(time.Millisecond), refused)
+}

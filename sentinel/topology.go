@@ -468,7 +468,7 @@ func (t *topology) startRefreshIfWanted() {
 	t.mu.Unlock()
 
 	cur := t.snap.Load()
-	stale := t.state.staleCheck(cur.masterAddr(), time.Now())
+	stale := t.staleCheck()
 	t.stats.resolutions.Add(1)
 	t.wg.Add(1)
 	go func() {
@@ -606,9 +606,31 @@ func (t *topology) replicasLimited(scan replicaScan) {
 // named again at an epoch no newer than when the client left it (the old
 // master keeps answering ROLE master until Sentinel demotes it, so ROLE
 // alone cannot tell). It captures copies: it runs in worker goroutines.
-func (st *topoState) staleCheck(current string, now time.Time) func(masterReport) error {
+//
+// One exception ends a former master's grace early: a failover the client
+// followed on the candidate's ROLE that never completed. When no sentinel
+// has named the current master at an epoch newer than the one the client
+// left the former master at, and the current master answers ROLE as a
+// replica of that former master, the sentinels aborted the failover (its
+// leader died or was cut off before announcing it) and turned the
+// candidate back: the former master they name is the master, and waiting
+// out formerMasterGrace would leave every write refused with READONLY
+// for that long. turnedBack(former) asks the current master that (on the
+// network, so once per address a check); it is asked only in that case.
+// The check is not safe for concurrent use: each worker makes its own.
+func (st *topoState) staleCheck(current string, now time.Time, turnedBack func(former string) bool) func(masterReport) error {
 	known := st.knownEpoch
 	former := maps.Clone(st.formerMasters)
+	confirmedAt := st.masterEpoch
+	asked := map[string]bool{}
+	turnedBackTo := func(addr string) bool {
+		v, ok := asked[addr]
+		if !ok {
+			v = turnedBack(addr)
+			asked[addr] = v
+		}
+		return v
+	}
 	return func(rep masterReport) error {
 		if rep.epoch < 0 {
 			return nil
@@ -617,10 +639,37 @@ func (st *topoState) staleCheck(current string, now time.Time) func(masterReport
 			return skipped(SkipStale, fmt.Errorf("stale: names %s with config epoch %d, but epoch %d is known (mid-failover)", rep.addr, rep.epoch, known))
 		}
 		if left, ok := former[rep.addr]; ok && current != rep.addr && rep.epoch <= left.epoch && now.Sub(left.left) < formerMasterGrace {
-			return skipped(SkipStale, fmt.Errorf("stale: names the former master %s at config epoch %d (mid-failover)", rep.addr, rep.epoch))
+			if confirmedAt > left.epoch || !turnedBackTo(rep.addr) {
+				return skipped(SkipStale, fmt.Errorf("stale: names the former master %s at config epoch %d (mid-failover)", rep.addr, rep.epoch))
+			}
 		}
 		return nil
 	}
+}
+
+// turnedBack reports whether master answers ROLE as a replica of former
+// (as the sentinels name it): see staleCheck. Not knowing is false.
+func (t *topology) turnedBack(master, former string) bool {
+	if master == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, t.opts.ProbeTimeout)
+	defer cancel()
+	role, err := t.nodes.get(master).role(ctx)
+	if err != nil || role.Role == "master" || role.MasterAddr == "" {
+		return false
+	}
+	addr, err := t.opts.splitReplyAddr(master, "master", role.MasterAddr)
+	if err != nil {
+		return false
+	}
+	return addr == former
+}
+
+// staleCheck is topoState.staleCheck for the current master.
+func (t *topology) staleCheck() func(masterReport) error {
+	cur := t.snap.Load().masterAddr()
+	return t.state.staleCheck(cur, time.Now(), func(former string) bool { return t.turnedBack(cur, former) })
 }
 
 // durableAfterRefresh is the durable-write replica set after a refresh
@@ -848,7 +897,7 @@ func (t *topology) startPromotionCheck() {
 // startSwitchCheck follows a +switch-master from sentinel: a worker checks
 // that sentinel's config epoch and the new master's ROLE.
 func (t *topology) startSwitchCheck(addr, sentinel string) {
-	stale := t.state.staleCheck(t.snap.Load().masterAddr(), time.Now())
+	stale := t.staleCheck()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
