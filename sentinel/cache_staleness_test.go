@@ -404,6 +404,81 @@ func BenchmarkCacheThroughput(b *testing.B) {
 	}
 }
 
+// BenchmarkCacheMissPath measures what the miss path costs over the same
+// client uncached, alone in its process: BenchmarkCacheThroughput's
+// "misses" row holds rueidis's and go-redis's caches in the same heap,
+// whose marking the garbage collector charges to whichever client
+// allocates (a third of that run's CPU is the collector's), so there the
+// allocating miss path pays for the peers' caches too. Here one client
+// with Config.Cache (and one with AutoPipeline too) reads only keys never
+// read before, with and without clientcache.WithTTL, from 1, 8, 64 and 256
+// goroutines; its store fills in the first round and evicts from then on.
+// Then, once those clients are closed and their stores dropped, the same
+// for rueidis: DoCache against Do on one client.
+//
+//	go test -run '^$' -bench CacheMissPath -benchtime 1x -v ./sentinel/
+func BenchmarkCacheMissPath(b *testing.B) {
+	ctx := context.Background()
+	l := lab.New(b, lab.Sentinel(0))
+	master, err := l.Master(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Uint64 // every read a key never read before, by any client
+	cold := func() string { return "cold:" + strconv.FormatUint(n.Add(1), 10) }
+	compare := func(base, versus string, clients []benchcmp.Client) string {
+		return benchcmp.Comparison{
+			Rounds: 3, Turn: time.Second, Ops: []string{"misses"}, Goroutines: []int{1, 8, 64, 256},
+			Keys: apBenchKeys, Clients: clients, Tag: "cachemiss", Base: base, Versus: []string{versus},
+		}.Run(b)
+	}
+	for b.Loop() {
+		newClient := func(ap bool) *Client {
+			c, err := NewClient(Config{MasterName: l.MasterName(), SentinelAddrs: l.SentinelAddrs(), PoolSize: 64,
+				AutoPipeline: ap, Cache: &clientcache.Config{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return c
+		}
+		ours, oursAP := newClient(false), newClient(true)
+		cached := clientcache.WithTTL(ctx, time.Minute)
+		read := func(c *Client, ctx context.Context) func(context.Context, string, string) error {
+			return func(context.Context, string, string) error { return ignoreNil(c.Get(ctx, cold()).Err()) }
+		}
+		table := compare("rediskit", "rediskit AP", []benchcmp.Client{
+			{Name: "rediskit", Do: read(ours, ctx)},
+			{Name: "rediskit Cache", Do: read(ours, cached)},
+			{Name: "rediskit AP", Do: read(oursAP, ctx)},
+			{Name: "rediskit Cache AP", Do: read(oursAP, cached)},
+		})
+		st, stAP := ours.Stats().Cache, oursAP.Stats().Cache
+		_, _ = ours.Close(), oursAP.Close()
+
+		rue, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{master.Addr()}, DisableRetry: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rueErr := func(err error) error {
+			if rueidis.IsRedisNil(err) {
+				return nil
+			}
+			return err
+		}
+		rueTable := compare("rueidis Do", "rueidis Do", []benchcmp.Client{
+			{Name: "rueidis Do", Do: func(ctx context.Context, _, _ string) error {
+				return rueErr(rue.Do(ctx, rue.B().Get().Key(cold()).Build()).Error())
+			}},
+			{Name: "rueidis DoCache", Do: func(ctx context.Context, _, _ string) error {
+				return rueErr(rue.DoCache(ctx, rue.B().Get().Key(cold()).Cache(), time.Minute).Error())
+			}},
+		})
+		rue.Close()
+		b.Logf("%s: medians of 3 rounds of 1 s per client; rediskit's misses %d and %d, evictions %d and %d, entries %d and %d\n%s\n%s",
+			l.ServerVersion(), st.Misses, stAP.Misses, st.Evictions, stAP.Evictions, st.Entries, stAP.Entries, table, rueTable)
+	}
+}
+
 // ignoreNil is err, or nil for redis.Nil (a key never written).
 func ignoreNil(err error) error {
 	if errors.Is(err, redis.Nil) {
