@@ -570,11 +570,25 @@ func TestAbortedFailoverReturnsToTheMaster(t *testing.T) {
 	}
 
 	// The remaining sentinels see a replica that answers ROLE master and
-	// convert it back (after 4 publish periods).
+	// convert it back (after 4 publish periods). Unless the leader saw
+	// the promotion and announced it before it died: it waits for the
+	// candidate's next INFO, usually hundreds of milliseconds after
+	// +selected-slave, but the INFO can be due at once; then the failover
+	// completed, which is not what this test is about.
+	announced := false
 	testkit.WaitFor(t, 30*time.Second, "the candidate turned back into a replica", func() bool {
+		for _, s := range l.Sentinels()[1:] {
+			if addr, err := s.MasterAddr(ctx); err == nil && addr == candidate.Addr() {
+				announced = true
+				return true
+			}
+		}
 		r, err := candidate.Role(ctx)
 		return err == nil && r.Role == "slave"
 	})
+	if announced {
+		t.Skip("the leader announced the promotion before it was killed: the failover completed, none was aborted")
+	}
 	demoted := time.Now()
 	// From now on the client has every sign it needs: a refresh names the
 	// old master, the candidate says it replicates from it. Allow a third

@@ -616,20 +616,27 @@ func (t *topology) replicasLimited(scan replicaScan) {
 // candidate back: the former master they name is the master, and waiting
 // out formerMasterGrace would leave every write refused with READONLY
 // for that long. turnedBack(former) asks the current master that (on the
-// network, so once per address a check); it is asked only in that case.
-// The check is not safe for concurrent use: each worker makes its own.
+// network); it is asked only in that case, and a "no" again after
+// turnedBackRecheck: several sentinels of one discovery round name the
+// same former master, and a refresh's rounds go on for up to
+// DiscoveryTimeout, during which the candidate may be turned back. The
+// check is not safe for concurrent use: each worker makes its own.
 func (st *topoState) staleCheck(current string, now time.Time, turnedBack func(former string) bool) func(masterReport) error {
 	known := st.knownEpoch
 	former := maps.Clone(st.formerMasters)
 	confirmedAt := st.masterEpoch
-	asked := map[string]bool{}
+	type answer struct {
+		yes bool
+		at  time.Time
+	}
+	asked := map[string]answer{}
 	turnedBackTo := func(addr string) bool {
-		v, ok := asked[addr]
-		if !ok {
-			v = turnedBack(addr)
-			asked[addr] = v
+		a, ok := asked[addr]
+		if !ok || !a.yes && time.Since(a.at) >= turnedBackRecheck {
+			a = answer{yes: turnedBack(addr), at: time.Now()}
+			asked[addr] = a
 		}
-		return v
+		return a.yes
 	}
 	return func(rep masterReport) error {
 		if rep.epoch < 0 {
@@ -646,6 +653,12 @@ func (st *topoState) staleCheck(current string, now time.Time, turnedBack func(f
 		return nil
 	}
 }
+
+// turnedBackRecheck is how long a stale check trusts a current master's
+// answer that it is not a replica of the former master a sentinel names:
+// a discovery round asks its sentinels within it, the next round (50 to
+// 400 ms later) asks again.
+const turnedBackRecheck = 40 * time.Millisecond
 
 // turnedBack reports whether master answers ROLE as a replica of former
 // (as the sentinels name it): see staleCheck. Not knowing is false.

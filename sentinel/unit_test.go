@@ -810,14 +810,16 @@ func TestAbortedFailoverEndsTheFormerMastersGrace(t *testing.T) {
 				}
 				return tc.turnedBack
 			})
-			for range 2 { // the answer is asked once
+			for range 2 {
 				err := stale(tc.rep)
 				if got := err != nil && skipReason(err) == SkipStale; got != tc.wantStale {
 					t.Fatalf("%s at epoch %d: stale %v (%v), want %v", tc.rep.addr, tc.rep.epoch, got, err, tc.wantStale)
 				}
 			}
-			if (asked > 0) != tc.wantAsked || asked > 1 {
-				t.Fatalf("asked B's ROLE %d times, want asked %v (once)", asked, tc.wantAsked)
+			// A "yes" is asked once; a "no" again after turnedBackRecheck,
+			// which two calls in a row may or may not take.
+			if (asked > 0) != tc.wantAsked || tc.turnedBack && asked > 1 || asked > 2 {
+				t.Fatalf("asked B's ROLE %d times, want asked %v", asked, tc.wantAsked)
 			}
 		})
 	}
