@@ -346,7 +346,11 @@ type attempt struct {
 	held      bool  // a write waited for its shard's master (counted once)
 	failures  int   // sends that failed
 	redirects int
-	holdEnd   time.Time
+	// began is when the call began, on callClock; the hold ends
+	// WriteHoldTimeout later (holdEnd). Read as a duration because
+	// time.Now reads two clocks where time.Since reads one, and a cache
+	// hit's whole call is a few hundred nanoseconds.
+	began, hold time.Duration
 	// once: the command is an exactly-once write (oncewrite), sent again
 	// whatever its failure, until the hold ends.
 	once bool
@@ -360,12 +364,24 @@ type attempt struct {
 	last *node
 }
 
+// callClock is the origin of attempt.began. Set once, never changed.
+var callClock = time.Now()
+
+// newAttempt is the state of a call that begins now.
+func (c *Client) newAttempt(slot int, write bool) *attempt {
+	return &attempt{slot: slot, write: write, began: time.Since(callClock), hold: c.opts.WriteHoldTimeout}
+}
+
+// holdEnd is when the call's hold ends: WriteHoldTimeout after it began.
+func (a *attempt) holdEnd() time.Time { return callClock.Add(a.began + a.hold) }
+
 // run sends one command to the master of slot and applies the rules of the
 // package documentation: redirects followed, refusals retried, a failing
 // master's writes held until the cluster names another, a read re-run
 // once, a write whose outcome is unknown never re-run.
 func (c *Client) run(ctx context.Context, slot int, write bool, cmd redis.Cmder) error {
-	a := &attempt{slot: slot, write: write, holdEnd: time.Now().Add(c.opts.WriteHoldTimeout), once: oncewrite.Is(cmd)}
+	a := c.newAttempt(slot, write)
+	a.once = oncewrite.Is(cmd)
 	err := c.runAttempts(ctx, cmd, a)
 	if write && a.last != nil {
 		a.last.cache.Wrote(cmd, nil) // read your writes (cachestore)
@@ -423,7 +439,7 @@ func (c *Client) runAttempts(ctx context.Context, cmd redis.Cmder, a *attempt) e
 // WAIT confirms what the master holds then.
 func (c *Client) confirmAgain(ctx context.Context, snap *snapshot, err error, a *attempt) bool {
 	var nde *NotDurableError
-	if !errors.As(err, &nde) || !nde.MayHaveExecuted || failure.CallerEnded(ctx) || time.Now().After(a.holdEnd) {
+	if !errors.As(err, &nde) || !nde.MayHaveExecuted || failure.CallerEnded(ctx) || time.Now().After(a.holdEnd()) {
 		return false
 	}
 	a.failures++
@@ -469,7 +485,7 @@ func (c *Client) pick(ctx context.Context, snap *snapshot, a *attempt) (*node, e
 		a.held = true
 		c.stats.writesHeld.Add(1)
 	}
-	if err := c.waitChange(ctx, snap, a.holdEnd); err != nil {
+	if err := c.waitChange(ctx, snap, a.holdEnd()); err != nil {
 		return nil, noMaster(snap, a.slot, n, err)
 	}
 	return nil, nil
@@ -513,7 +529,7 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 		// write is sent again instead.
 		c.topo.failed(n, err)
 		if a.write && !a.once {
-			return false, c.writeUnknown(ctx, snap, n, a.slot, cmd, err, a.holdEnd)
+			return false, c.writeUnknown(ctx, snap, n, a.slot, cmd, err, a.holdEnd())
 		}
 	}
 	// Again: the same node may serve it after a pause, or the map
@@ -533,7 +549,7 @@ func (c *Client) judge(ctx context.Context, snap *snapshot, n *node, cmd redis.C
 		case notExecuted:
 			c.topo.kick(RefreshRefused)
 		}
-		if time.Now().After(a.holdEnd) || c.pause(ctx, snap, a.slot, a.failures) != nil {
+		if time.Now().After(a.holdEnd()) || c.pause(ctx, snap, a.slot, a.failures) != nil {
 			return false, c.nodeError(n, a.slot, a.write, cmd, err)
 		}
 		c.stats.retries.Add(1)

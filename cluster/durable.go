@@ -547,7 +547,7 @@ func (c *Client) notDurable(e *NotDurableError) *NotDurableError {
 // (routing.Batcher.DoConfirmed), counting the most replicas any of them
 // needs, and each gets its own verdict.
 func (c *Client) sendDurable(ctx context.Context, n *node, cmd redis.Cmder, a *attempt) error {
-	ds, err := c.durablePrecheck(ctx, n, a.slot, a.holdEnd)
+	ds, err := c.durablePrecheck(ctx, n, a.slot, a.holdEnd())
 	if err != nil {
 		cmd.SetErr(err)
 		return err

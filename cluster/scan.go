@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -161,7 +160,7 @@ func (c *Client) scanDone(snap *snapshot, p scanPage) {
 // redirect is followed only by a new iteration (cursor 0).
 func (c *Client) scan(ctx context.Context, sc routing.Scan) error {
 	cmd := sc.Cmd()
-	a := &attempt{slot: c.slotOf(cmd), holdEnd: time.Now().Add(c.opts.WriteHoldTimeout)}
+	a := c.newAttempt(c.slotOf(cmd), false)
 	err := c.scanAttempts(ctx, sc, a)
 	return c.seal(cmd, nil, err, a.last, a.slot, false, nil)
 }
