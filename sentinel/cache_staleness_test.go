@@ -348,19 +348,10 @@ func BenchmarkCacheThroughput(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// pick returns the key of a client's next read under op: the one
-	// given, or one never read before (every tenth read under "hits90",
-	// every read under "misses"). Each client counts its own reads.
-	type counter struct{ n atomic.Uint64 }
-	pick := func(c *counter, op, key string) string {
-		n := c.n.Add(1)
-		if op == "misses" || op == "hits90" && n%10 == 0 {
-			return "cold:" + strconv.FormatUint(n, 10)
-		}
-		return key
-	}
+	// Each client picks its keys (benchcmp.CacheOps) with its own count.
+	pick := func(c *benchcmp.ColdKeys, op, key string) string { return c.Pick(op, key) }
 	cached := clientcache.WithTTL(ctx, time.Minute)
-	var cPlain, cOurs, cCached, cCachedAP, cRue, cGr counter
+	var cPlain, cOurs, cCached, cCachedAP, cRue, cGr benchcmp.ColdKeys
 	clients := []benchcmp.Client{
 		{Name: "go-redis", Do: func(ctx context.Context, op, key string) error {
 			return ignoreNil(plain.Get(ctx, pick(&cPlain, op, key)).Err())
@@ -385,19 +376,8 @@ func BenchmarkCacheThroughput(b *testing.B) {
 			return ignoreNil(grCache.Get(ctx, pick(&cGr, op, key)).Err())
 		}},
 	}
-	for _, c := range clients { // warm the caches, and the trackers
-		for _, k := range apBenchKeys {
-			if err := c.Do(ctx, "hits", k); err != nil {
-				b.Fatalf("%s: %v", c.Name, err)
-			}
-		}
-	}
-	time.Sleep(100 * time.Millisecond)
 	for b.Loop() {
-		table := benchcmp.Comparison{
-			Rounds: 3, Turn: time.Second, Ops: []string{"hits", "hits90", "misses"}, Goroutines: []int{1, 8, 64, 256},
-			Keys: apBenchKeys, Clients: clients, Tag: "cache", Base: "rueidis DoCache", Versus: []string{"rediskit"},
-		}.Run(b)
+		table := benchcmp.RunCached(b, "cache", apBenchKeys, clients, "rueidis DoCache", "rediskit")
 		st := ours.Stats().Cache
 		b.Logf("%s: medians of 3 rounds of 1 s per client; rediskit cache: %d hits, %d misses, %d evictions\n%s",
 			l.ServerVersion(), st.Hits, st.Misses, st.Evictions, table)
