@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -349,31 +347,30 @@ func BenchmarkCacheThroughput(b *testing.B) {
 		}
 	}
 	// Each client picks its keys (benchcmp.CacheOps) with its own count.
-	pick := func(c *benchcmp.ColdKeys, op, key string) string { return c.Pick(op, key) }
 	cached := clientcache.WithTTL(ctx, time.Minute)
 	var cPlain, cOurs, cCached, cCachedAP, cRue, cGr benchcmp.ColdKeys
 	clients := []benchcmp.Client{
 		{Name: "go-redis", Do: func(ctx context.Context, op, key string) error {
-			return ignoreNil(plain.Get(ctx, pick(&cPlain, op, key)).Err())
+			return ignoreNil(plain.Get(ctx, cPlain.Pick(op, key)).Err())
 		}},
 		{Name: "rediskit", Do: func(ctx context.Context, op, key string) error {
-			return ignoreNil(ours.Get(ctx, pick(&cOurs, op, key)).Err())
+			return ignoreNil(ours.Get(ctx, cOurs.Pick(op, key)).Err())
 		}},
 		{Name: "rediskit Cache", Do: func(_ context.Context, op, key string) error {
-			return ignoreNil(ours.Get(cached, pick(&cCached, op, key)).Err())
+			return ignoreNil(ours.Get(cached, cCached.Pick(op, key)).Err())
 		}},
 		{Name: "rediskit Cache AP", Do: func(_ context.Context, op, key string) error {
-			return ignoreNil(oursAP.Get(cached, pick(&cCachedAP, op, key)).Err())
+			return ignoreNil(oursAP.Get(cached, cCachedAP.Pick(op, key)).Err())
 		}},
 		{Name: "rueidis DoCache", Do: func(ctx context.Context, op, key string) error {
-			err := rue.DoCache(ctx, rue.B().Get().Key(pick(&cRue, op, key)).Cache(), time.Minute).Error()
+			err := rue.DoCache(ctx, rue.B().Get().Key(cRue.Pick(op, key)).Cache(), time.Minute).Error()
 			if rueidis.IsRedisNil(err) {
 				return nil
 			}
 			return err
 		}},
 		{Name: "go-redis cache", Do: func(ctx context.Context, op, key string) error {
-			return ignoreNil(grCache.Get(ctx, pick(&cGr, op, key)).Err())
+			return ignoreNil(grCache.Get(ctx, cGr.Pick(op, key)).Err())
 		}},
 	}
 	for b.Loop() {
@@ -404,12 +401,12 @@ func BenchmarkCacheMissPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var n atomic.Uint64 // every read a key never read before, by any client
-	cold := func() string { return "cold:" + strconv.FormatUint(n.Add(1), 10) }
-	compare := func(base, versus string, clients []benchcmp.Client) string {
+	var keys benchcmp.ColdKeys // one count: every read a key never read before, by any client
+	cold := func() string { return keys.Pick("misses", "") }
+	compare := func(base string, versus []string, clients []benchcmp.Client) string {
 		return benchcmp.Comparison{
 			Rounds: 3, Turn: time.Second, Ops: []string{"misses"}, Goroutines: []int{1, 8, 64, 256},
-			Keys: apBenchKeys, Clients: clients, Tag: "cachemiss", Base: base, Versus: []string{versus},
+			Keys: apBenchKeys, Clients: clients, Tag: "cachemiss", Base: base, Versus: versus,
 		}.Run(b)
 	}
 	for b.Loop() {
@@ -426,7 +423,7 @@ func BenchmarkCacheMissPath(b *testing.B) {
 		read := func(c *Client, ctx context.Context) func(context.Context, string, string) error {
 			return func(context.Context, string, string) error { return ignoreNil(c.Get(ctx, cold()).Err()) }
 		}
-		table := compare("rediskit", "rediskit AP", []benchcmp.Client{
+		table := compare("rediskit", []string{"rediskit AP"}, []benchcmp.Client{
 			{Name: "rediskit", Do: read(ours, ctx)},
 			{Name: "rediskit Cache", Do: read(ours, cached)},
 			{Name: "rediskit AP", Do: read(oursAP, ctx)},
@@ -445,7 +442,7 @@ func BenchmarkCacheMissPath(b *testing.B) {
 			}
 			return err
 		}
-		rueTable := compare("rueidis Do", "rueidis Do", []benchcmp.Client{
+		rueTable := compare("rueidis Do", nil, []benchcmp.Client{
 			{Name: "rueidis Do", Do: func(ctx context.Context, _, _ string) error {
 				return rueErr(rue.Do(ctx, rue.B().Get().Key(cold()).Build()).Error())
 			}},
