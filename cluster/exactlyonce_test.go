@@ -109,14 +109,21 @@ func TestExactlyOncePipeline(t *testing.T) {
 	if _, ok := cmds[0].(*redis.IntCmd); !ok {
 		t.Fatalf("the caller's commands were replaced: %T", cmds[0])
 	}
-	// A token per write, on the write's own shard.
+	// A token per write (the fields of the token keys), on the write's
+	// own shard.
 	tokens := 0
 	for _, n := range l.Nodes() {
 		keys, err := n.Do(ctx, "KEYS", exactlyonce.DefaultKeyPrefix+"*").StringSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
-		tokens += len(keys)
+		for _, k := range keys {
+			held, err := n.Do(ctx, "HLEN", k).Int()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens += held
+		}
 	}
 	if tokens != 30 {
 		t.Errorf("%d tokens for 30 exactly-once writes", tokens)

@@ -5,16 +5,22 @@
 //
 // # How
 //
-// The client gives each write an id and sends it as one Lua script
-// (EVALSHA) that, atomically on the master: reads the write's token key;
-// if it exists, returns the reply stored there; otherwise runs the command
-// (redis.pcall) and, unless it failed, stores its reply in the token key
-// with a TTL (Config.TTL) and returns it. The token key is
-// KeyPrefix + "{" + tag + "}" + id, where tag is a short string of the
-// command's first key's hash slot, so on a Redis Cluster the token lives
-// in the key's slot and the script passes the cluster's same-slot rule;
-// with effects replication (Redis 7, Valkey 8) the replicas and the AOF
-// get the command's effects and the token together, in one MULTI.
+// The client gives each write a token and sends it as one Lua script
+// (EVALSHA) that, atomically on the master: looks for the write's token;
+// if it is there, returns the reply stored with it; otherwise runs the
+// command (redis.pcall) and, unless it failed, stores its reply as the
+// token and returns it. Tokens are fields of token keys, small hashes of
+// 16 tokens each, named KeyPrefix + "{" + tag + "}" + the client's run +
+// "." + a count: a key holds tokens of one client's writes in one hash
+// slot, tag being a short string of that slot (of the command's first
+// key), so on a Redis Cluster the token lives in the key's slot and the
+// script passes the cluster's same-slot rule. Storing a token sets its
+// key's TTL (Config.TTL) afresh, so a token is kept at least TTL after its
+// write ran, and at most until TTL after the last write of its key. With
+// effects replication (Redis 7, Valkey 8) the replicas and the AOF get the
+// command's effects and the token together, in one MULTI. (Hashes rather
+// than a key a token: an expiring key costs the server a quarter more of
+// the script's time, and twice the memory; see BENCHMARKS.md.)
 //
 // When the outcome is unknown, the client sends the same script with the
 // same id again, to whichever master serves the slot then, as often as
@@ -78,7 +84,7 @@
 // # Cost
 //
 // One script call instead of the command (the server runs the command
-// through Lua), a token key per write kept TTL (its bytes: BENCHMARKS.md),
+// through Lua), a token per write kept TTL (its bytes: BENCHMARKS.md),
 // and the keys sent twice. The client loads the script on each master it
 // writes to (SCRIPT LOAD, once) and checks there that its user may run it
 // and write token keys; a refusal is a *RefusedError, for every

@@ -33,8 +33,9 @@ type Config struct {
 	// exactly-once. Without it every write that can be is (and With(ctx,
 	// false) opts a call out).
 	PerCall bool
-	// TTL is how long the server keeps a write's token and reply after
-	// it ran. It must be at least twice the client's write hold (the
+	// TTL is how long, at least, the server keeps a write's token and
+	// reply after it ran (a token key, which holds 16, expires TTL after
+	// its last). It must be at least twice the client's write hold (the
 	// client refuses a shorter one). Default DefaultTTL.
 	TTL time.Duration
 	// KeyPrefix starts every token key; the application must not write

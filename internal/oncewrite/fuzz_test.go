@@ -16,8 +16,9 @@ import (
 
 // FuzzWrap: for any command, Wrap (insisting) either refuses it with an
 // *exactlyonce.UnsupportedError or returns the script call: EVALSHA of
-// the script, the key count, a token in the first key's slot, the
-// command's keys, the TTL, then the command's arguments unchanged.
+// the script, the key count, a token key in the first key's slot, the
+// command's keys, the token key's TTL, the write's id, then the
+// command's arguments unchanged.
 func FuzzWrap(f *testing.F) {
 	for _, seed := range []string{"set k v", "incr {a}b", "mset {x}1 v {x}2 w", "blpop l 0", "get k", "flushall", "del a{}b c", "eval s 0"} {
 		f.Add(seed)
@@ -62,8 +63,11 @@ func FuzzWrap(f *testing.F) {
 				t.Fatalf("%q: key %d is %v", line, i, out[4+i])
 			}
 		}
-		if !slices.Equal(out[5+len(keys):], args) {
-			t.Fatalf("%q: the command is %v", line, out[5+len(keys):])
+		if out[4+len(keys)] != w.ttl || out[5+len(keys)] != oc.Field() {
+			t.Fatalf("%q: TTL and id %v %v, want %v %v", line, out[4+len(keys)], out[5+len(keys)], w.ttl, oc.Field())
+		}
+		if !slices.Equal(out[6+len(keys):], args) {
+			t.Fatalf("%q: the command is %v", line, out[6+len(keys):])
 		}
 		if again, _ := w.Wrap(ctx, oc); again != oc {
 			t.Fatalf("%q: wrapped twice", line)

@@ -20,20 +20,35 @@ import (
 	"github.com/rediskit/rediskit/internal/routing"
 )
 
-// Script runs a write once per token. KEYS[1] is the token key, KEYS[2..]
-// the command's keys (declared, for a cluster's same-slot check); ARGV[1]
-// is the token's TTL in milliseconds, ARGV[2..] the command. With ARGV[1]
-// alone it is the probe: it deletes the (absent) token key, which checks
-// that the user may run it and write token keys, and changes nothing.
+// Script runs a write once per token. KEYS[1] is the token key, a hash
+// that holds a group of tokens of one slot (see Writer), KEYS[2..] the
+// command's keys (declared, for a cluster's same-slot check); ARGV[1] is
+// the token key's TTL in milliseconds, ARGV[2] the write's field in it,
+// ARGV[3..] the command. With ARGV[1] alone it is the probe: it deletes
+// the (absent) key KEYS[1], which checks that the user may run it and
+// write token keys, and changes nothing.
 //
-// A stored reply starts with "rkx1:" so that a value the application put
-// there is told apart (RKXTOKEN) rather than unpacked.
+// Storing a token sets the token key's TTL afresh, so a token lives at
+// least the TTL after its write ran, whatever came into its key before
+// or after it. A stored reply starts with "rkx1:" so that a value the
+// application put there is told apart (RKXTOKEN) rather than unpacked; a
+// key of another type is refused the same way.
+//
+// Small hashes rather than a key a token: a key with an expiry costs the
+// server an entry in its table of expiring keys, and its SET is rewritten
+// with an absolute time for replication; a hash of 16 small fields stays
+// in the server's compact encoding, whose lookups scan it (up to 512
+// fields by default, where a lookup took 2-3 µs). Measured on Redis
+// 7.0.15, 200,000 INCRs through the script: 5.5 µs of the server's CPU a
+// call and 28 MB with a string key a token, 3.9 µs and 6.3 MB with 16
+// tokens a hash (and 4.5 / 7.0 µs with 128 / 512).
 const Script = `local t = KEYS[1]
 if #ARGV == 1 then
   redis.call('DEL', t)
   return 1
 end
-local v = redis.pcall('GET', t)
+local id = ARGV[2]
+local v = redis.pcall('HGET', t, id)
 if type(v) == 'table' then
   return redis.error_reply('RKXTOKEN ' .. t)
 end
@@ -43,11 +58,12 @@ if v then
   end
   return cmsgpack.unpack(string.sub(v, 6))
 end
-local r = redis.pcall(unpack(ARGV, 2))
+local r = redis.pcall(unpack(ARGV, 3))
 if type(r) == 'table' and r.err then
   return r
 end
-redis.call('SET', t, 'rkx1:' .. cmsgpack.pack(r), 'PX', ARGV[1])
+redis.call('HSET', t, id, 'rkx1:' .. cmsgpack.pack(r))
+redis.call('PEXPIRE', t, ARGV[1])
 return r
 `
 
@@ -60,18 +76,31 @@ var SHA = func() string {
 // Writer makes a client's writes exactly-once. A nil *Writer is a client
 // without exactly-once writes: it wraps nothing, and refuses calls that
 // ask for it.
+//
+// A write's token is a field of a token key, a hash that holds a group of
+// groupSize tokens of the Writer's writes in one hash slot (the slot of
+// the command's first key): the Writer counts its writes per slot, and
+// the n-th write of a slot is field n % groupSize of the key of group
+// n / groupSize. Keys of the slot's tag, so on a cluster the token lives
+// in the write's slot.
 type Writer struct {
 	cfg        exactlyonce.Config
 	ttl        string // cfg.TTL in milliseconds, as ARGV[1]
 	classifier *classify.Classifier
 	// shaArg and ttlArg are SHA and ttl as arguments, boxed once.
 	shaArg, ttlArg any
-	// run is random per Writer and seq counts its writes: the ids of two
-	// clients, or two runs of one, never meet.
+	// run is random per Writer: the tokens of two clients, or two runs
+	// of one, never meet.
 	run string
-	seq atomic.Uint64
+	// seq counts the writes of each slot.
+	seq *[keyslot.Slots]atomic.Uint64
 	log *slog.Logger
 }
+
+// groupSize is the tokens a token key holds: few enough that the
+// server's lookups in its compact encoding stay short, enough to share
+// a key's costs (see Script). A power of two: a field is one hex digit.
+const groupSize = 16
 
 // New returns the Writer of a client with cfg (nil: none) and a write
 // hold of hold (the TTL must outlive it: exactlyonce.Config.Check); a
@@ -90,7 +119,8 @@ func New(cfg *exactlyonce.Config, hold time.Duration, cl *classify.Classifier, l
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Writer{cfg: c, ttl: ttl, classifier: cl, shaArg: SHA, ttlArg: ttl, run: hex.EncodeToString(b[:]), log: log}, nil
+	return &Writer{cfg: c, ttl: ttl, classifier: cl, shaArg: SHA, ttlArg: ttl, run: hex.EncodeToString(b[:]),
+		seq: new([keyslot.Slots]atomic.Uint64), log: log}, nil
 }
 
 // wanted says whether a call with ctx asks for exactly-once writes, and
@@ -189,8 +219,8 @@ func (w *Writer) why(cmd redis.Cmder) string {
 }
 
 // wrap builds cmd's exactly-once form with a new token: EVALSHA, the
-// script, the key count, the token, cmd's keys (its own arguments, not
-// copied), the TTL, and cmd's arguments.
+// script, the key count, the token key, cmd's keys (its own arguments,
+// not copied), the TTL, the token's field, and cmd's arguments.
 func (w *Writer) wrap(cmd redis.Cmder) *Cmd {
 	args := cmd.Args()
 	nkeys, first := 0, ""
@@ -200,18 +230,29 @@ func (w *Writer) wrap(cmd redis.Cmder) *Cmd {
 		}
 		nkeys++
 	}
-	var seq [20]byte
-	tag := keyslot.Tag(keyslot.Of(first))
-	token := w.cfg.KeyPrefix + "{" + tag + "}" + w.run + ":" + string(strconv.AppendUint(seq[:0], w.seq.Add(1), 36))
-	out := make([]any, 0, 4+nkeys+1+len(args))
+	slot := keyslot.Of(first)
+	n := w.seq[slot].Add(1) - 1
+	var num [20]byte
+	tag := keyslot.Tag(slot)
+	token := w.cfg.KeyPrefix + "{" + tag + "}" + w.run + "." + string(strconv.AppendUint(num[:0], n/groupSize, 36))
+	id := fields[n%groupSize]
+	out := make([]any, 0, 4+nkeys+2+len(args))
 	out = append(out, "evalsha", w.shaArg, 1+nkeys, token)
 	for i := range w.classifier.KeyIndexes(args) {
 		out = append(out, args[i])
 	}
-	out = append(out, w.ttlArg)
+	out = append(out, w.ttlArg, id)
 	out = append(out, args...)
-	return &Cmd{Cmder: cmd, args: out, token: token, tag: tag}
+	return &Cmd{Cmder: cmd, args: out, token: token, id: id, tag: tag}
 }
+
+// fields are the fields of a token key's groupSize tokens, boxed once.
+var fields = func() (f [groupSize]any) {
+	for i := range f {
+		f[i] = strconv.FormatUint(uint64(i), 16)
+	}
+	return f
+}()
 
 // Cmd is a write in its exactly-once form: its arguments are the script
 // call, and its reply is read, and its result kept, by the caller's own
@@ -219,15 +260,20 @@ func (w *Writer) wrap(cmd redis.Cmder) *Cmd {
 type Cmd struct {
 	redis.Cmder
 	args  []any
-	token string
+	token string // the token key
+	id    any    // the write's field in it (a string)
 	tag   string // the slot's tag in token
 }
 
 // Args returns the script call, which go-redis writes on the wire.
 func (c *Cmd) Args() []any { return c.args }
 
-// Token returns the write's token key.
+// Token returns the key that holds the write's token (a hash of a group
+// of tokens of its slot).
 func (c *Cmd) Token() string { return c.token }
+
+// Field returns the write's token's field in the token key.
+func (c *Cmd) Field() string { return c.id.(string) } //nolint:forcetypeassert // one of fields
 
 // Unwrap returns the caller's command.
 func (c *Cmd) Unwrap() redis.Cmder { return c.Cmder }
