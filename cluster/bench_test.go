@@ -18,13 +18,21 @@ import (
 // map read and the keys written.
 func benchClusterClients(tb testing.TB) (*Client, *redis.ClusterClient) {
 	tb.Helper()
+	return benchClusterClientsWith(tb, Config{})
+}
+
+// benchClusterClientsWith is benchClusterClients with our client's Config
+// (its Addrs are the lab's).
+func benchClusterClientsWith(tb testing.TB, cfg Config) (*Client, *redis.ClusterClient) {
+	tb.Helper()
 	ctx := context.Background()
 	l, err := lab.Start(ctx, lab.Cluster(3, 0))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = l.Close() })
-	ours, err := NewClient(Config{Addrs: l.ClusterAddrs()})
+	cfg.Addrs = l.ClusterAddrs()
+	ours, err := NewClient(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -83,6 +91,22 @@ func BenchmarkRoutingRatio(b *testing.B) {
 	for _, op := range []string{"GET", "SET", "pipeline-100"} {
 		b.Run(op, func(b *testing.B) {
 			benchcmp.Interleaved(b, ours, plain, benchOps[op])
+		})
+	}
+}
+
+// BenchmarkAutoPipelineLone measures what Config.AutoPipeline costs a
+// caller alone on a cluster: one goroutine, alternating a rediskit client
+// with AutoPipeline and go-redis's ClusterClient, operation by operation
+// (the ratio is go-redis time / rediskit time), as sentinel's benchmark of
+// the same name does on one master.
+//
+//	go test -run '^$' -bench AutoPipelineLone -benchtime 20000x -count 3 ./cluster/
+func BenchmarkAutoPipelineLone(b *testing.B) {
+	ours, plain := benchClusterClientsWith(b, Config{AutoPipeline: true})
+	for _, op := range []string{"GET", "SET"} {
+		b.Run(op, func(b *testing.B) {
+			benchcmp.InterleavedWith(b, 1, ours, plain, benchOps[op])
 		})
 	}
 }
