@@ -117,3 +117,24 @@ func TestClassifyDoesNotAllocate(t *testing.T) {
 		t.Errorf("ReadOnlyArgs: %v allocations", n)
 	}
 }
+
+// BenchmarkRoute: what a cluster client asks of every command, with one
+// look at the table (Route) and with two (ReadOnlyArgs, then FirstKey).
+func BenchmarkRoute(b *testing.B) {
+	c := New()
+	args := []any{"get", "user:1000"}
+	b.Run("Route", func(b *testing.B) {
+		for b.Loop() {
+			if ro, first := c.Route(args); !ro || first != 1 {
+				b.Fatal(ro, first)
+			}
+		}
+	})
+	b.Run("ReadOnlyArgs+FirstKey", func(b *testing.B) {
+		for b.Loop() {
+			if !c.ReadOnlyArgs(args...) || c.FirstKey(args) != 1 {
+				b.Fatal("GET")
+			}
+		}
+	})
+}

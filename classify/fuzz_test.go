@@ -54,6 +54,9 @@ func FuzzClassify(f *testing.F) {
 		if got := c.ReadOnlyPipeline([]redis.Cmder{redis.NewCmd(ctx, args...)}); got != d.ReadOnly {
 			t.Fatalf("ReadOnlyPipeline = %v, Explain = %s", got, d)
 		}
+		if ro, first := c.Route(args); ro != d.ReadOnly || first != c.FirstKey(args) {
+			t.Fatalf("Route = %v, %d; Explain = %s, FirstKey = %d", ro, first, d, c.FirstKey(args))
+		}
 		if len(args) > 0 {
 			if s, ok := args[0].(string); ok {
 				upper := append([]any{strings.ToUpper(s)}, args[1:]...)

@@ -59,7 +59,11 @@ func keyRuleFor(name string) (keyRule, int) {
 // firstKey returns the index in args of the command's first key, or -1.
 // It does not allocate (argText formats numbers into a stack buffer).
 func (t *table) firstKey(args []any) int {
-	e := t.entryOf(args)
+	return firstKeyOf(args, t.entryOf(args))
+}
+
+// firstKeyOf is firstKey with the entry of args (entryOf) looked up.
+func firstKeyOf(args []any, e *entry) int {
 	if e == nil {
 		return -1
 	}
@@ -81,7 +85,12 @@ func (t *table) firstKey(args []any) int {
 // subcommand entry (OBJECT ENCODING), or nil for an unknown command, a
 // container without a known subcommand, or no command at all.
 func (t *table) entryOf(args []any) *entry {
-	e := t.command(args)
+	return t.subEntry(args, t.command(args))
+}
+
+// subEntry is entryOf with the command's entry e (t.command(args))
+// looked up.
+func (t *table) subEntry(args []any, e *entry) *entry {
 	if e == nil || e.subs == nil {
 		return e
 	}
@@ -318,6 +327,14 @@ func deref[T any](p *T) T {
 // Hash the key with KeyString(args[i]).
 func (c *Classifier) FirstKey(args []any) int {
 	return c.table().firstKey(args)
+}
+
+// Route is what a cluster client asks of every command, with one look at
+// the table: ReadOnlyArgs(args...) and FirstKey(args).
+func (c *Classifier) Route(args []any) (readOnly bool, firstKey int) {
+	t := c.table()
+	e := t.command(args)
+	return t.decideEntry(args, e).ReadOnly, firstKeyOf(args, t.subEntry(args, e))
 }
 
 // KeyIndexes returns the indexes in args of every key of the command, in

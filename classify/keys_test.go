@@ -718,3 +718,32 @@ func BenchmarkFirstKey(b *testing.B) {
 // part: a destination named by an option (STORE, STOREDIST), found by
 // neither the legacy key range nor a rule of this package.
 var keyIndexesPartial = map[string]bool{"sort": true, "georadius": true, "georadiusbymember": true}
+
+// TestRoute: Route answers what ReadOnlyArgs and FirstKey answer, for every
+// command and subcommand of the built-in table, with keys, a key count
+// and a STREAMS keyword where its arguments take them.
+func TestRoute(t *testing.T) {
+	c := New()
+	check := func(args []any) {
+		t.Helper()
+		ro, first := c.Route(args)
+		if ro != c.ReadOnlyArgs(args...) || first != c.FirstKey(args) {
+			t.Errorf("%v: Route = %v, %d; ReadOnlyArgs = %v, FirstKey = %d", args, ro, first, c.ReadOnlyArgs(args...), c.FirstKey(args))
+		}
+	}
+	for _, s := range builtinSpecs {
+		names := [][]any{{s.Name}}
+		for _, sub := range s.Subcommands {
+			_, name, _ := strings.Cut(sub.Name, "|")
+			names = append(names, []any{s.Name, name})
+		}
+		for _, n := range names {
+			check(n)
+			check(append(slices.Clone(n), "k1", "k2", "v"))
+			check(append(slices.Clone(n), "2", "k1", "k2", "v"))
+			check(append(slices.Clone(n), "COUNT", "1", "STREAMS", "s1", "s2", "0", "0"))
+		}
+	}
+	check(nil)
+	check([]any{"EVAL", "#!lua flags=no-writes\nreturn 1", 1, "k"})
+}

@@ -195,10 +195,15 @@ func (t *table) command(args []any) *entry {
 // allocate unless a name has upper-case letters and is longer than 64 bytes
 // while the table has names that long (module commands).
 func (t *table) decide(args []any) Decision {
+	return t.decideEntry(args, t.command(args))
+}
+
+// decideEntry is decide with the command's entry e (t.command(args))
+// already looked up.
+func (t *table) decideEntry(args []any, e *entry) Decision {
 	if len(args) == 0 {
 		return Decision{Reason: ReasonEmpty}
 	}
-	e := t.command(args)
 	if e == nil {
 		return Decision{Reason: ReasonUnknown}
 	}

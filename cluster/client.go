@@ -297,7 +297,11 @@ func (c *Client) seed() *node { return c.nodes.get(c.opts.Addrs[0]) }
 // one.
 func (c *Client) slotOf(cmd redis.Cmder) int {
 	args := cmd.Args()
-	i := c.classifier.FirstKey(args)
+	return slotAt(args, c.classifier.FirstKey(args))
+}
+
+// slotAt is the slot of args[i], the command's first key (-1: none).
+func slotAt(args []any, i int) int {
 	if i < 0 || i >= len(args) {
 		return -1
 	}
@@ -316,8 +320,9 @@ func (c *Client) process(ctx context.Context, cmd redis.Cmder) error {
 	if sc, ok := routing.FindScan(cmd); ok {
 		return c.scan(ctx, sc)
 	}
-	write := !c.classifier.ReadOnly(cmd)
-	slot := c.slotOf(cmd)
+	args := cmd.Args()
+	readOnly, first := c.classifier.Route(args) // one look at the command table
+	write, slot := !readOnly, slotAt(args, first)
 	if write {
 		q, err := c.once.Wrap(ctx, cmd) // exactly-once writes (Config.ExactlyOnce)
 		if err != nil {
