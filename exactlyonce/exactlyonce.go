@@ -9,15 +9,17 @@ import (
 
 // Defaults of Config's fields.
 const (
-	// DefaultTTL keeps a write's token one minute: far longer than any
-	// client's write hold (sentinel's FailoverHold, cluster's
+	// DefaultTTL keeps a write's token at least one minute: far longer
+	// than any client's write hold (sentinel's FailoverHold, cluster's
 	// WriteHoldTimeout: seconds), the window in which the client sends a
 	// write again, and than the time a stalled server takes to be
-	// replaced. At 10,000 writes a second it holds about 600,000 tokens
-	// (BENCHMARKS.md, "Exactly-once writes", measures the bytes).
+	// replaced. At 10,000 writes a second it holds at least 600,000 tokens
+	// (a token key, which holds 16, expires a minute after its last: 13 to
+	// 80 MB, BENCHMARKS.md, "Exactly-once writes").
 	DefaultTTL = time.Minute
 	// DefaultKeyPrefix starts every token key. A user limited by ACL key
-	// patterns needs write access to it (%RW~rkx1:*).
+	// patterns needs write access to it (%RW~rkx1:*), and to run HGET, HSET
+	// and PEXPIRE there.
 	DefaultKeyPrefix = "rkx1:"
 	// MaxArgs is the most arguments (the name included) a command made
 	// exactly-once may have: the script hands them to redis.pcall through
@@ -106,8 +108,9 @@ func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupport
 // RefusedError is a server that does not let the client run its
 // exactly-once script (scripting disabled or denied by ACL, no write
 // access to the token keys): the exactly-once writes meant for it are not
-// sent. Fix the server's ACL (the user needs +evalsha +script|load and
-// %RW~<KeyPrefix>*), or turn ExactlyOnce off.
+// sent. Fix the server's ACL (the user needs +evalsha +script|load, and
+// +hget +hset +pexpire on %RW~<KeyPrefix>*, the commands the script runs
+// on its token keys), or turn ExactlyOnce off.
 type RefusedError struct {
 	// Addr is the server.
 	Addr string

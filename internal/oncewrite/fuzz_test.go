@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,7 +65,17 @@ func FuzzWrap(f *testing.F) {
 			}
 		}
 		if out[4+len(keys)] != w.ttl || out[5+len(keys)] != oc.Field() {
-			t.Fatalf("%q: TTL and id %v %v, want %v %v", line, out[4+len(keys)], out[5+len(keys)], w.ttl, oc.Field())
+			t.Fatalf("%q: TTL and field %v %v, want %v %v", line, out[4+len(keys)], out[5+len(keys)], w.ttl, oc.Field())
+		}
+		// The token key is the prefix, the slot's tag, the Writer's run and
+		// a group in base 36; the field one hex digit.
+		head := exactlyonce.DefaultKeyPrefix + "{" + keyslot.Tag(keyslot.Of(first)) + "}" + w.run + "."
+		group, ok := strings.CutPrefix(oc.Token(), head)
+		if _, err := strconv.ParseUint(group, 36, 64); !ok || err != nil {
+			t.Fatalf("%q: token key %q is not %q and a group", line, oc.Token(), head)
+		}
+		if f := oc.Field(); len(f) != 1 || !strings.Contains("0123456789abcdef", f) {
+			t.Fatalf("%q: field %q", line, f)
 		}
 		if !slices.Equal(out[6+len(keys):], args) {
 			t.Fatalf("%q: the command is %v", line, out[6+len(keys):])

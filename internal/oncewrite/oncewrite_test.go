@@ -213,6 +213,7 @@ func TestTokenGroups(t *testing.T) {
 	var st Node
 	const writes = 2*groupSize + groupSize/2
 	held := map[string][]string{} // token key -> fields
+	var sent []*Cmd               // the writes of "a", in order
 	for i := range writes {
 		for _, key := range []string{"a", "b"} { // two slots
 			q, err := w.Wrap(ctx, redis.NewIntCmd(ctx, "incr", key))
@@ -220,6 +221,9 @@ func TestTokenGroups(t *testing.T) {
 				t.Fatal(err)
 			}
 			oc := q.(*Cmd)
+			if key == "a" {
+				sent = append(sent, oc)
+			}
 			if keyslot.Of(oc.Token()) != keyslot.Of(key) {
 				t.Fatalf("write %d of %s: token key %s in another slot", i, key, oc.Token())
 			}
@@ -251,11 +255,28 @@ func TestTokenGroups(t *testing.T) {
 	if full != 4 {
 		t.Fatalf("%d full token keys, want 4: %v", full, held)
 	}
+	// Each write sent again, in a key shared with 15 others, gets its own
+	// stored reply (the counter's value it made), and runs no more.
+	for _, i := range []int{0, 7, groupSize, writes - 1} {
+		oc := sent[i]
+		oc.SetErr(nil)
+		if err := st.Send(ctx, w, node.Addr(), rc, oc, nil, func() error { return rc.Process(ctx, oc) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := oc.Cmder.(*redis.IntCmd).Val(); got != int64(i+1) {
+			t.Fatalf("write %d sent again: reply %d, want %d", i, got, i+1)
+		}
+	}
+	if n, _ := rc.Get(ctx, "a").Int(); n != writes {
+		t.Fatalf("a = %d after %d writes and 4 sent again, want %d", n, writes, writes)
+	}
 	// A token stored into an existing key gives the key its whole TTL
 	// again: the key outlives its last token by the TTL.
 	q, _ := w.Wrap(ctx, redis.NewIntCmd(ctx, "incr", "a"))
 	oc := q.(*Cmd)
-	rc.PExpire(ctx, oc.Token(), time.Second)
+	if set, err := rc.PExpire(ctx, oc.Token(), time.Second).Result(); err != nil || !set {
+		t.Fatalf("%s: PEXPIRE %v, %v: the key should exist, with tokens", oc.Token(), set, err)
+	}
 	if err := st.Send(ctx, w, node.Addr(), rc, q, nil, func() error { return rc.Process(ctx, q) }); err != nil {
 		t.Fatal(err)
 	}
@@ -372,6 +393,10 @@ func TestRefused(t *testing.T) {
 	for _, tc := range []struct{ name, rules string }{
 		{"no scripting", "+@all -@scripting ~*"},
 		{"no token keys", "+@all ~app:*"},
+		// May run the script and write hashes, not set a key's TTL: its
+		// writes would run and then fail to store their tokens.
+		{"no PEXPIRE", "+@string +@hash +del +evalsha +script|load ~*"},
+		{"token keys read-only", "+@all ~app:* %R~rkx1:*"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			user := strings.ReplaceAll(tc.name, " ", "-")
