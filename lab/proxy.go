@@ -297,10 +297,17 @@ func (p *Proxy) acceptLoop(ln net.Listener) {
 		}
 		c := &proxyConn{proxy: p, client: client, src: remoteIP(client), aborted: make(chan struct{})}
 		p.mu.Lock()
-		if p.closed {
+		if p.closed || p.listener != ln {
+			// Accepted just before Suspend or Close took the listener, and
+			// not yet among the connections they reset: reset it here, or
+			// it would relay to a server the test has just "stopped".
+			closed := p.closed
 			p.mu.Unlock()
-			_ = client.Close()
-			return
+			c.abort()
+			if closed {
+				return
+			}
+			continue // the listener is closed: the next Accept fails
 		}
 		p.conns[c] = struct{}{}
 		p.wg.Add(1)

@@ -131,6 +131,7 @@ func TestMalformedAddressesAreNotDialled(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each waits out its DiscoveryTimeout
 			f := newFakeServer(t, func(args []string) string {
 				if strings.EqualFold(args[0], "SENTINEL") {
 					return tt.reply
@@ -141,8 +142,9 @@ func TestMalformedAddressesAreNotDialled(t *testing.T) {
 			c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()},
 				// Room for a starved machine: the check is on the error, and
 				// the fake sentinel answers at once when it gets the CPU (at
-				// load 10-20 a write to it took past the 500 ms default).
-				DiscoveryTimeout: 2 * time.Second, SentinelTimeout: time.Second, SentinelPollInterval: -1,
+				// load 10-20 a write to it took past the 500 ms default; in
+				// CI's two -race passes at load 6, past 1 s).
+				DiscoveryTimeout: 6 * time.Second, SentinelTimeout: 5 * time.Second, SentinelPollInterval: -1,
 				NodeOptions: func(o *redis.Options) {
 					next := o.Dialer
 					o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -154,7 +156,7 @@ func TestMalformedAddressesAreNotDialled(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			err = c.Set(ctx, "k", "v", 0).Err()
 			var de *DiscoveryError
@@ -309,24 +311,29 @@ func TestLongServerErrorIsCut(t *testing.T) {
 		size int
 		want string
 	}{{50_000, "truncated"}, {100_000, "the limit is"}} {
-		long := strings.Repeat("e", tt.size)
-		f := newFakeServer(t, func(args []string) string { return "-ERR " + long + "\r\n" })
-		// The test is about the error's text. Discovery asks the sentinel
-		// again until DiscoveryTimeout and reports its last complete
-		// round: a SentinelTimeout longer than DiscoveryTimeout means a
-		// round is complete only with the sentinel's answer (a round cut
-		// by the deadline is not), however long a busy machine takes to
-		// read 100 kB (in CI at load 10-20 a retry took over 3 s).
-		c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, DiscoveryTimeout: 3 * time.Second,
-			SentinelTimeout: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = c.Ping(context.Background()).Err()
-		_ = c.Close()
-		if err == nil || len(err.Error()) > 2048 || !strings.Contains(err.Error(), tt.want) {
-			t.Fatalf("a %d-byte error from a %d-byte reply, want %q in it: %.300s", len(fmt.Sprint(err)), tt.size, tt.want, err)
-		}
+		t.Run(strconv.Itoa(tt.size), func(t *testing.T) {
+			t.Parallel() // each waits out its DiscoveryTimeout
+			long := strings.Repeat("e", tt.size)
+			f := newFakeServer(t, func(args []string) string { return "-ERR " + long + "\r\n" })
+			// The test is about the error's text. Discovery asks the
+			// sentinel again until DiscoveryTimeout and reports its last
+			// complete round: a SentinelTimeout longer than
+			// DiscoveryTimeout means a round is complete only with the
+			// sentinel's answer (a round cut by the deadline is not),
+			// however long a busy machine takes to read 100 kB (in CI at
+			// load 10-20 a retry took over 3 s; at load 6, a first
+			// answer did not come within 3 s).
+			c, err := NewClient(Config{MasterName: "mymaster", SentinelAddrs: []string{f.Addr()}, DiscoveryTimeout: 10 * time.Second,
+				SentinelTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.Ping(context.Background()).Err()
+			_ = c.Close()
+			if err == nil || len(err.Error()) > 2048 || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("a %d-byte error from a %d-byte reply, want %q in it: %.300s", len(fmt.Sprint(err)), tt.size, tt.want, err)
+			}
+		})
 	}
 }
 
